@@ -1,0 +1,26 @@
+import { z } from 'zod';
+
+/** Shapes shared by several routes. */
+
+export const USER_ID_MAX_CHARS = 128;
+export const SOURCE_MAX_CHARS = 1024;
+
+const NO_CONTROL_CHARACTERS = /^[^\p{Cc}]*$/u;
+
+/** Any printable text: user ids are chosen by the client and only scope data (spec §5.6). */
+export const userIdSchema = z
+  .string()
+  .min(1, { message: 'must not be empty' })
+  .max(USER_ID_MAX_CHARS, { message: `must be at most ${USER_ID_MAX_CHARS} characters` })
+  .regex(NO_CONTROL_CHARACTERS, { message: 'must not contain control characters' })
+  .describe('Identifies the user whose data the request reads or changes.');
+
+export const sourceSchema = z
+  .string()
+  .min(1, { message: 'must not be empty' })
+  .max(SOURCE_MAX_CHARS, { message: `must be at most ${SOURCE_MAX_CHARS} characters` })
+  .regex(NO_CONTROL_CHARACTERS, { message: 'must not contain control characters' });
+
+export const errorBodySchema = z
+  .object({ detail: z.unknown() })
+  .describe('Every error: a message, or for 422 a list of {loc, msg, type}.');

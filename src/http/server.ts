@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import fastifySwaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import {
+  jsonSchemaTransform,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { ConversationService } from '../assistant/conversation-service.ts';
+import type { DocumentService } from '../documents/document-service.ts';
+import type { FeedbackService } from '../feedback/feedback-service.ts';
+import type { ReminderRepository } from '../storage/reminder-repository.ts';
+import { APP_VERSION } from '../version.ts';
+import type { App } from './app-types.ts';
+import { installBearerAuth } from './auth.ts';
+import { installErrorHandling } from './error-handler.ts';
+import { methodNotAllowed } from './method-not-allowed.ts';
+import { registerDocumentRoutes } from './routes/documents.ts';
+import { registerFeedbackRoutes } from './routes/feedback.ts';
+import { registerHealthRoutes } from './routes/health.ts';
+import { registerReminderRoutes } from './routes/reminders.ts';
+import { registerResetRoutes } from './routes/reset.ts';
+import { SOURCE_MAX_CHARS } from './schemas.ts';
+
+export interface HttpDependencies {
+  apiToken: string | undefined;
+  logger: FastifyBaseLogger;
+  ping: () => Promise<boolean>;
+  conversations: ConversationService;
+  documents: DocumentService;
+  feedback: FeedbackService;
+  reminders: ReminderRepository;
+}
+
+/** A client-supplied request id is kept when it is short and plain, so logs can be joined. */
+const REQUEST_ID = /^[\w.:-]{1,64}$/;
+
+/** Builds the HTTP edge: routes, auth, validation, error mapping, OpenAPI. Does not listen. */
+export async function buildServer(deps: HttpDependencies): Promise<App> {
+  const app = Fastify({
+    loggerInstance: deps.logger,
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { maxParamLength: SOURCE_MAX_CHARS * 3 + 16 }, // room for percent-encoding
+    bodyLimit: 1024 * 1024,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  // Every body is JSON (or multipart for uploads): anything else is a 415, not a string.
+  app.removeContentTypeParser('text/plain');
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  installErrorHandling(app);
+  installBearerAuth(app, deps.apiToken);
+
+  // The interactive docs are public, like /openapi.json; the hook must precede the plugin.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) route.config = { ...route.config, public: true };
+  });
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Parley',
+        description: 'A self-hosted, multi-user conversational assistant.',
+        version: APP_VERSION,
+      },
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
+      },
+      security: deps.apiToken ? [{ bearer: [] }] : [],
+    },
+    transform: jsonSchemaTransform,
+  });
+  await app.register(fastifySwaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { url: '/openapi.json' },
+    uiHooks: {},
+  });
+
+  const methods = methodNotAllowed(app);
+  methods.track();
+  app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () =>
+    app.swagger(),
+  );
+  registerHealthRoutes(app, deps.ping);
+  registerResetRoutes(app, deps.conversations);
+  registerDocumentRoutes(app, deps.documents);
+  registerFeedbackRoutes(app, deps.feedback);
+  registerReminderRoutes(app, deps.reminders);
+  methods.answer405();
+
+  return app;
+}

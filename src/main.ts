@@ -1,0 +1,92 @@
+import { ConversationService } from './assistant/conversation-service.ts';
+import { ConfigError, parseConfig, readEnvironment } from './config.ts';
+import { DocumentService } from './documents/document-service.ts';
+import { FeedbackService } from './feedback/feedback-service.ts';
+import { buildServer } from './http/server.ts';
+import { createLogger } from './logger.ts';
+import { DataDirLockedError } from './storage/data-dir-lock.ts';
+import { openDatabase } from './storage/database.ts';
+import { DocumentRepository } from './storage/document-repository.ts';
+import { FeedbackRepository } from './storage/feedback-repository.ts';
+import { MessageRepository } from './storage/message-repository.ts';
+import { ReminderRepository } from './storage/reminder-repository.ts';
+import { RunRepository } from './storage/run-repository.ts';
+
+/**
+ * Composition root: configuration → storage → services → HTTP. Nothing else reads the
+ * environment or builds long-lived objects.
+ */
+async function main(): Promise<void> {
+  const startedAt = performance.now();
+  const config = parseConfig(readEnvironment());
+  const logger = createLogger(config.LOG_LEVEL);
+
+  const database = await openDatabase(config, logger);
+  const { db } = database;
+  const app = await buildServer({
+    apiToken: config.API_TOKEN,
+    logger,
+    ping: () => database.ping(),
+    conversations: new ConversationService(new MessageRepository(db)),
+    documents: new DocumentService(new DocumentRepository(db)),
+    feedback: new FeedbackService(new RunRepository(db), new FeedbackRepository(db)),
+    reminders: new ReminderRepository(db),
+  });
+
+  if (!config.API_TOKEN && !isLoopback(config.HOST)) {
+    logger.warn(
+      { host: config.HOST },
+      'API_TOKEN is not set: anyone who can reach this address can use the service',
+    );
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'shutting down');
+    // Open streams get the grace period to finish; then their connections are cut.
+    const force = setTimeout(() => app.server.closeAllConnections(), config.SHUTDOWN_GRACE_MS);
+    force.unref();
+    try {
+      await app.close();
+      await database.close();
+      logger.info('stopped');
+      process.exitCode = 0;
+    } catch (error) {
+      logger.error({ err: error }, 'unclean shutdown');
+      process.exitCode = 1;
+    } finally {
+      clearTimeout(force);
+    }
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+
+  await app.listen({ host: config.HOST, port: config.PORT });
+  const address = app.server.address();
+  logger.info(
+    {
+      port: typeof address === 'object' && address ? address.port : config.PORT,
+      engine: database.engine,
+      startupMs: Math.round(performance.now() - startedAt),
+    },
+    'Parley is listening',
+  );
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+main().catch((error: unknown) => {
+  // Configuration and lock problems are the operator's to fix: one clear line, no stack.
+  if (error instanceof ConfigError || error instanceof DataDirLockedError) {
+    process.stderr.write(`parley: ${error.message}\n`);
+  } else {
+    process.stderr.write(
+      `parley: could not start: ${error instanceof Error ? error.stack : error}\n`,
+    );
+  }
+  process.exit(1);
+});

@@ -1,0 +1,107 @@
+import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
+import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import pg from 'pg';
+import type { Logger } from 'pino';
+import type { Config } from '../config.ts';
+import { startEmbeddedEngine } from './embedded-engine.ts';
+import * as schema from './schema.ts';
+
+export type Db = NodePgDatabase<typeof schema> & { $client: pg.Pool };
+
+export interface Database {
+  readonly db: Db;
+  readonly engine: 'embedded' | 'server';
+  readonly capabilities: { readonly vector: boolean };
+  /** True when the database answers a trivial query within the timeout. */
+  ping(timeoutMs?: number): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+const MIGRATIONS_FOLDER = new URL('./migrations', import.meta.url).pathname;
+/** Any constant shared by all replicas: serialises their migrations at start. */
+const MIGRATION_LOCK_KEY = 0x7061726c; // "parl"
+
+/**
+ * Opens the embedded engine (PGlite in DATA_DIR) or, when DATABASE_URL is set, a pool on a
+ * PostgreSQL server; then applies migrations. Both are reached through `pg` and one Drizzle
+ * schema, so everything above this file is engine-agnostic.
+ */
+export async function openDatabase(
+  config: Pick<Config, 'DATA_DIR' | 'DATABASE_URL' | 'DB_POOL_MAX'>,
+  logger: Logger,
+): Promise<Database> {
+  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedEngine(config.DATA_DIR);
+  const pool = new pg.Pool({
+    ...(embedded
+      ? { ...embedded.connection, max: 1 } // PGlite serves one connection at a time
+      : { connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX }),
+    connectionTimeoutMillis: 5_000,
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its server must not crash the process; the next query reconnects.
+  pool.on('error', (error) => logger.warn({ err: error }, 'database connection lost'));
+  embedded?.exited.then((code) => {
+    if (!closing) logger.fatal({ code }, 'the embedded database thread stopped unexpectedly');
+  });
+
+  let closing = false;
+  const close = async () => {
+    closing = true;
+    await pool.end();
+    await embedded?.stop();
+  };
+
+  try {
+    await migrateWithLock(pool);
+    const capabilities = { vector: await hasVectorExtension(pool) };
+    const engine = embedded ? 'embedded' : 'server';
+    logger.info({ engine, ...capabilities }, 'database ready');
+    if (!capabilities.vector) {
+      logger.warn(
+        'pgvector is not installed on the database server: document retrieval is lexical only',
+      );
+    }
+    return {
+      db: drizzle({ client: pool, schema }),
+      engine,
+      capabilities,
+      ping: (timeoutMs = 2_000) => ping(pool, timeoutMs),
+      close,
+    };
+  } catch (error) {
+    await close().catch(() => {});
+    throw error;
+  }
+}
+
+async function migrateWithLock(pool: pg.Pool): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
+    client.release();
+  }
+}
+
+async function hasVectorExtension(pool: pg.Pool): Promise<boolean> {
+  const { rowCount } = await pool.query("SELECT 1 FROM pg_extension WHERE extname = 'vector'");
+  return rowCount === 1;
+}
+
+async function ping(pool: pg.Pool, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  const answer = pool.query('SELECT 1').then(
+    () => true,
+    () => false,
+  );
+  try {
+    return await Promise.race([answer, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,69 @@
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { lockDataDir } from './data-dir-lock.ts';
+import type { PgliteWorkerData, PgliteWorkerMessage } from './pglite-worker.ts';
+
+/** The port number only names the socket file (`.s.PGSQL.<port>`), as libpq does. */
+const SOCKET_PORT = 5432;
+
+export interface EmbeddedEngine {
+  /** `pg` connection settings for the private socket. */
+  connection: { host: string; port: number; user: string; database: string };
+  /** Resolves if the engine thread stops on its own (it should not). */
+  exited: Promise<number>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts PGlite (with pgvector) on a worker thread under `dataDir/pg`, holding the data
+ * directory lock for as long as it runs. The socket lives in a fresh 0700 temp directory so
+ * no other local user can connect to the unauthenticated embedded server.
+ */
+export async function startEmbeddedEngine(dataDir: string): Promise<EmbeddedEngine> {
+  const root = resolve(dataDir);
+  mkdirSync(root, { recursive: true });
+  const lock = await lockDataDir(root);
+  const socketDir = mkdtempSync(join(tmpdir(), 'parley-pg-'));
+  const cleanup = async () => {
+    rmSync(socketDir, { recursive: true, force: true });
+    await lock.release();
+  };
+
+  const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), {
+    workerData: {
+      dataDir: join(root, 'pg'),
+      socketPath: join(socketDir, `.s.PGSQL.${SOCKET_PORT}`),
+    } satisfies PgliteWorkerData,
+  });
+  const exited = once(worker, 'exit').then(([code]) => code as number);
+
+  const [first] = (await Promise.race([
+    once(worker, 'message'),
+    once(worker, 'error').then(([error]) => {
+      throw error;
+    }),
+  ]).catch(async (error) => {
+    await cleanup();
+    throw error;
+  })) as [PgliteWorkerMessage];
+  if (first.type === 'failed') {
+    await worker.terminate();
+    await cleanup();
+    throw new Error(`The embedded database in ${root} could not start: ${first.message}`);
+  }
+
+  return {
+    connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
+    exited,
+    async stop() {
+      worker.postMessage('close');
+      const timeout = setTimeout(() => void worker.terminate(), 10_000);
+      await exited;
+      clearTimeout(timeout);
+      await cleanup();
+    },
+  };
+}

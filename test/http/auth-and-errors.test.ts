@@ -1,0 +1,169 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const TOKEN = 's3cret-token-value';
+
+describe('authentication and error responses', () => {
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    parley = await startParley({ env: { API_TOKEN: TOKEN } });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+  });
+
+  it.each([
+    ['no header', undefined],
+    ['a wrong token', `Bearer nope`],
+    ['a lower-case scheme', `bearer ${TOKEN}`],
+    ['the token without a scheme', TOKEN],
+    ['a token with a suffix', `Bearer ${TOKEN}x`],
+    ['a prefix of the token', `Bearer ${TOKEN.slice(0, -1)}`],
+  ])('answers 401 Unauthorized to %s', async (_case, authorization) => {
+    for (const [method, path] of [
+      ['GET', '/documents'],
+      ['POST', '/reset'],
+      ['DELETE', '/documents/x'],
+      ['POST', '/feedback'],
+      ['GET', '/reminders/alice'],
+    ] as const) {
+      const response = await parley.fetch(path, {
+        method,
+        token: null,
+        headers: authorization ? { authorization } : {},
+      });
+      expect(response.status, `${method} ${path}`).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe('Bearer');
+      expect(await response.json()).toEqual({ detail: 'Unauthorized' });
+    }
+  });
+
+  it('lets the exact bearer token through', async () => {
+    const response = await parley.fetch('/documents');
+    expect(response.status).toBe(200);
+  });
+
+  it('serves health, the OpenAPI document and the docs without a token', async () => {
+    const health = await parley.fetch('/health', { token: null });
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok', version: '1.0', database: 'ok' });
+
+    const openapi = await parley.fetch('/openapi.json', { token: null });
+    expect(openapi.status).toBe(200);
+    const document = (await openapi.json()) as {
+      openapi: string;
+      info: { version: string };
+      paths: Record<string, unknown>;
+    };
+    expect(document.openapi).toBe('3.1.0');
+    expect(document.info.version).toBe('1.0');
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/health', '/reset', '/documents', '/feedback']),
+    );
+    expect(Object.keys(document.paths).some((path) => path.startsWith('/v1'))).toBe(false);
+
+    const docs = await parley.fetch('/docs/', { token: null });
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('swagger');
+  });
+
+  it('answers malformed JSON with a 422 detail list', async () => {
+    const response = await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"run_id": ',
+    });
+    expect(response.status).toBe(422);
+    expect(await response.json()).toEqual({
+      detail: [{ loc: ['body'], msg: 'The body is not valid JSON', type: 'json_invalid' }],
+    });
+  });
+
+  it('answers wrong types with a FastAPI-style 422 naming each field', async () => {
+    const response = await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run_id: 42, score: 'high' }),
+    });
+    expect(response.status).toBe(422);
+    const { detail } = (await response.json()) as { detail: { loc: string[]; type: string }[] };
+    expect(detail.map((item) => item.loc)).toEqual([
+      ['body', 'run_id'],
+      ['body', 'score'],
+    ]);
+    for (const item of detail)
+      expect(item).toMatchObject({ msg: expect.any(String), type: 'invalid_type' });
+  });
+
+  it('answers a missing body with 422', async () => {
+    const response = await parley.fetch('/feedback', { method: 'POST' });
+    expect(response.status).toBe(422);
+    expect(((await response.json()) as { detail: unknown[] }).detail[0]).toMatchObject({
+      loc: ['body'],
+    });
+  });
+
+  it('answers 404 with a detail for an unknown route', async () => {
+    const response = await parley.fetch('/nowhere');
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ detail: 'Not Found: GET /nowhere' });
+  });
+
+  it('answers 405 with an Allow header for a known path and a wrong method', async () => {
+    const response = await parley.fetch('/documents', { method: 'PUT' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('GET, HEAD');
+    expect(await response.json()).toEqual({ detail: 'Method Not Allowed' });
+  });
+
+  it('answers 413 to a body over the limit', async () => {
+    const response = await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ comment: 'x'.repeat(2 * 1024 * 1024) }),
+    });
+    expect(response.status).toBe(413);
+    expect(await response.json()).toEqual({ detail: 'The request body is too large' });
+  });
+
+  it('answers 415 to a body of an unsupported media type', async () => {
+    const response = await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'hello',
+    });
+    expect(response.status).toBe(415);
+    expect(await response.json()).toEqual({ detail: 'Unsupported media type' });
+  });
+
+  it('returns a request id header, keeping a plain one the client sent', async () => {
+    const generated = await parley.fetch('/health');
+    expect(generated.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    const given = await parley.fetch('/health', { headers: { 'x-request-id': 'trace-123' } });
+    expect(given.headers.get('x-request-id')).toBe('trace-123');
+    const hostile = await parley.fetch('/health', { headers: { 'x-request-id': 'a b<script>' } });
+    expect(hostile.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('never writes the token to its logs', async () => {
+    await parley.fetch('/documents', { token: 'wrong-token-also-secret' });
+    await parley.fetch('/documents');
+    expect(parley.logs.some((line) => line.msg === 'request completed')).toBe(true);
+    expect(parley.output()).not.toContain(TOKEN);
+    expect(parley.output()).not.toContain('wrong-token-also-secret');
+  });
+});
+
+describe('development mode', () => {
+  it('lets every request through when API_TOKEN is unset', async () => {
+    const parley = await startParley();
+    try {
+      const response = await parley.fetch('/documents');
+      expect(response.status).toBe(200);
+      expect(await response.json()).toEqual({ documents: [] });
+    } finally {
+      await parley.stop();
+    }
+  });
+});
