@@ -1,0 +1,148 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
+
+const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+
+/** Runs `node src/main.ts` to completion and returns its exit code and stderr. */
+function runToExit(
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string; ms: number }> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [MAIN], {
+      env: {
+        PATH: process.env.PATH,
+        ENV_FILE: '/nonexistent/.env',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        ...env,
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, ms: performance.now() - started });
+    });
+  });
+}
+
+describe('start-up', () => {
+  it('refuses a second process on the same data directory, at once and clearly', async () => {
+    const first = await startParley();
+    try {
+      const second = await runToExit({ DATA_DIR: first.dataDir });
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(`is already in use by process ${first.process.pid}`);
+      expect(second.stderr).toContain('set DATA_DIR to another directory');
+      expect(second.ms).toBeLessThan(10_000);
+      // The first one is unharmed.
+      expect((await first.fetch('/health')).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  it('takes over a data directory whose previous owner was killed', async () => {
+    const first = await startParley();
+    const dataDir = first.dataDir;
+    first.process.kill('SIGKILL');
+    await new Promise((resolve) => first.process.once('exit', resolve));
+    const second = await startParley({ dataDir });
+    try {
+      expect((await second.fetch('/health')).status).toBe(200);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it.each([
+    [
+      { GRAPH_ENABLED: 'maybe' },
+      'GRAPH_ENABLED: accepts true, false, 1, 0, yes or no (got "maybe")',
+    ],
+    [{ PORT: 'eighty' }, 'PORT: accepts a whole number from 0 to 65535 (got "eighty")'],
+    [{ DATABASE_URL: 'mysql://db/x' }, 'DATABASE_URL: accepts a postgres:// or postgresql:// URL'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL: accepts fatal, error, warn, info, debug, trace or silent'],
+  ])('stops with a message naming a bad setting: %j', async (env, message) => {
+    const result = await runToExit(env);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('Invalid configuration');
+    expect(result.stderr).toContain(message);
+  });
+
+  it('never echoes a secret setting in a configuration error', async () => {
+    const result = await runToExit({ DATABASE_URL: 'mysql://user:hunter2@db/x' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).not.toContain('hunter2');
+  });
+
+  it('starts with booleans written as words', async () => {
+    const parley = await startParley({ env: { GRAPH_ENABLED: 'Yes', CRAG_ENABLED: '0' } });
+    expect((await parley.fetch('/health')).status).toBe(200);
+    await parley.stop();
+  });
+});
+
+describe('shutdown', () => {
+  it('exits cleanly on SIGTERM and SIGINT', async () => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      const parley = await startParley();
+      expect(await parley.stop(signal)).toBe(0);
+      expect(parley.logs.map((line) => line.msg)).toContain('stopped');
+    }
+  });
+});
+
+describe('a PostgreSQL server that goes away and comes back', () => {
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    proxy = await startTcpProxy('127.0.0.1', 5432);
+    const url = new URL(database.url);
+    url.host = `127.0.0.1:${proxy.port}`;
+    parley = await startParley({ env: { DATABASE_URL: url.toString() } });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  it('turns health to 503, answers requests with a clean 503, and recovers', async () => {
+    expect((await parley.fetch('/documents')).status).toBe(200);
+
+    await proxy.cut();
+    const health = await parley.fetch('/health');
+    expect(health.status).toBe(503);
+    expect(await health.json()).toEqual({
+      status: 'unavailable',
+      version: '1.0',
+      database: 'unreachable',
+    });
+    const documents = await parley.fetch('/documents');
+    expect(documents.status).toBe(503);
+    expect(await documents.json()).toEqual({
+      detail: 'The database is unavailable; try again shortly.',
+    });
+    const reset = await parley.fetch('/reset?user_id=u', { method: 'POST' });
+    expect(reset.status).toBe(503);
+
+    await proxy.restore();
+    await expect
+      .poll(async () => (await parley.fetch('/health')).status, { timeout: 10_000 })
+      .toBe(200);
+    expect((await parley.fetch('/documents')).status).toBe(200);
+    expect(parley.process.exitCode).toBeNull();
+  });
+});
