@@ -1,0 +1,252 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  assertNone,
+  listen,
+  type RecordedRequest,
+  readRequest,
+  sendJson,
+  type UnexpectedRequest,
+} from './fake-http.ts';
+import { decodeBody, type MultipartPart, parseMultipart } from './fake-langsmith/multipart.ts';
+import { type ServerInfoOverrides, serverInfo } from './fake-langsmith/server-info.ts';
+
+export type { RecordedRequest, UnexpectedRequest } from './fake-http.ts';
+
+export type RunOperation = 'post' | 'patch';
+
+/** A run as the fake assembled it from every post and patch it received for that id. */
+export interface RecordedRun {
+  id: string;
+  /** Arrival order; the client folds a post and its patch into one post when both are queued together. */
+  operations: RunOperation[];
+  name?: string;
+  run_type?: string;
+  trace_id?: string;
+  parent_run_id?: string;
+  dotted_order?: string;
+  session_name?: string;
+  inputs?: Record<string, unknown>;
+  outputs?: Record<string, unknown>;
+  error?: string;
+  start_time?: string | number;
+  end_time?: string | number;
+  attachments: Record<string, Buffer>;
+  [field: string]: unknown;
+}
+
+export interface RecordedFeedback {
+  id?: string;
+  run_id?: string | null;
+  trace_id?: string;
+  key: string;
+  score?: number | boolean | null;
+  comment?: string;
+  /** `/feedback` for a direct post, `/runs/multipart` when the client batched it with runs. */
+  via: '/feedback' | '/runs/multipart';
+  [field: string]: unknown;
+}
+
+export type FailureTarget = 'feedback' | 'runs' | 'info';
+
+export interface FakeLangSmithServerOptions {
+  /** When set, every request must carry `x-api-key: <apiKey>`. */
+  apiKey?: string;
+  /** Changes to what `GET /info` answers, e.g. to turn compression off. */
+  info?: ServerInfoOverrides;
+}
+
+export interface FakeLangSmithServer {
+  /** Origin for `apiUrl` / `LANGSMITH_ENDPOINT`. */
+  url: string;
+  requests: RecordedRequest[];
+  unexpected: UnexpectedRequest[];
+  runs: Map<string, RecordedRun>;
+  feedback: RecordedFeedback[];
+  /** The next `count` requests to `target` answer `status` (the client retries 5xx and 429). */
+  failNext(target: FailureTarget, count?: number, status?: number): void;
+  waitForRun(match: (run: RecordedRun) => boolean, timeoutMs?: number): Promise<RecordedRun>;
+  waitForFeedback(
+    match: (feedback: RecordedFeedback) => boolean,
+    timeoutMs?: number,
+  ): Promise<RecordedFeedback>;
+  assertNoUnexpected(): void;
+  close(): Promise<void>;
+}
+
+const failureTargets: Record<string, FailureTarget> = {
+  'GET /info': 'info',
+  'POST /feedback': 'feedback',
+  'POST /runs/multipart': 'runs',
+  'POST /runs': 'runs',
+  'POST /runs/batch': 'runs',
+  'PATCH /runs/:id': 'runs',
+};
+
+export async function startFakeLangSmithServer(
+  options: FakeLangSmithServerOptions = {},
+): Promise<FakeLangSmithServer> {
+  const info = serverInfo(options.info);
+  const requests: RecordedRequest[] = [];
+  const unexpected: UnexpectedRequest[] = [];
+  const runs = new Map<string, RecordedRun>();
+  const feedback: RecordedFeedback[] = [];
+  const failures: Array<{ target: FailureTarget; status: number }> = [];
+
+  // LangSmith's API is FastAPI: errors are `{ "detail": ... }`.
+  const refuse = (res: ServerResponse, req: RecordedRequest, status: number, reason: string) => {
+    unexpected.push({ method: req.method, path: req.path, reason });
+    sendJson(res, status, { detail: `fake-langsmith-server: ${reason}` });
+  };
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const request = await readRequest(req);
+    requests.push(request);
+    if (options.apiKey !== undefined && request.headers['x-api-key'] !== options.apiKey) {
+      return refuse(res, request, 401, 'missing or wrong x-api-key');
+    }
+    const route = `${request.method} ${request.path.replace(/^\/runs\/[0-9a-f-]{36}$/, '/runs/:id')}`;
+    const target = failureTargets[route];
+    const failure = failures.findIndex((f) => f.target === target);
+    const injected = failure >= 0 ? failures.splice(failure, 1)[0] : undefined;
+    if (injected) return sendJson(res, injected.status, { detail: 'injected failure' });
+    const problems: string[] = [];
+    switch (route) {
+      case 'GET /info':
+        return sendJson(res, 200, info);
+      case 'POST /feedback':
+        recordFeedback(request.body, '/feedback', problems);
+        if (problems.length > 0) return refuse(res, request, 422, problems.join('; '));
+        return sendJson(res, 200, {
+          ...(request.body as object),
+          created_at: new Date().toISOString(),
+        });
+      case 'POST /runs/multipart':
+        ingestMultipart(request, problems);
+        break;
+      case 'POST /runs':
+        recordRun('post', request.body, problems);
+        break;
+      case 'PATCH /runs/:id':
+        recordRun(
+          'patch',
+          { ...(request.body as object), id: request.path.slice('/runs/'.length) },
+          problems,
+        );
+        break;
+      case 'POST /runs/batch': {
+        const batch = request.body as { post?: unknown[]; patch?: unknown[] } | undefined;
+        for (const run of batch?.post ?? []) recordRun('post', run, problems);
+        for (const run of batch?.patch ?? []) recordRun('patch', run, problems);
+        break;
+      }
+      default:
+        return refuse(res, request, 404, 'no such route');
+    }
+    if (problems.length > 0) return refuse(res, request, 422, problems.join('; '));
+    // Ingestion is queued server-side: any 2xx satisfies the client.
+    sendJson(res, 202, {});
+  }
+
+  function ingestMultipart(request: RecordedRequest, problems: string[]): void {
+    let parts: MultipartPart[] | undefined;
+    try {
+      const body = decodeBody(request.rawBody, request.headers['content-encoding']);
+      parts = parseMultipart(body, request.headers['content-type']);
+    } catch (error) {
+      problems.push(`undecodable body: ${error}`);
+      return;
+    }
+    if (parts === undefined) {
+      problems.push('not a multipart/form-data body');
+      return;
+    }
+    for (const part of parts) {
+      const [kind, id, field] = part.name.split('.');
+      if ((kind === 'post' || kind === 'patch') && id && field === undefined) {
+        // Multipart ingestion places each operation in its trace by these two fields.
+        const run = part.json as Partial<RecordedRun> | undefined;
+        if (!run?.trace_id || !run.dotted_order) {
+          problems.push(`${kind} of run ${id} without trace_id or dotted_order`);
+        }
+        recordRun(kind, part.json, problems);
+      } else if ((kind === 'post' || kind === 'patch') && id && field) {
+        // inputs, outputs, events, extra, error, serialized travel as parts of their own.
+        Object.assign(runOf(id), { [field]: part.json });
+      } else if (kind === 'attachment' && id && field) {
+        runOf(id).attachments[field] = part.data;
+      } else if (kind === 'feedback' && id) {
+        recordFeedback(part.json, '/runs/multipart', problems);
+      } else {
+        problems.push(`unknown multipart part "${part.name}"`);
+      }
+    }
+  }
+
+  function runOf(id: string): RecordedRun {
+    let run = runs.get(id);
+    if (run === undefined) {
+      run = { id, operations: [], attachments: {} };
+      runs.set(id, run);
+    }
+    return run;
+  }
+
+  function recordRun(operation: RunOperation, payload: unknown, problems: string[]): void {
+    const fields = payload as Partial<RecordedRun> | undefined;
+    if (typeof fields?.id !== 'string') {
+      problems.push(`${operation} without a run id`);
+      return;
+    }
+    const run = runOf(fields.id);
+    const { operations, attachments } = run;
+    Object.assign(run, fields, { operations: [...operations, operation], attachments });
+  }
+
+  function recordFeedback(
+    payload: unknown,
+    via: RecordedFeedback['via'],
+    problems: string[],
+  ): void {
+    const fields = payload as Partial<RecordedFeedback> | undefined;
+    if (typeof fields?.key !== 'string' || !(fields.run_id || fields.session_id)) {
+      problems.push('feedback without a key, or without a run_id or session_id');
+      return;
+    }
+    feedback.push({ ...fields, key: fields.key, via });
+  }
+
+  const server = await listen(handle, (req, error) => {
+    unexpected.push({
+      method: req.method ?? '?',
+      path: req.url ?? '?',
+      reason: `fake crashed: ${error}`,
+    });
+  });
+
+  return {
+    url: server.origin,
+    requests,
+    unexpected,
+    runs,
+    feedback,
+    failNext: (target, count = 1, status = 503) => {
+      for (let i = 0; i < count; i++) failures.push({ target, status });
+    },
+    waitForRun: (match, timeoutMs) => until(() => [...runs.values()].find(match), 'run', timeoutMs),
+    waitForFeedback: (match, timeoutMs) => until(() => feedback.find(match), 'feedback', timeoutMs),
+    assertNoUnexpected: () => assertNone('fake LangSmith server', unexpected),
+    close: server.close,
+  };
+}
+
+/** Polls, because the client sends runs from background batches on its own schedule. */
+async function until<T>(find: () => T | undefined, what: string, timeoutMs = 2000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = find();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline)
+      throw new Error(`no matching ${what} reached the fake within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

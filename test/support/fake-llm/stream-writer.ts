@@ -1,0 +1,67 @@
+import type { ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sendJson } from '../fake-http.ts';
+import type { StreamFaults } from './reply.ts';
+
+/** How a writer tells the server it dropped the socket on purpose (not the client). */
+export interface WriteControl {
+  /** Aborted once the response is closed, so delays stop early. */
+  signal: AbortSignal;
+  dropConnection(): void;
+}
+
+// Truncated JSON, as a proxy or a crashing provider might emit it.
+const malformedLine =
+  'data: {"id":"chatcmpl-broken","object":"chat.completion.chunk","choices":[{"delta":\n\n';
+
+/** Writes the payloads as OpenAI SSE (`data: <json>\n\n` … `data: [DONE]\n\n`), applying the faults. */
+export async function writeSse(
+  res: ServerResponse,
+  payloads: readonly string[],
+  faults: StreamFaults,
+  control: WriteControl,
+): Promise<void> {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  });
+  res.flushHeaders();
+  for (let written = 0; ; written++) {
+    if (faults.disconnectAfter === written) return control.dropConnection();
+    if (faults.stallAfter === written) return;
+    if (faults.malformedAfter === written) res.write(malformedLine);
+    const payload = payloads[written];
+    if (payload === undefined) break;
+    if (!(await pause(faults.delayMs, control.signal))) return;
+    res.write(`data: ${payload}\n\n`);
+  }
+  res.end('data: [DONE]\n\n');
+}
+
+/** Answers a `stream: false` request with `body`, applying the faults that make sense without a stream. */
+export async function writeJson(
+  res: ServerResponse,
+  body: object,
+  faults: StreamFaults,
+  control: WriteControl,
+): Promise<void> {
+  if (!(await pause(faults.delayMs, control.signal))) return;
+  if (faults.disconnectAfter !== undefined) return control.dropConnection();
+  if (faults.stallAfter !== undefined) return;
+  if (faults.malformedAfter !== undefined)
+    return sendJson(res, 200, '{"id":"chatcmpl-broken","choices":[');
+  sendJson(res, 200, body);
+}
+
+/** False when the response was closed during the pause. */
+async function pause(ms: number | undefined, signal: AbortSignal): Promise<boolean> {
+  if (ms !== undefined && ms > 0) {
+    try {
+      await sleep(ms, undefined, { signal });
+    } catch {
+      return false;
+    }
+  }
+  return !signal.aborted;
+}
