@@ -90,6 +90,16 @@ export const configSchema = z.object({
   LLM_API_KEY: text(),
   LLM_MODEL: text(),
   LLM_MODEL_PATH: text(),
+  /** Abort a model call when the first token, or any next one, takes longer than this. */
+  LLM_CHUNK_TIMEOUT_MS: integer(120_000, 1_000, 3_600_000),
+  /** Retries of a model call that failed before streaming (HTTP 429/5xx, connection refused). */
+  LLM_MAX_RETRIES: integer(1, 0, 10),
+  TOOL_TIMEOUT_MS: integer(30_000, 100, 3_600_000),
+  /** Model calls in one chat: answer, tool calls and the answers after them. */
+  CHAT_MAX_STEPS: integer(8, 1, 50),
+  /** Estimated tokens of history sent with each chat; older turns are dropped first. */
+  HISTORY_MAX_TOKENS: integer(8_000, 100, 1_000_000),
+  SSE_KEEPALIVE_MS: integer(15_000, 100, 600_000),
 
   // Features (spec §1)
   GRAPH_ENABLED: flag(false),

@@ -1,9 +1,12 @@
+import { ChatService } from './assistant/chat-service.ts';
 import { ConversationService } from './assistant/conversation-service.ts';
+import { noTracing } from './assistant/run-tracer.ts';
 import { ConfigError, parseConfig, readEnvironment } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
 import { FeedbackService } from './feedback/feedback-service.ts';
 import { buildServer } from './http/server.ts';
 import { createLogger } from './logger.ts';
+import { createChatModel } from './models/create-chat-model.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
@@ -11,6 +14,8 @@ import { FeedbackRepository } from './storage/feedback-repository.ts';
 import { MessageRepository } from './storage/message-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
 import { RunRepository } from './storage/run-repository.ts';
+import { UserRepository } from './storage/user-repository.ts';
+import { reminderTools } from './tools/reminder-tools.ts';
 
 /**
  * Composition root: configuration → storage → services → HTTP. Nothing else reads the
@@ -23,14 +28,44 @@ async function main(): Promise<void> {
 
   const database = await openDatabase(config, logger);
   const { db } = database;
+  const reminders = new ReminderRepository(db);
+  const runs = new RunRepository(db);
+  const shutdownSignal = new AbortController();
+
+  const chats = new ChatService({
+    model: createChatModel(config, logger),
+    messages: new MessageRepository(db),
+    runs,
+    users: new UserRepository(db),
+    tools: ({ userId, today }) => reminderTools({ userId, today, reminders }),
+    tracer: noTracing,
+    logger,
+    settings: {
+      maxSteps: config.CHAT_MAX_STEPS,
+      historyMaxTokens: config.HISTORY_MAX_TOKENS,
+      maxRetries: config.LLM_MAX_RETRIES,
+      chunkTimeoutMs: config.LLM_CHUNK_TIMEOUT_MS,
+      toolTimeoutMs: config.TOOL_TIMEOUT_MS,
+      logSteps: config.LANGGRAPH_VERBOSE,
+      logThinking: config.THINK_VERBOSE,
+    },
+  });
+
   const app = await buildServer({
     apiToken: config.API_TOKEN,
     logger,
     ping: () => database.ping(),
+    chats,
+    chatSettings: {
+      messageMaxChars: config.MESSAGE_MAX_CHARS,
+      imageMaxBytes: config.IMAGE_MAX_BYTES,
+      keepAliveMs: config.SSE_KEEPALIVE_MS,
+      shutdown: shutdownSignal.signal,
+    },
     conversations: new ConversationService(new MessageRepository(db)),
     documents: new DocumentService(new DocumentRepository(db)),
-    feedback: new FeedbackService(new RunRepository(db), new FeedbackRepository(db)),
-    reminders: new ReminderRepository(db),
+    feedback: new FeedbackService(runs, new FeedbackRepository(db)),
+    reminders,
   });
 
   if (!config.API_TOKEN && !isLoopback(config.HOST)) {
@@ -45,8 +80,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'shutting down');
-    // Open streams get the grace period to finish; then their connections are cut.
-    const force = setTimeout(() => app.server.closeAllConnections(), config.SHUTDOWN_GRACE_MS);
+    // Open streams get the grace period to finish; then they are stopped (their partial
+    // answers are stored as interrupted) and any connection left is cut.
+    const force = setTimeout(() => {
+      shutdownSignal.abort();
+      setTimeout(() => app.server.closeAllConnections(), 1_000).unref();
+    }, config.SHUTDOWN_GRACE_MS);
     force.unref();
     try {
       await app.close();

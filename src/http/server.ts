@@ -8,6 +8,7 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
+import type { ChatService } from '../assistant/chat-service.ts';
 import type { ConversationService } from '../assistant/conversation-service.ts';
 import type { DocumentService } from '../documents/document-service.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
@@ -17,6 +18,7 @@ import type { App } from './app-types.ts';
 import { installBearerAuth } from './auth.ts';
 import { installErrorHandling } from './error-handler.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
+import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
 import { registerDocumentRoutes } from './routes/documents.ts';
 import { registerFeedbackRoutes } from './routes/feedback.ts';
 import { registerHealthRoutes } from './routes/health.ts';
@@ -28,6 +30,8 @@ export interface HttpDependencies {
   apiToken: string | undefined;
   logger: FastifyBaseLogger;
   ping: () => Promise<boolean>;
+  chats: ChatService;
+  chatSettings: ChatRouteSettings;
   conversations: ConversationService;
   documents: DocumentService;
   feedback: FeedbackService;
@@ -91,6 +95,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     app.swagger(),
   );
   registerHealthRoutes(app, deps.ping);
+  registerChatRoutes(app, deps.chats, deps.chatSettings);
   registerResetRoutes(app, deps.conversations);
   registerDocumentRoutes(app, deps.documents);
   registerFeedbackRoutes(app, deps.feedback);

@@ -19,6 +19,15 @@ export class ReminderRepository {
     this.#db = db;
   }
 
+  async create(reminder: {
+    id: string;
+    userId: string;
+    title: string;
+    dueOn: string;
+  }): Promise<void> {
+    await this.#db.insert(reminders).values(reminder);
+  }
+
   async listForUser(userId: string): Promise<ReminderRecord[]> {
     const rows = await this.#db
       .select()

@@ -4,12 +4,38 @@ import { chatRuns } from './schema.ts';
 
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted';
 
+export interface RunOutcome {
+  status: Exclude<RunStatus, 'running'>;
+  inputTokens?: number | undefined;
+  outputTokens?: number | undefined;
+  toolsUsed: string[];
+  errorCode?: string | undefined;
+}
+
 /** Chat runs: one per `POST /chat`, referenced by feedback. */
 export class RunRepository {
   readonly #db: Db;
 
   constructor(db: Db) {
     this.#db = db;
+  }
+
+  async start(run: { id: string; userId: string; model: string }): Promise<void> {
+    await this.#db.insert(chatRuns).values({ ...run, status: 'running' });
+  }
+
+  async finish(runId: string, outcome: RunOutcome): Promise<void> {
+    await this.#db
+      .update(chatRuns)
+      .set({
+        status: outcome.status,
+        inputTokens: outcome.inputTokens ?? null,
+        outputTokens: outcome.outputTokens ?? null,
+        toolsUsed: outcome.toolsUsed,
+        errorCode: outcome.errorCode ?? null,
+        finishedAt: new Date(),
+      })
+      .where(eq(chatRuns.id, runId));
   }
 
   async exists(runId: string): Promise<boolean> {

@@ -1,0 +1,26 @@
+/**
+ * What the assistant produces for one chat, in order: answer fragments (the `<think>` markers
+ * included when thinking is shown), at most one error, then exactly one `done`. The HTTP edge
+ * turns these into server-sent events; nothing here knows about HTTP.
+ */
+export type ChatEvent =
+  | { type: 'text'; text: string }
+  | { type: 'error'; code: ChatErrorCode; message: string }
+  | { type: 'done'; runId: string };
+
+export type ChatErrorCode =
+  | 'model_not_configured'
+  | 'model_unreachable'
+  | 'model_error'
+  | 'model_timeout'
+  | 'model_bad_response'
+  | 'database_unavailable'
+  | 'internal_error';
+
+export interface ChatRequest {
+  userId: string;
+  message: string;
+  showThinking: boolean;
+  /** Base64 image for the vision tool, bound to this request only. */
+  imageBase64?: string | undefined;
+}

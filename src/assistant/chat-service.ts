@@ -1,0 +1,322 @@
+import { randomUUID } from 'node:crypto';
+import { type ModelMessage, stepCountIs, streamText, type ToolSet } from 'ai';
+import type { Logger } from 'pino';
+import type { ChatModel } from '../models/chat-model.ts';
+import type { MessageRepository } from '../storage/message-repository.ts';
+import type { RunOutcome, RunRepository } from '../storage/run-repository.ts';
+import type { UserRepository } from '../storage/user-repository.ts';
+import type { ChatEvent, ChatRequest } from './chat-events.ts';
+import { describeChatError } from './describe-chat-error.ts';
+import { fitHistory } from './history-window.ts';
+import { KeyedMutex } from './keyed-mutex.ts';
+import type { RunTrace, RunTracer } from './run-tracer.ts';
+import { buildSystemPrompt, type UserProfile, validTimezone } from './system-prompt.ts';
+
+export interface ChatSettings {
+  maxSteps: number;
+  historyMaxTokens: number;
+  maxRetries: number;
+  chunkTimeoutMs: number;
+  toolTimeoutMs: number;
+  /** LANGGRAPH_VERBOSE: log every step of the agent loop. */
+  logSteps: boolean;
+  /** THINK_VERBOSE: log the model's reasoning. */
+  logThinking: boolean;
+}
+
+/** The tools one chat may use, bound to its user (and, later, to its image). */
+export type ToolsFor = (context: { userId: string; today: string }) => ToolSet;
+
+export interface ChatServiceDependencies {
+  model: ChatModel;
+  messages: MessageRepository;
+  runs: RunRepository;
+  users: UserRepository;
+  tools: ToolsFor;
+  tracer: RunTracer;
+  logger: Logger;
+  settings: ChatSettings;
+  now?: () => Date;
+}
+
+/** History rows read per chat before the token budget trims them. */
+const HISTORY_ROWS = 200;
+
+/**
+ * One user's assistant at work: answers a message with that user's history, tools and
+ * profile, streaming events as they come, and records the turn and the run. Each user's
+ * chats run one at a time (their assistant is busy until the answer is stored); different
+ * users run in parallel. History lives in storage, not in memory, so a restart or another
+ * replica sees exactly what was said, and idle users cost no memory.
+ */
+export class ChatService {
+  readonly #deps: ChatServiceDependencies;
+  readonly #busy = new KeyedMutex();
+  readonly #now: () => Date;
+
+  constructor(deps: ChatServiceDependencies) {
+    this.#deps = deps;
+    this.#now = deps.now ?? (() => new Date());
+  }
+
+  async *chat(request: ChatRequest, signal: AbortSignal): AsyncGenerator<ChatEvent> {
+    const runId = randomUUID();
+    const { logger } = this.#deps;
+    const log = logger.child({ runId, userId: request.userId });
+
+    let release: () => void;
+    try {
+      release = await this.#busy.acquire(request.userId, signal);
+    } catch {
+      log.info('client left while waiting for the previous chat of this user');
+      return;
+    }
+    try {
+      yield* this.#answer(request, runId, signal, log);
+    } finally {
+      release();
+    }
+  }
+
+  async *#answer(
+    request: ChatRequest,
+    runId: string,
+    signal: AbortSignal,
+    log: Logger,
+  ): AsyncGenerator<ChatEvent> {
+    const { model, messages, runs, users, tools, tracer, settings } = this.#deps;
+    const userMessage: ModelMessage = { role: 'user', content: request.message };
+    const startedAt = performance.now();
+    const toolsUsed = new Set<string>();
+    let answer = '';
+    let trace: RunTrace | undefined;
+    let runStarted = false;
+
+    try {
+      await runs.start({ id: runId, userId: request.userId, model: model.id });
+      runStarted = true;
+      trace = tracer.startRun({
+        runId,
+        userId: request.userId,
+        model: model.id,
+        input: request.message,
+      });
+      const [profile, stored] = await Promise.all([
+        users.getOrCreate(request.userId),
+        messages.recent(request.userId, HISTORY_ROWS),
+      ]);
+      const now = this.#now();
+      const toolSet = tools({ userId: request.userId, today: localDate(now, profile) });
+      const history = fitHistory(
+        stored.map((row) => row.message),
+        settings.historyMaxTokens,
+      );
+
+      const result = streamText({
+        model: await model.get(),
+        system: buildSystemPrompt({ now, profile, toolNames: Object.keys(toolSet) }),
+        messages: [...history, userMessage],
+        tools: toolSet,
+        stopWhen: stepCountIs(settings.maxSteps),
+        maxRetries: settings.maxRetries,
+        abortSignal: signal,
+        timeout: {
+          firstChunkMs: settings.chunkTimeoutMs,
+          chunkMs: settings.chunkTimeoutMs,
+          toolMs: settings.toolTimeoutMs,
+        },
+      });
+
+      let thinking = false;
+      let step = {
+        index: 0,
+        startedAt: new Date(),
+        text: '',
+        toolCalls: [] as { id: string; name: string; input: unknown }[],
+      };
+      const toolStarts = new Map<string, Date>();
+      for await (const part of result.fullStream) {
+        switch (part.type) {
+          case 'start-step':
+            step = { index: step.index + 1, startedAt: new Date(), text: '', toolCalls: [] };
+            break;
+          case 'reasoning-delta':
+            if (settings.logThinking) log.info({ reasoning: part.text }, 'model reasoning');
+            if (!request.showThinking) break;
+            if (!thinking) yield { type: 'text', text: '<think>' };
+            thinking = true;
+            yield { type: 'text', text: part.text };
+            break;
+          case 'text-delta': {
+            // Models that think in <think> tags start the answer with blank lines; drop them.
+            const text = answer === '' ? part.text.trimStart() : part.text;
+            if (text === '') break;
+            if (thinking) yield { type: 'text', text: '</think>' };
+            thinking = false;
+            answer += text;
+            step.text += text;
+            yield { type: 'text', text };
+            break;
+          }
+          case 'tool-call':
+            toolsUsed.add(part.toolName);
+            toolStarts.set(part.toolCallId, new Date());
+            step.toolCalls.push({ id: part.toolCallId, name: part.toolName, input: part.input });
+            break;
+          case 'tool-result':
+          case 'tool-error': {
+            const failed = part.type === 'tool-error';
+            const error = failed ? errorText(part.error) : undefined;
+            if (settings.logSteps)
+              log.info({ tool: part.toolName, failed, error }, 'tool finished');
+            trace.toolCall({
+              id: part.toolCallId,
+              name: part.toolName,
+              input: part.input,
+              startedAt: toolStarts.get(part.toolCallId) ?? new Date(),
+              endedAt: new Date(),
+              ...(failed ? { error } : { output: part.output }),
+            });
+            break;
+          }
+          case 'finish-step':
+            if (settings.logSteps) {
+              log.info(
+                {
+                  step: step.index,
+                  finishReason: part.finishReason,
+                  tools: step.toolCalls.map((c) => c.name),
+                },
+                'agent step',
+              );
+            }
+            trace.modelCall({
+              ...step,
+              endedAt: new Date(),
+              inputTokens: part.usage.inputTokens,
+              outputTokens: part.usage.outputTokens,
+            });
+            break;
+          case 'error':
+            throw part.error;
+          case 'abort':
+            // Not the client (that is handled below): one of our timeouts fired.
+            if (!signal.aborted) throw new DOMException('The model call timed out', 'TimeoutError');
+            break;
+        }
+      }
+      if (thinking) yield { type: 'text', text: '</think>' };
+
+      if (signal.aborted) {
+        await this.#keepInterrupted(request.userId, runId, userMessage, answer, toolsUsed, log);
+        trace.end({ status: 'interrupted', answer });
+        return;
+      }
+      const [response, usage] = await Promise.all([result.response, result.totalUsage]);
+      await messages.append(request.userId, runId, [
+        userMessage,
+        ...withoutReasoning(response.messages),
+      ]);
+      await runs.finish(runId, {
+        status: 'completed',
+        inputTokens: usage.inputTokens,
+        outputTokens: usage.outputTokens,
+        toolsUsed: [...toolsUsed],
+      });
+      trace.end({ status: 'completed', answer });
+      log.info(
+        { ms: Math.round(performance.now() - startedAt), tools: [...toolsUsed] },
+        'chat answered',
+      );
+      yield { type: 'done', runId };
+    } catch (error) {
+      if (signal.aborted) {
+        await this.#keepInterrupted(request.userId, runId, userMessage, answer, toolsUsed, log);
+        trace?.end({ status: 'interrupted', answer });
+        return;
+      }
+      const described = describeChatError(error);
+      log.warn({ err: error, code: described.code }, 'chat failed');
+      trace?.end({ status: 'failed', answer, error: described.code });
+      // The question is kept even when no answer came, so nothing the user said is lost.
+      await this.#record(
+        request.userId,
+        runId,
+        runStarted,
+        [userMessage, ...partial(answer)],
+        {
+          status: 'failed',
+          toolsUsed: [...toolsUsed],
+          errorCode: described.code,
+        },
+        log,
+      );
+      yield { type: 'error', ...described };
+      yield { type: 'done', runId };
+    }
+  }
+
+  /** The client left: what was answered so far is kept, marked as interrupted. */
+  async #keepInterrupted(
+    userId: string,
+    runId: string,
+    userMessage: ModelMessage,
+    answer: string,
+    toolsUsed: Set<string>,
+    log: Logger,
+  ): Promise<void> {
+    log.info({ answeredChars: answer.length }, 'client disconnected; answer interrupted');
+    await this.#record(
+      userId,
+      runId,
+      true,
+      [userMessage, ...partial(answer)],
+      {
+        status: 'interrupted',
+        toolsUsed: [...toolsUsed],
+      },
+      log,
+    );
+  }
+
+  async #record(
+    userId: string,
+    runId: string,
+    runStarted: boolean,
+    turn: ModelMessage[],
+    outcome: RunOutcome,
+    log: Logger,
+  ): Promise<void> {
+    try {
+      await this.#deps.messages.append(userId, runId, turn, {
+        interrupted: outcome.status === 'interrupted',
+      });
+      if (runStarted) await this.#deps.runs.finish(runId, outcome);
+    } catch (error) {
+      log.error({ err: error }, 'could not record the chat turn');
+    }
+  }
+}
+
+const partial = (answer: string): ModelMessage[] =>
+  answer ? [{ role: 'assistant', content: answer }] : [];
+
+/** Reasoning is shown (when asked) but never stored or sent back to the model. */
+function withoutReasoning(messages: ModelMessage[]): ModelMessage[] {
+  return messages.flatMap((message): ModelMessage[] => {
+    if (message.role !== 'assistant' || typeof message.content === 'string') return [message];
+    const content = message.content.filter((part) => part.type !== 'reasoning');
+    return content.length > 0 ? [{ ...message, content }] : [];
+  });
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Today's date where the user is, for tools that reason about dates. */
+function localDate(now: Date, profile: UserProfile): string {
+  return new Intl.DateTimeFormat('en-CA', {
+    timeZone: validTimezone(profile.timezone) ?? 'UTC',
+  }).format(now);
+}

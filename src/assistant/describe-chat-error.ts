@@ -1,0 +1,80 @@
+import { APICallError, NoContentGeneratedError } from 'ai';
+import { ModelNotConfiguredError } from '../models/chat-model.ts';
+import { isDatabaseUnavailable } from '../storage/database-errors.ts';
+import type { ChatErrorCode } from './chat-events.ts';
+
+/**
+ * Turns anything that ended a chat early into the code and message the client sees in the
+ * stream's `__error` event. Messages are written for the user; upstream bodies, stacks and
+ * URLs stay in the log.
+ */
+export function describeChatError(error: unknown): { code: ChatErrorCode; message: string } {
+  if (error instanceof ModelNotConfiguredError) {
+    return { code: 'model_not_configured', message: error.message };
+  }
+  if (isDatabaseUnavailable(error)) {
+    return {
+      code: 'database_unavailable',
+      message: 'The database is unavailable; try again shortly.',
+    };
+  }
+  if (isTimeout(error)) {
+    return { code: 'model_timeout', message: 'The model took too long to answer.' };
+  }
+  if (isUnreachable(error)) {
+    return {
+      code: 'model_unreachable',
+      message: 'The model server closed the connection or could not be reached.',
+    };
+  }
+  if (APICallError.isInstance(error)) {
+    if (error.statusCode === undefined) {
+      return { code: 'model_unreachable', message: 'The model server could not be reached.' };
+    }
+    return {
+      code: 'model_error',
+      message: `The model server answered with an error (HTTP ${error.statusCode}).`,
+    };
+  }
+  if (NoContentGeneratedError.isInstance(error) || isMalformed(error)) {
+    return {
+      code: 'model_bad_response',
+      message: 'The model server sent a response that could not be read.',
+    };
+  }
+  return { code: 'internal_error', message: 'Something went wrong while answering.' };
+}
+
+function chain(error: unknown): unknown[] {
+  const found: unknown[] = [];
+  for (let current = error, depth = 0; current && depth < 6; depth++) {
+    found.push(current);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return found;
+}
+
+const named = (error: unknown, names: string[]) =>
+  chain(error).some((e) => names.includes((e as { name?: string }).name ?? ''));
+
+function isTimeout(error: unknown): boolean {
+  return named(error, ['TimeoutError']);
+}
+
+function isUnreachable(error: unknown): boolean {
+  return chain(error).some((e) => {
+    const { code, message } = e as { code?: string; message?: string };
+    return (
+      ['ECONNREFUSED', 'ECONNRESET', 'UND_ERR_SOCKET', 'EPIPE'].includes(code ?? '') ||
+      /terminated|other side closed|fetch failed/i.test(message ?? '')
+    );
+  });
+}
+
+function isMalformed(error: unknown): boolean {
+  return named(error, [
+    'AI_JSONParseError',
+    'AI_TypeValidationError',
+    'AI_InvalidResponseDataError',
+  ]);
+}

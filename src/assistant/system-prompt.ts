@@ -1,0 +1,68 @@
+export interface UserProfile {
+  displayName?: string | null;
+  timezone?: string | null;
+  locale?: string | null;
+  facts?: Record<string, string>;
+}
+
+export interface PromptContext {
+  now: Date;
+  profile: UserProfile | undefined;
+  /** Summary of the user's knowledge graph, when the graph is enabled. */
+  graphSummary?: string | undefined;
+  toolNames: string[];
+}
+
+const DEFAULT_TIMEZONE = 'UTC';
+
+/** The system prompt: who the assistant is, what time it is for the user, what it knows. */
+export function buildSystemPrompt(context: PromptContext): string {
+  const timezone = validTimezone(context.profile?.timezone) ?? DEFAULT_TIMEZONE;
+  const lines = [
+    'You are Parley, a helpful personal assistant. Answer in the language the user writes in.',
+    `The current date and time for the user is ${formatNow(context.now, timezone)} (${timezone}).`,
+  ];
+  if (context.toolNames.length > 0) {
+    lines.push(
+      `You can use these tools when they help: ${context.toolNames.join(', ')}. ` +
+        'If a tool reports an error, tell the user plainly instead of guessing.',
+    );
+  }
+  const profile = describeProfile(context.profile);
+  if (profile) lines.push(`What you know about the user:\n${profile}`);
+  if (context.graphSummary) lines.push(`The user's knowledge graph:\n${context.graphSummary}`);
+  return lines.join('\n\n');
+}
+
+function describeProfile(profile: UserProfile | undefined): string {
+  if (!profile) return '';
+  const facts = [
+    profile.displayName ? `- Name: ${profile.displayName}` : '',
+    profile.locale ? `- Locale: ${profile.locale}` : '',
+    ...Object.entries(profile.facts ?? {}).map(([key, value]) => `- ${key}: ${value}`),
+  ];
+  return facts.filter(Boolean).join('\n');
+}
+
+function formatNow(now: Date, timezone: string): string {
+  return new Intl.DateTimeFormat('en-CA', {
+    timeZone: timezone,
+    weekday: 'long',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+  }).format(now);
+}
+
+export function validTimezone(timezone: string | null | undefined): string | undefined {
+  if (!timezone) return undefined;
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: timezone });
+    return timezone;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,16 @@
+import type { LanguageModel } from 'ai';
+
+/**
+ * The text model that answers chats. `get()` may do slow work on first use (loading or
+ * downloading embedded weights), which is why it is not resolved at start-up.
+ */
+export interface ChatModel {
+  /** Recorded with every run, e.g. `openai-compatible:qwen2.5:7b`. */
+  readonly id: string;
+  get(): Promise<LanguageModel>;
+}
+
+/** No model can be used: not configured, or the embedded one could not be obtained. */
+export class ModelNotConfiguredError extends Error {
+  override readonly name = 'ModelNotConfiguredError';
+}

@@ -1,0 +1,29 @@
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { extractReasoningMiddleware, wrapLanguageModel } from 'ai';
+import type { ChatModel } from './chat-model.ts';
+
+export interface OpenAICompatibleSettings {
+  baseURL: string;
+  apiKey?: string | undefined;
+  model?: string | undefined;
+}
+
+/**
+ * Any server speaking the OpenAI chat-completions protocol: Ollama, vLLM, llama.cpp server,
+ * LM Studio, OpenAI. Reasoning arrives as `reasoning_content` / `reasoning` deltas (handled by
+ * the provider) or as `<think>…</think>` inside the text (split out by the middleware).
+ */
+export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): ChatModel {
+  const provider = createOpenAICompatible({
+    name: 'llm',
+    baseURL: settings.baseURL.replace(/\/+$/, ''),
+    apiKey: settings.apiKey,
+    includeUsage: true,
+  });
+  const modelName = settings.model ?? 'default';
+  const model = wrapLanguageModel({
+    model: provider.chatModel(modelName),
+    middleware: extractReasoningMiddleware({ tagName: 'think' }),
+  });
+  return { id: `openai-compatible:${modelName}`, get: async () => model };
+}

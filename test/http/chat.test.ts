@@ -1,0 +1,411 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type ChatStream, readChat, readUntil } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { query } from '../support/seed.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const TOKEN = 'chat-test-token';
+
+type Message = { role: string; content?: unknown; tool_call_id?: string };
+
+describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  let dataDir: string;
+  let parley: RunningParley;
+  const env = () => ({
+    API_TOKEN: TOKEN,
+    LLM_BASE_URL: llm.url,
+    LLM_MODEL: 'fake-chat',
+    LLM_MAX_RETRIES: '0',
+    LLM_CHUNK_TIMEOUT_MS: '2000',
+    MESSAGE_MAX_CHARS: '2000',
+    SSE_KEEPALIVE_MS: '300',
+    ...storage.env,
+  });
+  const chat = (body: Record<string, unknown>) =>
+    parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  const ask = async (body: Record<string, unknown>): Promise<ChatStream> =>
+    readChat(await chat(body));
+  const sentMessages = (index: number) =>
+    (llm.chats[index]?.body.messages ?? []).filter((m) => m.role !== 'system') as Message[];
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    storage = await engineEnv(engine);
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-chat-'));
+    parley = await startParley({ dataDir, env: env() });
+  });
+  afterEach(() => {
+    llm.assertNoUnexpected();
+    llm.assertAllConsumed();
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('streams Korean text as exact SSE bytes, then both end events', async () => {
+    llm.enqueue(reply.text('안녕하세요! 무엇을 도와드릴까요?', { chunks: 4 }));
+    const response = await chat({ message: '안녕', user_id: 'bytes' });
+
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(response.headers.get('cache-control')).toBe('no-cache');
+    expect(response.headers.get('x-accel-buffering')).toBe('no');
+    const stream = await readChat(response);
+    expect(stream.fragments.length).toBeGreaterThan(1);
+    expect(stream.text).toBe('안녕하세요! 무엇을 도와드릴까요?');
+    expect(stream.runId).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+    const expected =
+      stream.fragments.map((fragment) => `data: "${fragment}"\n\n`).join('') +
+      `data: {"__done":true,"run_id":"${stream.runId}"}\n\n` +
+      'data: [DONE]\n\n';
+    expect(stream.raw).toBe(expected);
+    expect(stream.raw).not.toContain('\\u');
+  });
+
+  it('sends the model a system prompt with the date, the history and the tools', async () => {
+    llm.enqueue(reply.text('First answer'), reply.text('Second answer'));
+    await ask({ message: 'first question', user_id: 'history' });
+    await ask({ message: 'second question', user_id: 'history' });
+
+    const request = llm.chats.at(-1)?.body;
+    const system = request?.messages[0];
+    expect(system?.role).toBe('system');
+    expect(String(system?.content)).toContain(`The current date and time for the user is `);
+    expect(String(system?.content)).toContain(new Date().toISOString().slice(0, 4));
+    expect(request?.model).toBe('fake-chat');
+    expect(request?.stream).toBe(true);
+    expect(request?.tools?.map((t) => t.function.name).sort()).toEqual([
+      'list_reminders',
+      'set_reminder',
+    ]);
+    expect(sentMessages(llm.chats.length - 1)).toEqual([
+      { role: 'user', content: 'first question' },
+      { role: 'assistant', content: 'First answer' },
+      { role: 'user', content: 'second question' },
+    ]);
+  });
+
+  it('keeps users apart: one user never sees another one’s history', async () => {
+    llm.enqueue(reply.text('to alice'), reply.text('to bob'));
+    await ask({ message: 'alice speaks', user_id: 'alice' });
+    await ask({ message: 'bob speaks', user_id: 'bob' });
+    expect(sentMessages(llm.chats.length - 1)).toEqual([{ role: 'user', content: 'bob speaks' }]);
+  });
+
+  it('uses the user "default" when no user_id is given', async () => {
+    llm.enqueue(reply.text('hello default'));
+    const stream = await ask({ message: 'who am I?' });
+    expect(stream.text).toBe('hello default');
+    const rows = await parley.fetch('/reset', { method: 'POST' });
+    expect(await rows.json()).toEqual({ reset: true, user_id: 'default' });
+  });
+
+  it.each([['reasoning_content'], ['reasoning'], ['think-tags']] as const)(
+    'shows %s reasoning inside <think> only when show_thinking is true',
+    async (format) => {
+      llm.enqueue(
+        reply.reasoning('Let me think about it.', 'The answer is 4.', { format }),
+        reply.reasoning('Hidden thoughts.', 'Also 4.', { format }),
+      );
+      const shown = await ask({ message: '2+2?', user_id: `think-${format}`, show_thinking: true });
+      expect(shown.fragments[0]).toBe('<think>');
+      expect(shown.text).toMatch(
+        /^<think>\s*Let me think about it\.\s*<\/think>The answer is 4\.$/,
+      );
+      expect(shown.runId).toBeDefined();
+
+      const hidden = await ask({ message: '2+2 again?', user_id: `think-${format}` });
+      expect(hidden.text).toBe('Also 4.');
+      expect(hidden.raw).not.toContain('Hidden');
+
+      // Reasoning is never stored: the history sent next time has only the answers.
+      llm.enqueue(reply.text('ok'));
+      await ask({ message: 'next', user_id: `think-${format}` });
+      expect(JSON.stringify(sentMessages(llm.chats.length - 1))).not.toContain('think');
+    },
+  );
+
+  it('ends with __error and the end events when the model server drops mid-stream', async () => {
+    llm.enqueue(reply.text('one two three four five six', { chunks: 6, disconnectAfter: 3 }));
+    const stream = await ask({ message: 'go', user_id: 'dropped' });
+    expect(stream.text.length).toBeGreaterThan(0);
+    expect(stream.error).toEqual({
+      code: 'model_unreachable',
+      message: 'The model server closed the connection or could not be reached.',
+    });
+    expect(stream.runId).toBeDefined();
+    expect(stream.ended).toBe(true);
+    expect(stream.raw).not.toMatch(/at .*\.ts:\d+/); // no stack trace
+    expect(
+      stream.raw.endsWith(`data: {"__done":true,"run_id":"${stream.runId}"}\n\ndata: [DONE]\n\n`),
+    ).toBe(true);
+  });
+
+  it('reports an upstream HTTP error as __error without leaking its body', async () => {
+    llm.enqueue(reply.error(500, { message: 'secret upstream detail' }));
+    const stream = await ask({ message: 'go', user_id: 'upstream-500' });
+    expect(stream.error).toEqual({
+      code: 'model_error',
+      message: 'The model server answered with an error (HTTP 500).',
+    });
+    expect(stream.raw).not.toContain('secret upstream detail');
+    expect(stream.ended).toBe(true);
+  });
+
+  it('reports a malformed upstream chunk as __error', async () => {
+    llm.enqueue(reply.text('a b c d', { chunks: 4, malformedAfter: 1 }));
+    const stream = await ask({ message: 'go', user_id: 'malformed' });
+    expect(stream.error?.code).toBe('model_bad_response');
+    expect(stream.ended).toBe(true);
+  });
+
+  it('times out a model that stops sending, and says so', async () => {
+    llm.enqueue(reply.stall());
+    const started = Date.now();
+    const stream = await ask({ message: 'go', user_id: 'stalled' });
+    expect(stream.error).toEqual({
+      code: 'model_timeout',
+      message: 'The model took too long to answer.',
+    });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(stream.raw).toContain(': ping\n\n'); // kept alive while waiting
+  });
+
+  it('keeps the question of a failed chat in the history', async () => {
+    llm.enqueue(reply.error(503), reply.text('now it works'));
+    await ask({ message: 'lost?', user_id: 'kept' });
+    await ask({ message: 'again', user_id: 'kept' });
+    expect(sentMessages(llm.chats.length - 1)).toEqual([
+      { role: 'user', content: 'lost?' },
+      { role: 'user', content: 'again' },
+    ]);
+  });
+
+  it('aborts the upstream request when the client disconnects and keeps the partial answer', async () => {
+    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    llm.enqueue(reply.text(words, { chunks: 60, delayMs: 50 }));
+    const controller = new AbortController();
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'long story', user_id: 'leaver' }),
+      signal: controller.signal,
+    });
+    await readUntil(response, (raw) => raw.includes('w3'));
+    controller.abort();
+    const closed = await llm.waitForClientClose(5_000);
+    expect(closed.outcome).toBe('client-closed');
+
+    llm.enqueue(reply.text('welcome back'));
+    await expect
+      .poll(async () => {
+        const next = await ask({ message: 'back', user_id: 'leaver' });
+        return next.text;
+      })
+      .toBe('welcome back');
+    const history = sentMessages(llm.chats.length - 1);
+    expect(history[0]).toEqual({ role: 'user', content: 'long story' });
+    expect(history[1]?.role).toBe('assistant');
+    const partial = String(history[1]?.content);
+    expect(partial.startsWith('w0 w1 w2 w3')).toBe(true);
+    expect(partial.length).toBeLessThan(words.length);
+  });
+
+  it('serialises 20 concurrent chats of one user into a consistent history', async () => {
+    llm.respond((request) => {
+      const last = request.messages.at(-1);
+      return reply.text(`answer to ${String(last?.content)}`, { chunks: 3, delayMs: 2 });
+    });
+    const streams = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => ask({ message: `q${i}`, user_id: 'busy' })),
+    );
+    for (const [i, stream] of streams.entries()) {
+      expect(stream.text).toBe(`answer to q${i}`);
+      expect(stream.error).toBeUndefined();
+    }
+    llm.respond(() => undefined);
+    llm.enqueue(reply.text('done'));
+    await ask({ message: 'final', user_id: 'busy' });
+    const history = sentMessages(llm.chats.length - 1);
+    expect(history).toHaveLength(41);
+    // Each question is followed by its own answer: no turn interleaved or lost.
+    for (let i = 0; i < 40; i += 2) {
+      const question = String(history[i]?.content);
+      expect(history[i]?.role).toBe('user');
+      expect(history[i + 1]).toEqual({ role: 'assistant', content: `answer to ${question}` });
+    }
+    expect(new Set(history.filter((m) => m.role === 'user').map((m) => m.content)).size).toBe(21);
+  });
+
+  it('runs tools: a reminder set through the model shows up in GET /reminders', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ name: 'set_reminder', args: { title: 'Dentist', date: '2099-03-04' } }]),
+      reply.text('Saved your reminder.'),
+    );
+    const stream = await ask({
+      message: 'remind me of the dentist on 2099-03-04',
+      user_id: 'tools',
+    });
+    expect(stream.text).toBe('Saved your reminder.');
+    const reminders = await (await parley.fetch('/reminders/tools')).json();
+    expect(reminders).toMatchObject({
+      reminders: [{ title: 'Dentist', date: '2099-03-04', notices_sent: [] }],
+    });
+
+    const toolMessage = sentMessages(llm.chats.length - 1).find((m) => m.role === 'tool');
+    expect(String(toolMessage?.content)).toContain('Dentist');
+  });
+
+  it('reports a failing tool to the model as a tool error and carries on', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ name: 'set_reminder', args: { title: 'Past', date: '2001-01-01' } }]),
+      reply.text('That date has passed.'),
+    );
+    const stream = await ask({ message: 'remind me in 2001', user_id: 'tool-error' });
+    expect(stream.error).toBeUndefined();
+    expect(stream.text).toBe('That date has passed.');
+    const toolMessage = sentMessages(llm.chats.length - 1).find((m) => m.role === 'tool');
+    expect(String(toolMessage?.content)).toContain('is in the past');
+  });
+
+  it('replays a recorded provider stream (OpenAI-compatible server)', async () => {
+    llm.enqueue(reply.replay('openai-compatible__openai-compatible-text.chunks.txt'));
+    const stream = await ask({ message: 'hi', user_id: 'replay' });
+    expect(stream.text.length).toBeGreaterThan(0);
+    expect(stream.error).toBeUndefined();
+    expect(stream.ended).toBe(true);
+  });
+
+  it('links feedback to the run id from the end event', async () => {
+    llm.enqueue(reply.text('rate me'));
+    const stream = await ask({ message: 'hi', user_id: 'rater' });
+    const response = await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run_id: stream.runId, score: 1, comment: 'great' }),
+    });
+    expect(response.status).toBe(200);
+  });
+
+  it('clears stored history on reset', async () => {
+    llm.enqueue(reply.text('one'), reply.text('two'));
+    await ask({ message: 'remember this', user_id: 'forgetful' });
+    const reset = await parley.fetch('/reset?user_id=forgetful', { method: 'POST' });
+    expect(await reset.json()).toEqual({ reset: true, user_id: 'forgetful' });
+    await ask({ message: 'what did I say?', user_id: 'forgetful' });
+    expect(sentMessages(llm.chats.length - 1)).toEqual([
+      { role: 'user', content: 'what did I say?' },
+    ]);
+  });
+
+  it.each([
+    ['an empty message', { message: '' }, ['body', 'message']],
+    ['a message over MESSAGE_MAX_CHARS', { message: 'x'.repeat(2001) }, ['body', 'message']],
+    ['a missing message', { user_id: 'x' }, ['body', 'message']],
+    [
+      'show_thinking that is not a boolean',
+      { message: 'hi', show_thinking: 'yes' },
+      ['body', 'show_thinking'],
+    ],
+    [
+      'an image that is not base64',
+      { message: 'hi', image_base64: 'not base64!' },
+      ['body', 'image_base64'],
+    ],
+    ['an empty user_id', { message: 'hi', user_id: '' }, ['body', 'user_id']],
+  ])('answers 422 before any stream for %s', async (_case, body, loc) => {
+    const response = await chat(body);
+    expect(response.status).toBe(422);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    const { detail } = (await response.json()) as { detail: { loc: string[] }[] };
+    expect(detail.map((item) => item.loc)).toEqual([loc]);
+  });
+
+  it('requires the token', async () => {
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      token: null,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'hi' }),
+    });
+    expect(response.status).toBe(401);
+  });
+
+  it('records each run with its status, usage and tools, and keeps history across a restart', async () => {
+    llm.enqueue(reply.text('remember me', { usage: { prompt: 42, completion: 7 } }));
+    const stream = await ask({ message: 'persist', user_id: 'restart' });
+    expect(await parley.stop()).toBe(0);
+
+    const target = { dataDir, databaseUrl: storage.env.DATABASE_URL };
+    const [run] = await query<Record<string, unknown>>(
+      target,
+      'SELECT user_id, status, model, input_tokens, output_tokens, tools_used, finished_at FROM chat_runs WHERE id = $1',
+      [stream.runId],
+    );
+    expect(run).toMatchObject({
+      user_id: 'restart',
+      status: 'completed',
+      model: 'openai-compatible:fake-chat',
+      input_tokens: 42,
+      output_tokens: 7,
+      tools_used: [],
+    });
+    expect(run?.finished_at).toBeInstanceOf(Date);
+    const [toolRun] = await query<{ tools_used: string[] }>(
+      target,
+      "SELECT r.tools_used FROM chat_runs r WHERE r.user_id = 'tools'",
+    );
+    expect(toolRun?.tools_used).toEqual(['set_reminder']);
+    const [interrupted] = await query<{ status: string }>(
+      target,
+      "SELECT status FROM chat_runs WHERE user_id = 'leaver' ORDER BY started_at LIMIT 1",
+    );
+    expect(interrupted?.status).toBe('interrupted');
+
+    parley = await startParley({ dataDir, env: env() });
+    llm.enqueue(reply.text('I remember'));
+    await ask({ message: 'do you remember?', user_id: 'restart' });
+    expect(sentMessages(llm.chats.length - 1)).toEqual([
+      { role: 'user', content: 'persist' },
+      { role: 'assistant', content: 'remember me' },
+      { role: 'user', content: 'do you remember?' },
+    ]);
+  });
+});
+
+describe('POST /chat without a model', () => {
+  it('answers with a clear error event and keeps every other endpoint working', async () => {
+    const parley = await startParley({ env: { LLM_MODEL_PATH: '/nonexistent/model.gguf' } });
+    try {
+      const response = await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'hello' }),
+      });
+      expect(response.status).toBe(200);
+      const stream = await readChat(response);
+      expect(stream.error?.code).toBe('model_not_configured');
+      expect(stream.error?.message).toMatch(/LLM_BASE_URL/);
+      expect(stream.ended).toBe(true);
+      expect((await parley.fetch('/health')).status).toBe(200);
+      expect((await parley.fetch('/documents')).status).toBe(200);
+    } finally {
+      await parley.stop();
+    }
+  });
+});

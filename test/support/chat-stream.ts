@@ -1,0 +1,67 @@
+/**
+ * Reads a `/chat` response the way the spec's client does (§6.5): only `data: ` lines count,
+ * `[DONE]` ends the stream. Also keeps the raw text for byte-exact assertions.
+ */
+export interface ChatStream {
+  raw: string;
+  /** Answer fragments, in order (JSON strings decoded). */
+  fragments: string[];
+  text: string;
+  runId: string | undefined;
+  error: { code: string; message: string } | undefined;
+  /** Whether the literal `[DONE]` event arrived. */
+  ended: boolean;
+}
+
+export function parseChatStream(raw: string): ChatStream {
+  const stream: ChatStream = {
+    raw,
+    fragments: [],
+    text: '',
+    runId: undefined,
+    error: undefined,
+    ended: false,
+  };
+  for (const event of raw.split('\n\n')) {
+    if (!event.startsWith('data: ')) continue;
+    const data = event.slice('data: '.length);
+    if (data === '[DONE]') {
+      stream.ended = true;
+      continue;
+    }
+    const value = JSON.parse(data) as unknown;
+    if (typeof value === 'string') {
+      stream.fragments.push(value);
+    } else if (value && typeof value === 'object' && '__done' in value) {
+      stream.runId = (value as unknown as { run_id: string }).run_id;
+    } else if (value && typeof value === 'object' && '__error' in value) {
+      stream.error = (value as { __error: ChatStream['error'] }).__error;
+    } else {
+      throw new Error(`unexpected event ${data}`);
+    }
+  }
+  stream.text = stream.fragments.join('');
+  return stream;
+}
+
+export async function readChat(response: Response): Promise<ChatStream> {
+  return parseChatStream(await response.text());
+}
+
+/** Reads until `predicate` holds for the text so far, then returns it (the body stays open). */
+export async function readUntil(
+  response: Response,
+  predicate: (raw: string) => boolean,
+): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) throw new Error('no body');
+  const decoder = new TextDecoder();
+  let raw = '';
+  while (!predicate(raw)) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`stream ended before the condition held:\n${raw}`);
+    raw += decoder.decode(value, { stream: true });
+  }
+  reader.releaseLock();
+  return raw;
+}
