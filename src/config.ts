@@ -120,6 +120,8 @@ export const configSchema = z.object({
   LANGSMITH_API_KEY: text(),
   LANGSMITH_ENDPOINT: url(/^https?:$/, 'an http:// or https:// URL'),
   LANGSMITH_PROJECT: textOr('parley'),
+  /** First delay before feedback that LangSmith refused is sent again; doubles up to 1 h. */
+  FEEDBACK_RETRY_MS: integer(5_000, 10, 3_600_000),
 });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;

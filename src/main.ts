@@ -3,8 +3,10 @@ import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
 import { ConfigError, parseConfig, readEnvironment } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
+import { FeedbackForwarder } from './feedback/feedback-forwarder.ts';
 import { FeedbackService } from './feedback/feedback-service.ts';
 import { buildServer } from './http/server.ts';
+import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
 import { createChatModel } from './models/create-chat-model.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
@@ -31,6 +33,16 @@ async function main(): Promise<void> {
   const reminders = new ReminderRepository(db);
   const runs = new RunRepository(db);
   const shutdownSignal = new AbortController();
+  const feedbackRepository = new FeedbackRepository(db);
+  const langSmith = connectLangSmith(config, logger);
+  const forwarder = langSmith
+    ? new FeedbackForwarder({
+        repository: feedbackRepository,
+        sink: langSmith.feedbackSink,
+        logger,
+        backoffMs: config.FEEDBACK_RETRY_MS,
+      })
+    : undefined;
 
   const chats = new ChatService({
     model: createChatModel(config, logger),
@@ -38,7 +50,7 @@ async function main(): Promise<void> {
     runs,
     users: new UserRepository(db),
     tools: ({ userId, today }) => reminderTools({ userId, today, reminders }),
-    tracer: noTracing,
+    tracer: langSmith?.tracer ?? noTracing,
     logger,
     settings: {
       maxSteps: config.CHAT_MAX_STEPS,
@@ -64,7 +76,7 @@ async function main(): Promise<void> {
     },
     conversations: new ConversationService(new MessageRepository(db)),
     documents: new DocumentService(new DocumentRepository(db)),
-    feedback: new FeedbackService(runs, new FeedbackRepository(db)),
+    feedback: new FeedbackService(runs, feedbackRepository, () => forwarder?.kick()),
     reminders,
   });
 
@@ -89,6 +101,8 @@ async function main(): Promise<void> {
     force.unref();
     try {
       await app.close();
+      await forwarder?.stop();
+      await langSmith?.flush();
       await database.close();
       logger.info('stopped');
       process.exitCode = 0;
@@ -103,6 +117,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
   await app.listen({ host: config.HOST, port: config.PORT });
+  forwarder?.start();
   const address = app.server.address();
   logger.info(
     {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { eq, sql } from 'drizzle-orm';
 import type { Db } from './database.ts';
 import { feedback } from './schema.ts';
 
@@ -7,6 +8,15 @@ export interface NewFeedback {
   key: string;
   score: number;
   comment?: string | undefined;
+}
+
+export interface PendingFeedback {
+  id: string;
+  runId: string;
+  key: string;
+  score: number;
+  comment: string | null;
+  attempts: number;
 }
 
 /** Stored feedback; rows not yet forwarded to LangSmith form the forwarding outbox. */
@@ -27,5 +37,50 @@ export class FeedbackRepository {
       comment: input.comment ?? null,
     });
     return id;
+  }
+
+  /**
+   * Leases up to `limit` rows that are due for forwarding: their next attempt moves
+   * `leaseMs` ahead in the same statement, so replicas sharing the database do not send the
+   * same row at the same time, and a replica that dies mid-send only delays it.
+   */
+  async leaseDue(limit: number, leaseMs: number): Promise<PendingFeedback[]> {
+    const { rows } = await this.#db.execute<{
+      id: string;
+      run_id: string;
+      key: string;
+      score: number;
+      comment: string | null;
+      forward_attempts: number;
+    }>(sql`
+      UPDATE ${feedback}
+      SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
+      WHERE id IN (
+        SELECT id FROM ${feedback}
+        WHERE forwarded_at IS NULL AND next_attempt_at <= now()
+        ORDER BY next_attempt_at
+        LIMIT ${limit}
+        FOR UPDATE SKIP LOCKED
+      )
+      RETURNING id, run_id, key, score, comment, forward_attempts`);
+    return rows.map((row) => ({
+      id: row.id,
+      runId: row.run_id,
+      key: row.key,
+      score: Number(row.score),
+      comment: row.comment,
+      attempts: row.forward_attempts,
+    }));
+  }
+
+  async markForwarded(id: string): Promise<void> {
+    await this.#db.update(feedback).set({ forwardedAt: new Date() }).where(eq(feedback.id, id));
+  }
+
+  async markFailed(id: string, attempts: number, retryAt: Date): Promise<void> {
+    await this.#db
+      .update(feedback)
+      .set({ forwardAttempts: attempts, nextAttemptAt: retryAt })
+      .where(eq(feedback.id, id));
   }
 }

@@ -1,0 +1,85 @@
+import type { Logger } from 'pino';
+import type { FeedbackRepository } from '../storage/feedback-repository.ts';
+import type { FeedbackSink } from './feedback-sink.ts';
+
+export interface FeedbackForwarderOptions {
+  repository: FeedbackRepository;
+  sink: FeedbackSink;
+  logger: Logger;
+  /** How often the outbox is checked even when nothing new arrived. */
+  intervalMs?: number;
+  /** First retry delay; doubles per failure up to `maxBackoffMs`. */
+  backoffMs?: number;
+  maxBackoffMs?: number;
+}
+
+const BATCH = 50;
+/** How long a replica owns the rows it took; a replica that dies only delays them this much. */
+const LEASE_MS = 60_000;
+
+/**
+ * Forwards stored feedback to the tracing service. Feedback is saved before it is sent, so
+ * an outage there never loses it nor fails the request: the row stays due and is retried
+ * with exponential backoff, from this replica or any other.
+ */
+export class FeedbackForwarder {
+  readonly #options: Required<FeedbackForwarderOptions>;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+
+  constructor(options: FeedbackForwarderOptions) {
+    this.#options = { intervalMs: 30_000, backoffMs: 5_000, maxBackoffMs: 3_600_000, ...options };
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => this.kick(), this.#options.intervalMs);
+    this.#timer.unref();
+    this.kick();
+  }
+
+  /** Forward what is due now (after a new submission); calls while busy coalesce. */
+  kick(): void {
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#drain()
+      .catch((error) => this.#options.logger.warn({ err: error }, 'feedback forwarding paused'))
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.kick();
+        }
+      });
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#again = false;
+    await this.#running;
+  }
+
+  async #drain(): Promise<void> {
+    const { repository, sink, logger, backoffMs, maxBackoffMs } = this.#options;
+    while (true) {
+      const due = await repository.leaseDue(BATCH, LEASE_MS);
+      for (const item of due) {
+        try {
+          await sink.send(item);
+          await repository.markForwarded(item.id);
+        } catch (error) {
+          const attempts = item.attempts + 1;
+          const delay = Math.min(backoffMs * 2 ** (attempts - 1), maxBackoffMs);
+          await repository.markFailed(item.id, attempts, new Date(Date.now() + delay));
+          logger.warn(
+            { err: error, feedbackId: item.id, attempts, retryInMs: delay },
+            'feedback not forwarded yet',
+          );
+        }
+      }
+      if (due.length < BATCH) return;
+    }
+  }
+}

@@ -1,0 +1,10 @@
+/** Where stored feedback is forwarded (LangSmith). `send` throws when it was not accepted. */
+export interface FeedbackSink {
+  send(feedback: {
+    id: string;
+    runId: string;
+    key: string;
+    score: number;
+    comment: string | null;
+  }): Promise<void>;
+}

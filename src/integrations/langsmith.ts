@@ -1,0 +1,37 @@
+import { Client } from 'langsmith';
+import type { Logger } from 'pino';
+import type { RunTracer } from '../assistant/run-tracer.ts';
+import type { Config } from '../config.ts';
+import type { FeedbackSink } from '../feedback/feedback-sink.ts';
+import { langSmithFeedbackSink } from './langsmith-feedback-sink.ts';
+import { langSmithTracer } from './langsmith-tracer.ts';
+
+export interface LangSmith {
+  tracer: RunTracer;
+  feedbackSink: FeedbackSink;
+  /** Waits for batched traces to be sent (at shutdown). */
+  flush(): Promise<void>;
+}
+
+/** LangSmith is used only when LANGSMITH_API_KEY is set. */
+export function connectLangSmith(
+  config: Pick<Config, 'LANGSMITH_API_KEY' | 'LANGSMITH_ENDPOINT' | 'LANGSMITH_PROJECT'>,
+  logger: Logger,
+): LangSmith | undefined {
+  if (!config.LANGSMITH_API_KEY) return undefined;
+  // The client retries each call 4 times over ~12 s on its own (not configurable in 0.12);
+  // past that, the feedback outbox retries with its own backoff for as long as it takes.
+  const client = new Client({
+    apiKey: config.LANGSMITH_API_KEY,
+    ...(config.LANGSMITH_ENDPOINT ? { apiUrl: config.LANGSMITH_ENDPOINT } : {}),
+  });
+  logger.info(
+    { endpoint: config.LANGSMITH_ENDPOINT ?? 'default', project: config.LANGSMITH_PROJECT },
+    'tracing chats to LangSmith',
+  );
+  return {
+    tracer: langSmithTracer(client, config.LANGSMITH_PROJECT, logger),
+    feedbackSink: langSmithFeedbackSink(client),
+    flush: () => client.awaitPendingTraceBatches(),
+  };
+}

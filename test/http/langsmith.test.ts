@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import {
+  type FakeLangSmithServer,
+  startFakeLangSmithServer,
+} from '../support/fake-langsmith-server.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+describe('tracing and feedback with LangSmith configured', () => {
+  let llm: FakeLlmServer;
+  let langsmith: FakeLangSmithServer;
+  let parley: RunningParley;
+
+  const chat = async (message: string, userId: string) =>
+    readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message, user_id: userId }),
+      }),
+    );
+  const sendFeedback = (body: Record<string, unknown>) =>
+    parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    langsmith = await startFakeLangSmithServer({ apiKey: 'ls-test-key' });
+    parley = await startParley({
+      env: {
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        LANGSMITH_API_KEY: 'ls-test-key',
+        LANGSMITH_ENDPOINT: langsmith.url,
+        LANGSMITH_PROJECT: 'parley-tests',
+        FEEDBACK_RETRY_MS: '200',
+      },
+    });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await langsmith?.close();
+  });
+
+  it('traces a chat under its run_id, with model and tool calls as child runs', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ name: 'list_reminders', args: {} }], {
+        usage: { prompt: 30, completion: 5 },
+      }),
+      reply.text('You have no reminders.'),
+    );
+    const stream = await chat('what are my reminders?', 'traced');
+    expect(stream.text).toBe('You have no reminders.');
+    const runId = stream.runId as string;
+
+    const root = await langsmith.waitForRun(
+      (run) => run.id === runId && run.end_time !== undefined,
+      10_000,
+    );
+    expect(root).toMatchObject({
+      name: 'parley-chat',
+      run_type: 'chain',
+      session_name: 'parley-tests',
+    });
+    expect(root.inputs).toMatchObject({ message: 'what are my reminders?', user_id: 'traced' });
+    expect(root.outputs).toMatchObject({ answer: 'You have no reminders.' });
+
+    await langsmith.waitForRun(
+      (run) => run.parent_run_id === runId && run.run_type === 'tool',
+      10_000,
+    );
+    await expect
+      .poll(
+        () =>
+          [...langsmith.runs.values()].filter(
+            (run) => run.parent_run_id === runId && run.run_type === 'llm',
+          ).length,
+        {
+          timeout: 10_000,
+        },
+      )
+      .toBe(2);
+    const tool = [...langsmith.runs.values()].find(
+      (run) => run.parent_run_id === runId && run.run_type === 'tool',
+    );
+    expect(tool).toMatchObject({ name: 'list_reminders', trace_id: runId });
+    langsmith.assertNoUnexpected();
+  });
+
+  it('forwards feedback to LangSmith with the run id', async () => {
+    llm.enqueue(reply.text('rate me'));
+    const stream = await chat('hello', 'rater');
+    const response = await sendFeedback({
+      run_id: stream.runId,
+      score: 0.5,
+      comment: '괜찮아요',
+      key: 'helpfulness',
+    });
+    expect(response.status).toBe(200);
+    const { feedback_id } = (await response.json()) as { feedback_id: string };
+
+    const received = await langsmith.waitForFeedback((item) => item.id === feedback_id, 10_000);
+    expect(received).toMatchObject({
+      run_id: stream.runId,
+      key: 'helpfulness',
+      score: 0.5,
+      comment: '괜찮아요',
+    });
+  });
+
+  it('keeps feedback during a LangSmith outage and delivers it later, without failing the request', {
+    timeout: 60_000,
+  }, async () => {
+    llm.enqueue(reply.text('rate me later'));
+    const stream = await chat('hello again', 'patient');
+    // The client's own five attempts fail; the outbox's retry then gets through.
+    langsmith.failNext('feedback', 5, 503);
+
+    const started = Date.now();
+    const response = await sendFeedback({ run_id: stream.runId, score: 1 });
+    expect(response.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    const { feedback_id } = (await response.json()) as { feedback_id: string };
+
+    const received = await langsmith.waitForFeedback((item) => item.id === feedback_id, 40_000);
+    expect(received).toMatchObject({ run_id: stream.runId, key: 'user_score', score: 1 });
+    const retries = parley.logs.filter((line) => line.msg === 'feedback not forwarded yet');
+    expect(retries.map((line) => line.attempts)).toEqual([1]);
+  });
+});
