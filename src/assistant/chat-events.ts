@@ -15,7 +15,11 @@ export type ChatErrorCode =
   | 'model_timeout'
   | 'model_bad_response'
   | 'database_unavailable'
+  | 'shutting_down'
   | 'internal_error';
+
+/** The abort reason the HTTP edge gives when the server is stopping (not the client leaving). */
+export const SHUTDOWN = 'shutdown';
 
 export interface ChatRequest {
   userId: string;

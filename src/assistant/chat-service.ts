@@ -5,7 +5,7 @@ import type { ChatModel } from '../models/chat-model.ts';
 import type { MessageRepository } from '../storage/message-repository.ts';
 import type { RunOutcome, RunRepository } from '../storage/run-repository.ts';
 import type { UserRepository } from '../storage/user-repository.ts';
-import type { ChatEvent, ChatRequest } from './chat-events.ts';
+import { type ChatEvent, type ChatRequest, SHUTDOWN } from './chat-events.ts';
 import { describeChatError } from './describe-chat-error.ts';
 import { fitHistory } from './history-window.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
@@ -208,7 +208,15 @@ export class ChatService {
       if (thinking) yield { type: 'text', text: '</think>' };
 
       if (signal.aborted) {
-        await this.#keepInterrupted(request.userId, runId, userMessage, answer, toolsUsed, log);
+        yield* this.#interrupted(
+          request.userId,
+          runId,
+          userMessage,
+          answer,
+          toolsUsed,
+          signal,
+          log,
+        );
         trace.end({ status: 'interrupted', answer });
         return;
       }
@@ -231,7 +239,15 @@ export class ChatService {
       yield { type: 'done', runId };
     } catch (error) {
       if (signal.aborted) {
-        await this.#keepInterrupted(request.userId, runId, userMessage, answer, toolsUsed, log);
+        yield* this.#interrupted(
+          request.userId,
+          runId,
+          userMessage,
+          answer,
+          toolsUsed,
+          signal,
+          log,
+        );
         trace?.end({ status: 'interrupted', answer });
         return;
       }
@@ -256,16 +272,26 @@ export class ChatService {
     }
   }
 
-  /** The client left: what was answered so far is kept, marked as interrupted. */
-  async #keepInterrupted(
+  /**
+   * The client left, or the server is stopping: what was answered so far is kept, marked as
+   * interrupted. A client still listening (shutdown) is told why its answer stopped.
+   */
+  async *#interrupted(
     userId: string,
     runId: string,
     userMessage: ModelMessage,
     answer: string,
     toolsUsed: Set<string>,
+    signal: AbortSignal,
     log: Logger,
-  ): Promise<void> {
-    log.info({ answeredChars: answer.length }, 'client disconnected; answer interrupted');
+  ): AsyncGenerator<ChatEvent> {
+    const shutdown = signal.reason === SHUTDOWN;
+    log.info(
+      { answeredChars: answer.length },
+      shutdown
+        ? 'chat stopped by shutdown; answer interrupted'
+        : 'client disconnected; answer interrupted',
+    );
     await this.#record(
       userId,
       runId,
@@ -277,6 +303,14 @@ export class ChatService {
       },
       log,
     );
+    if (shutdown) {
+      yield {
+        type: 'error',
+        code: 'shutting_down',
+        message: 'The service is restarting; send the message again in a moment.',
+      };
+      yield { type: 'done', runId };
+    }
   }
 
   async #record(

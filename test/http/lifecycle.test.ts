@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseChatStream, streamReader } from '../support/chat-stream.ts';
+import { reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
@@ -97,6 +99,63 @@ describe('shutdown', () => {
       const parley = await startParley();
       expect(await parley.stop(signal)).toBe(0);
       expect(parley.logs.map((line) => line.msg)).toContain('stopped');
+    }
+  });
+});
+
+describe('shutdown with open streams', () => {
+  const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+  const startChat = (parley: RunningParley) =>
+    parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'tell me a story', user_id: 'shutdown' }),
+    });
+
+  it('lets an open stream finish within the grace period, then exits 0', async () => {
+    const llm = await startFakeLlmServer();
+    const parley = await startParley({
+      env: { LLM_BASE_URL: llm.url, SHUTDOWN_GRACE_MS: '10000' },
+    });
+    try {
+      llm.enqueue(reply.text(words(20), { chunks: 20, delayMs: 50 }));
+      const reader = streamReader(await startChat(parley));
+      await reader.until((raw) => raw.includes('w2'));
+      const stopped = parley.stop('SIGTERM');
+      const stream = parseChatStream(await reader.rest());
+      expect(stream.text).toBe(words(20));
+      expect(stream.error).toBeUndefined();
+      expect(stream.ended).toBe(true);
+      expect(await stopped).toBe(0);
+    } finally {
+      await parley.stop();
+      await llm.close();
+    }
+  });
+
+  it('stops a stream that outlives the grace period, ending it cleanly', async () => {
+    const llm = await startFakeLlmServer();
+    const parley = await startParley({ env: { LLM_BASE_URL: llm.url, SHUTDOWN_GRACE_MS: '300' } });
+    try {
+      llm.enqueue(reply.text(words(200), { chunks: 200, delayMs: 50 }));
+      const reader = streamReader(await startChat(parley));
+      await reader.until((raw) => raw.includes('w1'));
+      const started = Date.now();
+      const stopped = parley.stop('SIGTERM');
+      const stream = parseChatStream(await reader.rest());
+      expect(stream.error).toEqual({
+        code: 'shutting_down',
+        message: 'The service is restarting; send the message again in a moment.',
+      });
+      expect(stream.ended).toBe(true);
+      expect(stream.text.length).toBeLessThan(words(200).length);
+      expect(await stopped).toBe(0);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(
+        parley.logs.some((line) => line.msg === 'chat stopped by shutdown; answer interrupted'),
+      ).toBe(true);
+    } finally {
+      await llm.close();
     }
   });
 });

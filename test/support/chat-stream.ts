@@ -48,20 +48,43 @@ export async function readChat(response: Response): Promise<ChatStream> {
   return parseChatStream(await response.text());
 }
 
-/** Reads until `predicate` holds for the text so far, then returns it (the body stays open). */
-export async function readUntil(
-  response: Response,
-  predicate: (raw: string) => boolean,
-): Promise<string> {
+/**
+ * Reads a streaming response step by step: `until` returns the text so far once `predicate`
+ * holds; `rest` reads to the end (or to the connection's end, if the server cuts it).
+ */
+export function streamReader(response: Response) {
   const reader = response.body?.getReader();
   if (!reader) throw new Error('no body');
   const decoder = new TextDecoder();
   let raw = '';
-  while (!predicate(raw)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`stream ended before the condition held:\n${raw}`);
-    raw += decoder.decode(value, { stream: true });
-  }
-  reader.releaseLock();
-  return raw;
+  return {
+    async until(predicate: (raw: string) => boolean): Promise<string> {
+      while (!predicate(raw)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`stream ended before the condition held:\n${raw}`);
+        raw += decoder.decode(value, { stream: true });
+      }
+      return raw;
+    },
+    async rest(): Promise<string> {
+      try {
+        while (true) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          raw += decoder.decode(value, { stream: true });
+        }
+      } catch {
+        // the server cut the connection: return what arrived
+      }
+      return raw;
+    },
+  };
+}
+
+/** Reads until `predicate` holds for the text so far (the rest of the body is left unread). */
+export async function readUntil(
+  response: Response,
+  predicate: (raw: string) => boolean,
+): Promise<string> {
+  return streamReader(response).until(predicate);
 }

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import { z } from 'zod';
+import { SHUTDOWN } from '../../assistant/chat-events.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
 import type { App } from '../app-types.ts';
 import { userIdSchema } from '../schemas.ts';
@@ -59,11 +60,11 @@ export function registerChatRoutes(
     },
     async (request, reply) => {
       const abort = new AbortController();
-      const stop = () => abort.abort();
+      const stop = () => abort.abort(SHUTDOWN);
       // `close` on the response before it finished means the client went away: stop the
       // model (its HTTP request is aborted) and the tools at once.
       reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) stop();
+        if (!reply.raw.writableFinished) abort.abort();
       });
       settings.shutdown.addEventListener('abort', stop, { once: true });
 
