@@ -132,16 +132,23 @@ export class ChatService {
         index: 0,
         startedAt: new Date(),
         text: '',
+        reasoning: '',
         toolCalls: [] as { id: string; name: string; input: unknown }[],
       };
       const toolStarts = new Map<string, Date>();
       for await (const part of result.fullStream) {
         switch (part.type) {
           case 'start-step':
-            step = { index: step.index + 1, startedAt: new Date(), text: '', toolCalls: [] };
+            step = {
+              index: step.index + 1,
+              startedAt: new Date(),
+              text: '',
+              reasoning: '',
+              toolCalls: [],
+            };
             break;
           case 'reasoning-delta':
-            if (settings.logThinking) log.info({ reasoning: part.text }, 'model reasoning');
+            step.reasoning += part.text;
             if (!request.showThinking) break;
             if (!thinking) yield { type: 'text', text: '<think>' };
             thinking = true;
@@ -180,6 +187,9 @@ export class ChatService {
             break;
           }
           case 'finish-step':
+            if (settings.logThinking && step.reasoning) {
+              log.info({ step: step.index, reasoning: step.reasoning }, 'model reasoning');
+            }
             if (settings.logSteps) {
               log.info(
                 {

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+describe.each([
+  ['with the verbosity flags on', { LANGGRAPH_VERBOSE: '1', THINK_VERBOSE: 'yes' }, true],
+  ['with the verbosity flags off', {}, false],
+])('the agent loop %s', (_case, flags, verbose) => {
+  let llm: FakeLlmServer;
+  let database: TestDatabase;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    database = await createTestDatabase();
+    parley = await startParley({
+      env: {
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        CHAT_MAX_STEPS: '3',
+        DATABASE_URL: database.url,
+        ...flags,
+      },
+    });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await database?.drop();
+  });
+
+  const ask = async (message: string, extra: Record<string, unknown> = {}) =>
+    readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message, user_id: 'looper', ...extra }),
+      }),
+    );
+
+  it('stops after CHAT_MAX_STEPS model calls and still ends the stream cleanly', async () => {
+    const before = llm.chats.length;
+    llm.respond(() => reply.toolCalls([{ name: 'list_reminders', args: {} }]));
+    const stream = await ask('loop forever');
+    llm.respond(() => undefined);
+    expect(llm.chats.length - before).toBe(3);
+    expect(stream.error).toBeUndefined();
+    expect(stream.runId).toBeDefined();
+    expect(stream.ended).toBe(true);
+    llm.assertNoUnexpected();
+  });
+
+  it(`${verbose ? 'logs' : 'does not log'} agent steps and reasoning`, async () => {
+    llm.enqueue(reply.reasoning('secret musings', 'fine'));
+    await ask('think', { show_thinking: false });
+    const messages = parley.logs.map((line) => line.msg);
+    expect(messages.includes('agent step')).toBe(verbose);
+    expect(messages.includes('tool finished')).toBe(verbose);
+    expect(parley.output().includes('secret musings')).toBe(verbose);
+  });
+});
