@@ -271,6 +271,26 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(String(toolMessage?.content)).toContain('Dentist');
   });
 
+  it('runs parallel tool calls whose arguments arrive split across deltas', async () => {
+    llm.enqueue(
+      reply.toolCalls(
+        [
+          { name: 'set_reminder', args: { title: '생일 파티', date: '2099-05-01' } },
+          { name: 'set_reminder', args: { title: 'Flight', date: '2099-05-03' } },
+        ],
+        { argChunks: 5 },
+      ),
+      reply.text('Both saved.'),
+    );
+    const stream = await ask({ message: 'two reminders please', user_id: 'parallel' });
+    expect(stream.text).toBe('Both saved.');
+    const body = (await (await parley.fetch('/reminders/parallel')).json()) as {
+      reminders: { title: string }[];
+    };
+    expect(body.reminders.map((r) => r.title)).toEqual(['생일 파티', 'Flight']);
+    expect(sentMessages(llm.chats.length - 1).filter((m) => m.role === 'tool')).toHaveLength(2);
+  });
+
   it('reports a failing tool to the model as a tool error and carries on', async () => {
     llm.enqueue(
       reply.toolCalls([{ name: 'set_reminder', args: { title: 'Past', date: '2001-01-01' } }]),
