@@ -217,19 +217,7 @@ export class ChatService {
       }
       if (thinking) yield { type: 'text', text: '</think>' };
 
-      if (signal.aborted) {
-        yield* this.#interrupted(
-          request.userId,
-          runId,
-          userMessage,
-          answer,
-          toolsUsed,
-          signal,
-          log,
-        );
-        trace.end({ status: 'interrupted', answer });
-        return;
-      }
+      signal.throwIfAborted(); // the client left or the server is stopping: handled below
       const [response, usage] = await Promise.all([result.response, result.totalUsage]);
       await messages.append(request.userId, runId, [
         userMessage,
