@@ -5,6 +5,9 @@ import type { GbnfJsonSchema } from 'node-llama-cpp';
 // (zod's output: `anyOf`, `$schema`, `pattern`, `format: "email"`, ...).
 // Keep what the subset can express and widen the rest: the grammar only has to
 // admit valid arguments, the AI SDK validates them against the real schema.
+// One gap needs a round trip: the subset makes every property required, so an
+// optional property may be generated as null, and that null is dropped again
+// (removeOmittedOptionals) before the AI SDK sees the arguments.
 
 type Schema = Record<string, unknown>;
 
@@ -31,23 +34,34 @@ function convertRef(ref: string): string {
 }
 
 function convertDefs(schema: Schema): Record<string, unknown> {
-  const defs = isSchema(schema.$defs) ? schema.$defs : isSchema(schema.definitions) ? schema.definitions : undefined;
+  const defs = isSchema(schema.$defs)
+    ? schema.$defs
+    : isSchema(schema.definitions)
+      ? schema.definitions
+      : undefined;
   if (!defs) return {};
-  return { $defs: Object.fromEntries(Object.entries(defs).map(([k, v]) => [k, toGbnfJsonSchema(v)])) };
+  return {
+    $defs: Object.fromEntries(Object.entries(defs).map(([k, v]) => [k, toGbnfJsonSchema(v)])),
+  };
 }
 
 function convertTyped(schema: Schema, type: string): Record<string, unknown> {
   switch (type) {
     case 'object': {
+      const required = new Set(Array.isArray(schema.required) ? schema.required : []);
       const properties = isSchema(schema.properties)
-        ? Object.fromEntries(Object.entries(schema.properties).map(([k, v]) => [k, toGbnfJsonSchema(v)]))
+        ? Object.fromEntries(
+            Object.entries(schema.properties).map(([k, v]) => {
+              const converted = toGbnfJsonSchema(v);
+              return [k, required.has(k) ? converted : { oneOf: [converted, { type: 'null' }] }];
+            }),
+          )
         : undefined;
       const extra = schema.additionalProperties;
       return {
         type: 'object',
         ...(properties ? { properties } : {}),
-        ...(Array.isArray(schema.required) ? { required: schema.required } : {}),
-        // JSON Schema's default is "anything else allowed"; keep it explicit.
+        // Undeclared keys only when the schema declares none or asks for them.
         additionalProperties:
           extra === false ? false : isSchema(extra) ? toGbnfJsonSchema(extra) : !properties,
         ...numberKey(schema, 'minProperties'),
@@ -68,7 +82,11 @@ function convertTyped(schema: Schema, type: string): Record<string, unknown> {
       if (typeof schema.format === 'string' && DATE_FORMATS.has(schema.format)) {
         return { type: 'string', format: schema.format };
       }
-      return { type: 'string', ...numberKey(schema, 'minLength'), ...numberKey(schema, 'maxLength') };
+      return {
+        type: 'string',
+        ...numberKey(schema, 'minLength'),
+        ...numberKey(schema, 'maxLength'),
+      };
     default:
       return { type: BASIC_TYPES.has(type) ? type : 'string' };
   }
@@ -99,4 +117,22 @@ export function toGbnfJsonSchema(input: unknown): GbnfJsonSchema {
   else return ANY_JSON;
   // The subset's types are stricter than what we build dynamically.
   return { ...result, ...common } as GbnfJsonSchema;
+}
+
+/** Deletes the nulls that stand for optional properties the model left out. */
+export function removeOmittedOptionals(value: unknown, schema: unknown): unknown {
+  if (!isSchema(schema)) return value;
+  if (Array.isArray(value)) {
+    return isSchema(schema.items)
+      ? value.map((v) => removeOmittedOptionals(v, schema.items))
+      : value;
+  }
+  if (!isSchema(value) || !isSchema(schema.properties)) return value;
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (v === null && !required.has(key)) continue;
+    out[key] = removeOmittedOptionals(v, schema.properties[key]);
+  }
+  return out;
 }

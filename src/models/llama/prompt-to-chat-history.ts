@@ -59,7 +59,12 @@ export function promptToChatHistory(prompt: LanguageModelV4Prompt): ConvertedPro
       const texts: string[] = [];
       for (const part of message.content) {
         if (part.type === 'text') texts.push(part.text);
-        else warnings.push({ type: 'unsupported', feature: `user ${part.type} part (${part.mediaType})` });
+        else if (part.data.type === 'text') {
+          // A text document: the model reads it as part of the message.
+          texts.push(part.filename ? `${part.filename}:\n${part.data.text}` : part.data.text);
+        } else {
+          warnings.push({ type: 'unsupported', feature: `user file part (${part.mediaType})` });
+        }
       }
       history.push({ type: 'user', text: texts.join('\n') });
       response = undefined;
@@ -71,7 +76,12 @@ export function promptToChatHistory(prompt: LanguageModelV4Prompt): ConvertedPro
       for (const part of message.content) {
         if (part.type === 'text') response.response.push(part.text);
         else if (part.type === 'reasoning') {
-          response.response.push({ type: 'segment', segmentType: 'thought', text: part.text, ended: true });
+          response.response.push({
+            type: 'segment',
+            segmentType: 'thought',
+            text: part.text,
+            ended: true,
+          });
         } else if (part.type === 'tool-call') {
           response.response.push({
             type: 'functionCall',

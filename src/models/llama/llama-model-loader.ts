@@ -1,0 +1,120 @@
+import {
+  type ChatWrapper,
+  getLlama,
+  type Llama,
+  type LlamaContext,
+  LlamaLogLevel,
+  type LlamaModel,
+  resolveChatWrapper,
+} from 'node-llama-cpp';
+import type { Logger } from 'pino';
+import { createSequencePool, type SequencePool } from './sequence-pool.ts';
+
+export type LlamaModelLoaderOptions = {
+  /** GGUF path, or a function that produces it on first use (e.g. a download). */
+  modelPath: string | (() => Promise<string>);
+  logger: Logger;
+  /** Tokens of context per sequence (default 8192). */
+  contextSize?: number;
+  /** Conversations evaluated in parallel (default 1; more costs KV-cache memory). */
+  sequences?: number;
+  /**
+   * CPU threads per evaluation (default: node-llama-cpp's, the math cores).
+   * llama.cpp threads spin-wait on each other: on an oversubscribed machine a
+   * small model is far faster with 1.
+   */
+  threads?: number;
+  /** `false` (default) runs on the CPU; 'auto' uses a GPU build if one is installed. */
+  gpu?: false | 'auto';
+  /** Chat template handling; 'auto' (default) resolves it from the GGUF metadata. */
+  chatWrapper?: 'auto' | ChatWrapper;
+};
+
+export type LoadedLlama = {
+  llama: Llama;
+  model: LlamaModel;
+  context: LlamaContext;
+  chatWrapper: ChatWrapper;
+  sequences: SequencePool;
+};
+
+export type LlamaModelLoader = {
+  /** Loads once and shares; a failed load is retried by the next call. */
+  load(): Promise<LoadedLlama>;
+  dispose(): Promise<void>;
+};
+
+const LOG_LEVELS: Partial<Record<LlamaLogLevel, 'error' | 'warn' | 'info' | 'debug'>> = {
+  [LlamaLogLevel.fatal]: 'error',
+  [LlamaLogLevel.error]: 'error',
+  [LlamaLogLevel.warn]: 'warn',
+  [LlamaLogLevel.info]: 'debug',
+  [LlamaLogLevel.log]: 'debug',
+  [LlamaLogLevel.debug]: 'debug',
+};
+
+async function loadLlama(options: LlamaModelLoaderOptions): Promise<LoadedLlama> {
+  const log = options.logger;
+  const modelPath =
+    typeof options.modelPath === 'string' ? options.modelPath : await options.modelPath();
+  const started = Date.now();
+  const llama = await getLlama({
+    gpu: options.gpu ?? false,
+    build: 'never', // never fetch or compile llama.cpp at run time: use the prebuilt binary
+    progressLogs: false,
+    logLevel: LlamaLogLevel.warn,
+    logger: (level, message) => {
+      const to = LOG_LEVELS[level];
+      if (to) log[to]({ llamaCpp: level }, message.trim());
+    },
+  });
+  try {
+    const model = await llama.loadModel({ modelPath });
+    const context = await model.createContext({
+      contextSize: options.contextSize ?? 8192,
+      sequences: options.sequences ?? 1,
+      ...(options.threads === undefined ? {} : { threads: options.threads }),
+    });
+    // Resolving compares the GGUF's Jinja template with every known wrapper:
+    // seconds of CPU, so it is done once per model, not per call.
+    const chatWrapper =
+      options.chatWrapper === undefined || options.chatWrapper === 'auto'
+        ? resolveChatWrapper(model)
+        : options.chatWrapper;
+    log.info(
+      {
+        modelPath,
+        gpu: llama.gpu,
+        contextSize: context.contextSize,
+        sequences: context.totalSequences,
+        chatWrapper: chatWrapper.wrapperName,
+        ms: Date.now() - started,
+      },
+      'embedded model loaded',
+    );
+    return { llama, model, context, chatWrapper, sequences: createSequencePool(context) };
+  } catch (error) {
+    await llama.dispose();
+    throw error;
+  }
+}
+
+export function createLlamaModelLoader(options: LlamaModelLoaderOptions): LlamaModelLoader {
+  let loading: Promise<LoadedLlama> | undefined;
+  return {
+    load() {
+      loading ??= loadLlama(options).catch((error: unknown) => {
+        loading = undefined;
+        throw error;
+      });
+      return loading;
+    },
+    async dispose() {
+      const current = loading;
+      loading = undefined;
+      if (!current) return;
+      const loaded = await current.catch(() => undefined);
+      await loaded?.llama.dispose(); // disposes its models and contexts too
+    },
+  };
+}

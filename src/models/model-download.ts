@@ -1,0 +1,193 @@
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { basename } from 'node:path';
+import { createModelDownloader, type ModelDownloader, resolveModelFile } from 'node-llama-cpp';
+import type { Logger } from 'pino';
+import { ModelNotConfiguredError } from './chat-model.ts';
+import { verifyGgufFile } from './llama/verify-gguf-file.ts';
+
+/**
+ * The model downloaded on first use when neither LLM_BASE_URL nor
+ * LLM_MODEL_PATH is set: Qwen3.5 4B, Q4_K_M quantization (a file of a few GB).
+ * See the README for why.
+ */
+export const DEFAULT_MODEL_URI = 'hf:unsloth/Qwen3.5-4B-GGUF:Q4_K_M';
+
+/** The embedded model cannot be obtained; the message tells the operator what to set. */
+export class ModelUnavailableError extends ModelNotConfiguredError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    // The base class types `name` as its own literal; report the real class anyway.
+    Object.defineProperty(this, 'name', { value: 'ModelUnavailableError' });
+  }
+}
+
+export type EnsureModelOptions = {
+  /** `hf:<user>/<repo>:<quant>`, `hf:<user>/<repo>/<file>`, or an http(s) URL. */
+  uri: string;
+  /** Where models live, e.g. `DATA_DIR/models`. */
+  dir: string;
+  logger: Logger;
+  signal?: AbortSignal;
+  /** Give up when the server does not answer within this (default 15 s). */
+  connectTimeoutMs?: number;
+  /** Give up when no byte arrives for this long (default 60 s). */
+  stallTimeoutMs?: number;
+};
+
+const unavailable = (uri: string, reason: string, cause?: unknown) =>
+  new ModelUnavailableError(
+    `The embedded model could not be obtained from ${uri}: ${reason}. ` +
+      'Set LLM_MODEL_PATH to a local GGUF file, or LLM_BASE_URL to an OpenAI-compatible server.',
+    { cause },
+  );
+
+const describe = (error: unknown): string => {
+  const cause =
+    error instanceof Error && error.cause instanceof Error ? `: ${error.cause.message}` : '';
+  return error instanceof Error ? `${error.message}${cause}` : String(error);
+};
+
+/** http(s) URLs keep their file name, so a finished download is found again offline. */
+function localFileName(uri: string): string | undefined {
+  if (!/^https?:\/\//.test(uri)) return undefined;
+  return decodeURIComponent(basename(new URL(uri).pathname)) || undefined;
+}
+
+/** Fails in milliseconds on a refused connection instead of after the downloader's retries. */
+async function checkReachable(uri: string, timeoutMs: number): Promise<void> {
+  const url = /^https?:\/\//.test(uri)
+    ? uri
+    : uri.startsWith('hf:')
+      ? 'https://huggingface.co/'
+      : undefined;
+  if (!url) return;
+  const response = await fetch(url, { method: 'HEAD', signal: AbortSignal.timeout(timeoutMs) });
+  if (response.status === 404 || response.status === 401 || response.status === 403) {
+    throw new Error(`the server answered ${response.status}`);
+  }
+}
+
+function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} took longer than ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
+// node-llama-cpp's downloader (ipull) can leave an incomplete file under the
+// final name when a download is cancelled, so a file counts as downloaded only
+// next to the marker written after it was verified.
+const markerOf = (path: string) => `${path}.verified`;
+
+async function isMarkedComplete(path: string): Promise<boolean> {
+  try {
+    const marker = JSON.parse(await readFile(markerOf(path), 'utf8')) as { size?: unknown };
+    return marker.size === (await stat(path)).size;
+  } catch {
+    return false;
+  }
+}
+
+async function findExisting(options: EnsureModelOptions): Promise<string | undefined> {
+  const fileName = localFileName(options.uri);
+  try {
+    return await resolveModelFile(options.uri, {
+      directory: options.dir,
+      download: false, // offline: only look for the file a finished download left
+      cli: false,
+      ...(fileName ? { fileName } : {}),
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+async function download(options: EnsureModelOptions): Promise<string> {
+  const { uri, logger } = options;
+  await checkReachable(uri, options.connectTimeoutMs ?? 15_000);
+  const fileName = localFileName(uri);
+  let lastLogged = -1;
+  let lastProgressAt = Date.now();
+  const downloader: ModelDownloader = await withTimeout(
+    createModelDownloader({
+      modelUri: uri,
+      dirPath: options.dir,
+      ...(fileName ? { fileName } : {}),
+      deleteTempFileOnCancel: false, // keep the partial file: the next start may resume it
+      onProgress: ({ totalSize, downloadedSize }) => {
+        lastProgressAt = Date.now();
+        const percent = totalSize > 0 ? Math.floor((downloadedSize / totalSize) * 10) * 10 : 0;
+        if (percent <= lastLogged) return;
+        lastLogged = percent;
+        logger.info({ uri, downloadedSize, totalSize, percent }, 'downloading the embedded model');
+      },
+    }),
+    options.connectTimeoutMs ?? 15_000,
+    'resolving the model file',
+  );
+  logger.info(
+    { uri, file: downloader.entrypointFilePath, totalSize: downloader.totalSize },
+    'model download started',
+  );
+
+  const stalled = new AbortController();
+  const stallMs = options.stallTimeoutMs ?? 60_000;
+  lastProgressAt = Date.now();
+  const watchdog = setInterval(
+    () => {
+      if (Date.now() - lastProgressAt > stallMs)
+        stalled.abort(new Error(`no data for ${stallMs} ms`));
+    },
+    Math.min(stallMs, 1_000),
+  );
+  const signals = [stalled.signal, ...(options.signal ? [options.signal] : [])];
+  try {
+    const path = await downloader.download({ signal: AbortSignal.any(signals) });
+    if (stalled.signal.aborted) throw stalled.signal.reason;
+    options.signal?.throwIfAborted();
+    // A split model's entry file is its first part: compare with that part's size.
+    const size =
+      downloader.filesInfo.find((f) => f.filePath === path)?.totalSize ?? downloader.totalSize;
+    const problem = await verifyGgufFile(path, size);
+    if (problem) {
+      await rm(path, { force: true }); // never leave a bad file where the next start trusts it
+      throw new Error(`the downloaded file is unusable: ${problem}`);
+    }
+    await writeFile(markerOf(path), JSON.stringify({ uri, size }));
+    logger.info({ uri, path, size }, 'model download finished');
+    return path;
+  } finally {
+    clearInterval(watchdog);
+  }
+}
+
+/**
+ * Returns the local path of the model named by `uri`, downloading it into
+ * `dir` on first use (with progress logs, resuming a partial download).
+ * Throws ModelUnavailableError when it cannot be had; an abort of `signal`
+ * is rethrown as is.
+ */
+export async function ensureModel(options: EnsureModelOptions): Promise<string> {
+  await mkdir(options.dir, { recursive: true });
+  const existing = await findExisting(options);
+  if (existing) {
+    const problem = (await isMarkedComplete(existing))
+      ? await verifyGgufFile(existing)
+      : 'it is not a verified download (an interrupted one, or a file put there by hand: use LLM_MODEL_PATH for those)';
+    if (!problem) return existing;
+    options.logger.warn(
+      { path: existing, problem },
+      'discarding the model file and downloading again',
+    );
+    await rm(existing, { force: true });
+    await rm(markerOf(existing), { force: true });
+  }
+  try {
+    return await download(options);
+  } catch (error) {
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (error instanceof ModelUnavailableError) throw error;
+    throw unavailable(options.uri, describe(error), error);
+  }
+}

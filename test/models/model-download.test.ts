@@ -1,0 +1,120 @@
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ensureModel, ModelUnavailableError } from '../../src/models/model-download.ts';
+import { type FakeFileServer, serveFile } from '../support/fake-file-server.ts';
+import { buildTinyGguf } from '../support/tiny-gguf/make-tiny-gguf.ts';
+
+// The download path runs for real: node-llama-cpp's downloader against a local
+// HTTP server, on a generated GGUF. Nothing leaves 127.0.0.1.
+
+const CHUNK = 5 * 1024 * 1024; // the downloader's chunk size: it resumes per chunk
+
+function captureLogger() {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+let model: Uint8Array; // over two chunks: the downloader fetches them on parallel connections
+const cleanup: (() => Promise<void>)[] = [];
+
+beforeAll(() => {
+  model = buildTinyGguf({ script: 'Hello from tiny llama', paddingBytes: 2 * CHUNK + 12_345 });
+});
+
+afterEach(async () => {
+  for (const step of cleanup.splice(0).reverse()) await step();
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'parley-models-'));
+  cleanup.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function server(...args: Parameters<typeof serveFile>): Promise<FakeFileServer> {
+  const s = await serveFile(...args);
+  cleanup.push(s.close);
+  return s;
+}
+
+describe('ensureModel', () => {
+  it('fails fast with a typed error telling the operator what to set when the host is unreachable', async () => {
+    const { logger } = captureLogger();
+    const started = Date.now();
+    const error = await ensureModel({
+      uri: 'http://127.0.0.1:1/model.gguf',
+      dir: await tempDir(),
+      logger,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ModelUnavailableError);
+    expect((error as Error).name).toBe('ModelUnavailableError');
+    expect((error as Error).message).toMatch(/LLM_MODEL_PATH/);
+    expect((error as Error).message).toMatch(/LLM_BASE_URL/);
+    expect(Date.now() - started).toBeLessThan(3_000);
+  });
+
+  it('downloads with progress logs, resumes after a dropped connection, and verifies the file', async () => {
+    const faultAt = CHUNK + 1_000_000;
+    const host = await server(model, { faultAt, fault: 'drop' });
+    const { logger, lines } = captureLogger();
+    const dir = await tempDir();
+
+    const path = await ensureModel({ uri: host.url, dir, logger });
+
+    expect(path).toBe(join(dir, 'tiny.gguf'));
+    expect(Buffer.compare(await readFile(path), Buffer.from(model))).toBe(0);
+    expect((await readdir(dir)).sort()).toEqual(['tiny.gguf', 'tiny.gguf.verified']);
+    // The first ranged GET was cut at `faultAt`. The downloader asked again
+    // for that range only, from at most where it was cut, and fetched no
+    // byte range twice otherwise: it never restarted from scratch.
+    const starts = host.requests
+      .filter((r) => r.method === 'GET' && r.range)
+      .map((r) => Number(r.range?.match(/^bytes=(\d+)-/)?.[1]));
+    const [dropped, ...later] = starts;
+    expect(dropped).toBeLessThan(faultAt);
+    expect(later.some((start) => start >= (dropped ?? 0) && start <= faultAt)).toBe(true);
+    expect(new Set(later).size).toBe(later.length);
+    const progress = lines.filter((l) => l.msg === 'downloading the embedded model');
+    expect(progress.length).toBeGreaterThan(1);
+    expect(lines.some((l) => l.msg === 'model download finished')).toBe(true);
+    expect(host.crashes).toEqual([]);
+
+    // Offline later: the verified file is found without the network.
+    await host.close();
+    expect(await ensureModel({ uri: host.url, dir, logger })).toBe(path);
+  });
+
+  it('gives up on a stalled download and never trusts what it left behind', async () => {
+    const { logger, lines } = captureLogger();
+    const dir = await tempDir();
+    const stalling = await server(model, { faultAt: CHUNK + 1_000_000, fault: 'stall' });
+
+    const error = await ensureModel({ uri: stalling.url, dir, logger, stallTimeoutMs: 500 }).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ModelUnavailableError);
+    expect((error as Error).message).toMatch(/no data for 500 ms/);
+    await stalling.close();
+
+    // The downloader may leave an incomplete file under the final name; the
+    // next start discards it instead of handing it to llama.cpp.
+    const healthy = await server(model);
+    const path = await ensureModel({ uri: healthy.url, dir, logger });
+    expect(Buffer.compare(await readFile(path), Buffer.from(model))).toBe(0);
+    expect(lines.some((l) => l.msg === 'model download finished')).toBe(true);
+  });
+
+  it('rejects and deletes a download that is not a GGUF model', async () => {
+    const host = await server(new TextEncoder().encode('<html>not a model</html>'));
+    const { logger } = captureLogger();
+    const dir = await tempDir();
+    const error = await ensureModel({ uri: host.url, dir, logger }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ModelUnavailableError);
+    expect((error as Error).message).toMatch(/not a GGUF model/);
+    expect(await readdir(dir)).toEqual([]);
+  });
+});

@@ -1,0 +1,83 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listen } from './fake-http.ts';
+
+// Serves one file over HTTP the way a model host does: HEAD, GET, and byte
+// ranges. It can misbehave on purpose: drop the connection in the middle of
+// the first ranged GET, or stall there, so download resume is tested against
+// a real socket instead of a mocked downloader.
+
+export type FileRequest = { method: string; range: string | undefined };
+
+export type FakeFileServer = {
+  url: string;
+  requests: FileRequest[];
+  crashes: unknown[];
+  close(): Promise<void>;
+};
+
+export type FakeFileOptions = {
+  path?: string;
+  /** The first ranged GET sends bytes up to this file offset, then `fault` happens. */
+  faultAt?: number;
+  fault?: 'drop' | 'stall';
+};
+
+function parseRange(header: string | undefined, size: number): [number, number] | undefined {
+  const match = header?.match(/^bytes=(\d*)-(\d*)$/);
+  if (!match) return undefined;
+  const start = match[1] ? Number(match[1]) : 0;
+  const end = match[2] ? Math.min(Number(match[2]), size - 1) : size - 1;
+  return [start, end];
+}
+
+export async function serveFile(
+  bytes: Uint8Array,
+  options: FakeFileOptions = {},
+): Promise<FakeFileServer> {
+  const path = options.path ?? '/models/tiny.gguf';
+  const requests: FileRequest[] = [];
+  const crashes: unknown[] = [];
+  let faulted = false;
+
+  const handler = async (req: IncomingMessage, res: ServerResponse) => {
+    const range = req.headers.range;
+    requests.push({ method: req.method ?? 'GET', range });
+    if (new URL(req.url ?? '/', 'http://fake').pathname !== path) {
+      res.writeHead(404).end();
+      return;
+    }
+    const headers = { 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream' };
+    if (req.method === 'HEAD') {
+      res.writeHead(200, { ...headers, 'content-length': bytes.length }).end();
+      return;
+    }
+    const parsed = parseRange(range, bytes.length);
+    const [start, end] = parsed ?? [0, bytes.length - 1];
+    res.writeHead(parsed ? 206 : 200, {
+      ...headers,
+      'content-length': end - start + 1,
+      ...(parsed ? { 'content-range': `bytes ${start}-${end}/${bytes.length}` } : {}),
+    });
+    if (parsed && options.faultAt !== undefined && !faulted && options.faultAt > start) {
+      faulted = true;
+      res.write(bytes.subarray(start, options.faultAt));
+      if (options.fault === 'stall') return; // headers and part of the body, then silence
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      res.destroy(); // the connection drops mid-body
+      return;
+    }
+    res.end(bytes.subarray(start, end + 1));
+  };
+
+  const server = await listen(handler, (_req, error) => crashes.push(error));
+  let closing: Promise<void> | undefined;
+  return {
+    url: `${server.origin}${path}`,
+    requests,
+    crashes,
+    close: () => {
+      closing ??= server.close();
+      return closing;
+    },
+  };
+}
