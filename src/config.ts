@@ -90,6 +90,8 @@ export const configSchema = z.object({
   LLM_API_KEY: text(),
   LLM_MODEL: text(),
   LLM_MODEL_PATH: text(),
+  /** CPU threads of the embedded model (default: llama.cpp's choice, the physical cores). */
+  LLM_THREADS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(256).optional()),
   /** Abort a model call when the first token, or any next one, takes longer than this. */
   LLM_CHUNK_TIMEOUT_MS: integer(120_000, 1_000, 3_600_000),
   /** Retries of a model call that failed before streaming (HTTP 429/5xx, connection refused). */

@@ -44,8 +44,9 @@ async function main(): Promise<void> {
       })
     : undefined;
 
+  const model = createChatModel(config, logger);
   const chats = new ChatService({
-    model: createChatModel(config, logger),
+    model,
     messages: new MessageRepository(db),
     runs,
     users: new UserRepository(db),
@@ -102,6 +103,7 @@ async function main(): Promise<void> {
     try {
       await app.close();
       await forwarder?.stop();
+      await model.dispose?.();
       await langSmith?.flush();
       await database.close();
       logger.info('stopped');

@@ -8,6 +8,8 @@ export interface ChatModel {
   /** Recorded with every run, e.g. `openai-compatible:qwen2.5:7b`. */
   readonly id: string;
   get(): Promise<LanguageModel>;
+  /** Frees what `get` loaded (embedded weights), at shutdown. */
+  dispose?(): Promise<void>;
 }
 
 /** No model can be used: not configured, or the embedded one could not be obtained. */

@@ -1,16 +1,24 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { type ChatModel, ModelNotConfiguredError } from './chat-model.ts';
+import { createEmbeddedLlamaModel } from './embedded-llama-model.ts';
+import { createLlamaModelLoader } from './llama/llama-model-loader.ts';
+import { DEFAULT_MODEL_URI, ensureModel } from './model-download.ts';
 import { createOpenAICompatibleModel } from './openai-compatible-model.ts';
 
-/** Chooses the chat model from configuration: an OpenAI-compatible server, or embedded. */
-export function createChatModel(
-  config: Pick<
-    Config,
-    'LLM_BASE_URL' | 'LLM_API_KEY' | 'LLM_MODEL' | 'LLM_MODEL_PATH' | 'DATA_DIR'
-  >,
-  logger: Logger,
-): ChatModel {
+type ModelConfig = Pick<
+  Config,
+  'LLM_BASE_URL' | 'LLM_API_KEY' | 'LLM_MODEL' | 'LLM_MODEL_PATH' | 'LLM_THREADS' | 'DATA_DIR'
+>;
+
+/**
+ * Chooses the chat model: an OpenAI-compatible server when LLM_BASE_URL is set, otherwise
+ * the embedded llama.cpp model, from LLM_MODEL_PATH or downloaded on first use. Nothing is
+ * loaded at start-up: a missing model makes `/chat` explain itself and leaves the rest working.
+ */
+export function createChatModel(config: ModelConfig, logger: Logger): ChatModel {
   if (config.LLM_BASE_URL) {
     logger.info(
       { baseURL: config.LLM_BASE_URL, model: config.LLM_MODEL },
@@ -22,12 +30,42 @@ export function createChatModel(
       model: config.LLM_MODEL,
     });
   }
+  return createEmbeddedChatModel(config, logger);
+}
+
+function createEmbeddedChatModel(config: ModelConfig, logger: Logger): ChatModel {
+  const path = config.LLM_MODEL_PATH ? resolve(config.LLM_MODEL_PATH) : undefined;
+  const uri = config.LLM_MODEL ?? DEFAULT_MODEL_URI;
+  const loader = createLlamaModelLoader({
+    modelPath: path ?? (() => ensureModel({ uri, dir: join(config.DATA_DIR, 'models'), logger })),
+    logger,
+    ...(config.LLM_THREADS ? { threads: config.LLM_THREADS } : {}),
+  });
+  const model = createEmbeddedLlamaModel({ loader, modelId: path ?? uri });
+  logger.info({ model: path ?? uri }, 'using the embedded llama.cpp model (loaded on first chat)');
+
   return {
-    id: 'embedded',
-    get: async () => {
-      throw new ModelNotConfiguredError(
-        'No model is available. Set LLM_BASE_URL to an OpenAI-compatible server, or LLM_MODEL_PATH to a GGUF file.',
-      );
+    id: `embedded:${path ?? uri}`,
+    async get() {
+      if (path && !existsSync(path)) {
+        throw new ModelNotConfiguredError(
+          `LLM_MODEL_PATH is ${path}, which does not exist. Point it at a GGUF file, ` +
+            'or set LLM_BASE_URL to an OpenAI-compatible server.',
+        );
+      }
+      try {
+        await loader.load();
+      } catch (error) {
+        if (error instanceof ModelNotConfiguredError) throw error;
+        logger.error({ err: error }, 'the embedded model could not be loaded');
+        throw new ModelNotConfiguredError(
+          `The embedded model ${path ?? uri} could not be loaded. Set LLM_MODEL_PATH to a ` +
+            'working GGUF file, or LLM_BASE_URL to an OpenAI-compatible server.',
+          { cause: error },
+        );
+      }
+      return model;
     },
+    dispose: () => loader.dispose(),
   };
 }
