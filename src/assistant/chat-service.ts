@@ -3,7 +3,7 @@ import { type ModelMessage, stepCountIs, streamText, type ToolSet } from 'ai';
 import type { Logger } from 'pino';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { MessageRepository } from '../storage/message-repository.ts';
-import type { RunOutcome, RunRepository } from '../storage/run-repository.ts';
+import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-repository.ts';
 import type { UserRepository } from '../storage/user-repository.ts';
 import { type ChatEvent, type ChatRequest, SHUTDOWN } from './chat-events.ts';
 import { describeChatError } from './describe-chat-error.ts';
@@ -86,15 +86,17 @@ export class ChatService {
   ): AsyncGenerator<ChatEvent> {
     const { model, messages, runs, users, tools, tracer, settings } = this.#deps;
     const userMessage: ModelMessage = { role: 'user', content: request.message };
-    const startedAt = performance.now();
+    const run: RunRecord = {
+      id: runId,
+      userId: request.userId,
+      model: model.id,
+      startedAt: new Date(),
+    };
     const toolsUsed = new Set<string>();
     let answer = '';
     let trace: RunTrace | undefined;
-    let runStarted = false;
 
     try {
-      await runs.start({ id: runId, userId: request.userId, model: model.id });
-      runStarted = true;
       trace = tracer.startRun({
         runId,
         userId: request.userId,
@@ -219,33 +221,25 @@ export class ChatService {
 
       signal.throwIfAborted(); // the client left or the server is stopping: handled below
       const [response, usage] = await Promise.all([result.response, result.totalUsage]);
-      await messages.append(request.userId, runId, [
-        userMessage,
-        ...withoutReasoning(response.messages),
-      ]);
-      await runs.finish(runId, {
+      await runs.record(run, {
         status: 'completed',
         inputTokens: usage.inputTokens,
         outputTokens: usage.outputTokens,
         toolsUsed: [...toolsUsed],
       });
+      await messages.append(request.userId, runId, [
+        userMessage,
+        ...withoutReasoning(response.messages),
+      ]);
       trace.end({ status: 'completed', answer });
       log.info(
-        { ms: Math.round(performance.now() - startedAt), tools: [...toolsUsed] },
+        { ms: Date.now() - run.startedAt.getTime(), tools: [...toolsUsed] },
         'chat answered',
       );
       yield { type: 'done', runId };
     } catch (error) {
       if (signal.aborted) {
-        yield* this.#interrupted(
-          request.userId,
-          runId,
-          userMessage,
-          answer,
-          toolsUsed,
-          signal,
-          log,
-        );
+        yield* this.#interrupted(run, userMessage, answer, toolsUsed, signal, log);
         trace?.end({ status: 'interrupted', answer });
         return;
       }
@@ -254,9 +248,7 @@ export class ChatService {
       trace?.end({ status: 'failed', answer, error: described.code });
       // The question is kept even when no answer came, so nothing the user said is lost.
       await this.#record(
-        request.userId,
-        runId,
-        runStarted,
+        run,
         [userMessage, ...partial(answer)],
         {
           status: 'failed',
@@ -275,8 +267,7 @@ export class ChatService {
    * interrupted. A client still listening (shutdown) is told why its answer stopped.
    */
   async *#interrupted(
-    userId: string,
-    runId: string,
+    run: RunRecord,
     userMessage: ModelMessage,
     answer: string,
     toolsUsed: Set<string>,
@@ -291,9 +282,7 @@ export class ChatService {
         : 'client disconnected; answer interrupted',
     );
     await this.#record(
-      userId,
-      runId,
-      true,
+      run,
       [userMessage, ...partial(answer)],
       {
         status: 'interrupted',
@@ -307,23 +296,22 @@ export class ChatService {
         code: 'shutting_down',
         message: 'The service is restarting; send the message again in a moment.',
       };
-      yield { type: 'done', runId };
+      yield { type: 'done', runId: run.id };
     }
   }
 
+  /** Stores a run that did not complete, and what was said; a failure here is only logged. */
   async #record(
-    userId: string,
-    runId: string,
-    runStarted: boolean,
+    run: RunRecord,
     turn: ModelMessage[],
     outcome: RunOutcome,
     log: Logger,
   ): Promise<void> {
     try {
-      await this.#deps.messages.append(userId, runId, turn, {
+      await this.#deps.runs.record(run, outcome);
+      await this.#deps.messages.append(run.userId, run.id, turn, {
         interrupted: outcome.status === 'interrupted',
       });
-      if (runStarted) await this.#deps.runs.finish(runId, outcome);
     } catch (error) {
       log.error({ err: error }, 'could not record the chat turn');
     }

@@ -1,3 +1,5 @@
+import type { ServerResponse } from 'node:http';
+import { PassThrough, type Readable } from 'node:stream';
 import type { ChatEvent } from '../assistant/chat-events.ts';
 
 /**
@@ -22,32 +24,52 @@ export function encodeEvent(event: ChatEvent): string {
 export const KEEP_ALIVE = ': ping\n\n';
 
 /**
- * Encodes events, inserting a keep-alive comment after every `keepAliveMs` of silence
- * (while a user's previous chat finishes, or a model thinks before its first token).
+ * Pumps events into a body stream, adding a keep-alive comment after `keepAliveMs` of
+ * silence (while a user's previous chat finishes, or a model thinks before its first token).
+ *
+ * This is the per-token hot path, so it does the least per event: one write, no timer or
+ * promise per event (one interval checks for silence), and writes of the same tick corked
+ * into one socket write.
  */
-export async function* toSse(
+export function toSseBody(
   events: AsyncIterable<ChatEvent>,
   keepAliveMs: number,
-): AsyncGenerator<string> {
-  const iterator = events[Symbol.asyncIterator]();
-  let next = iterator.next();
-  try {
-    while (true) {
-      let timer: NodeJS.Timeout | undefined;
-      const silence = new Promise<'silence'>((resolve) => {
-        timer = setTimeout(() => resolve('silence'), keepAliveMs);
+  response: ServerResponse,
+): Readable {
+  const body = new PassThrough();
+  let lastWrite = Date.now();
+  let corked = false;
+  const write = (chunk: string) => {
+    lastWrite = Date.now();
+    if (!corked) {
+      corked = true;
+      response.cork();
+      process.nextTick(() => {
+        corked = false;
+        response.uncork();
       });
-      const result = await Promise.race([next, silence]);
-      clearTimeout(timer);
-      if (result === 'silence') {
-        yield KEEP_ALIVE;
-        continue;
-      }
-      if (result.done) return;
-      yield encodeEvent(result.value);
-      next = iterator.next();
     }
-  } finally {
-    await iterator.return?.();
-  }
+    body.write(chunk);
+  };
+  const keepAlive = setInterval(
+    () => {
+      if (Date.now() - lastWrite >= keepAliveMs) write(KEEP_ALIVE);
+    },
+    Math.max(50, Math.floor(keepAliveMs / 4)),
+  );
+
+  (async () => {
+    try {
+      for await (const event of events) {
+        if (body.destroyed) break;
+        write(encodeEvent(event));
+      }
+    } finally {
+      clearInterval(keepAlive);
+      body.end();
+    }
+  })().catch((error: unknown) => body.destroy(error as Error));
+
+  body.on('close', () => clearInterval(keepAlive));
+  return body;
 }

@@ -33,9 +33,14 @@ export async function openDatabase(
   const embedded = config.DATABASE_URL ? undefined : await startEmbeddedEngine(config.DATA_DIR);
   const pool = new pg.Pool({
     ...(embedded
-      ? { ...embedded.connection, max: 1 } // PGlite serves one connection at a time
-      : { connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX }),
-    connectionTimeoutMillis: 5_000,
+      ? // PGlite serves one connection at a time, so under load queries queue for it: a
+        // long wait there is normal, not a sign that the database is gone.
+        { ...embedded.connection, max: 1, connectionTimeoutMillis: 60_000 }
+      : {
+          connectionString: config.DATABASE_URL,
+          max: config.DB_POOL_MAX,
+          connectionTimeoutMillis: 5_000,
+        }),
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its server must not crash the process; the next query reconnects.

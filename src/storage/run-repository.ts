@@ -12,6 +12,13 @@ export interface RunOutcome {
   errorCode?: string | undefined;
 }
 
+export interface RunRecord {
+  id: string;
+  userId: string;
+  model: string;
+  startedAt: Date;
+}
+
 /** Chat runs: one per `POST /chat`, referenced by feedback. */
 export class RunRepository {
   readonly #db: Db;
@@ -20,22 +27,21 @@ export class RunRepository {
     this.#db = db;
   }
 
-  async start(run: { id: string; userId: string; model: string }): Promise<void> {
-    await this.#db.insert(chatRuns).values({ ...run, status: 'running' });
-  }
-
-  async finish(runId: string, outcome: RunOutcome): Promise<void> {
-    await this.#db
-      .update(chatRuns)
-      .set({
-        status: outcome.status,
-        inputTokens: outcome.inputTokens ?? null,
-        outputTokens: outcome.outputTokens ?? null,
-        toolsUsed: outcome.toolsUsed,
-        errorCode: outcome.errorCode ?? null,
-        finishedAt: new Date(),
-      })
-      .where(eq(chatRuns.id, runId));
+  /**
+   * Records a finished run in one statement. Runs are written once, at the end, before the
+   * stream's end event carries their id: a client can only send feedback for a stored run, and
+   * a chat costs one round trip fewer than writing the run at its start.
+   */
+  async record(run: RunRecord, outcome: RunOutcome): Promise<void> {
+    await this.#db.insert(chatRuns).values({
+      ...run,
+      status: outcome.status,
+      inputTokens: outcome.inputTokens ?? null,
+      outputTokens: outcome.outputTokens ?? null,
+      toolsUsed: outcome.toolsUsed,
+      errorCode: outcome.errorCode ?? null,
+      finishedAt: new Date(),
+    });
   }
 
   async exists(runId: string): Promise<boolean> {

@@ -1,10 +1,9 @@
-import { Readable } from 'node:stream';
 import { z } from 'zod';
 import { SHUTDOWN } from '../../assistant/chat-events.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
 import type { App } from '../app-types.ts';
 import { userIdSchema } from '../schemas.ts';
-import { toSse } from '../sse.ts';
+import { toSseBody } from '../sse.ts';
 
 export interface ChatRouteSettings {
   messageMaxChars: number;
@@ -77,7 +76,7 @@ export function registerChatRoutes(
         },
         abort.signal,
       );
-      const stream = Readable.from(toSse(events, settings.keepAliveMs), { objectMode: false });
+      const stream = toSseBody(events, settings.keepAliveMs, reply.raw);
       stream.on('close', () => settings.shutdown.removeEventListener('abort', stop));
       return reply
         .header('content-type', 'text/event-stream; charset=utf-8')
