@@ -1,0 +1,120 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { sleep } from './stats.ts';
+
+const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+
+export interface BenchServer {
+  url: string;
+  pid: number;
+  process: ChildProcess;
+  dataDir: string;
+  /** performance.now() just before spawn, at the "Parley is listening" line, at the first 200 from /health. */
+  spawnedAt: number;
+  listeningAt: number | undefined;
+  healthyAt: number;
+  /** The "Parley is listening" log entry (it carries the server's own startupMs). */
+  listening: Record<string, unknown> | undefined;
+  /** Warnings and errors the server logged (LOG_LEVEL=warn by default). */
+  logs: string[];
+  stop(): Promise<void>;
+}
+
+export interface ServerOptions {
+  env?: Record<string, string | undefined>;
+  dataDir?: string;
+}
+
+/**
+ * Spawns `node src/main.ts` on a free port and waits for the first 200 from /health (polled
+ * every 5 ms from the moment of the spawn). Works at any LOG_LEVEL: the "listening" line is
+ * only seen at info.
+ */
+export async function startServer(options: ServerOptions = {}): Promise<BenchServer> {
+  const port = await freePort();
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-bench-'));
+  const url = `http://127.0.0.1:${port}`;
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [MAIN], {
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      LLM_MAX_RETRIES: '0',
+      ENV_FILE: '/nonexistent/.env',
+      // e.g. BENCH_SERVER_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the server
+      NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS,
+      ...options.env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  let listeningAt: number | undefined;
+  let listening: Record<string, unknown> | undefined;
+  child.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString('utf8')));
+  if (child.stdout) {
+    createInterface({ input: child.stdout }).on('line', (text) => {
+      if (listeningAt === undefined && text.includes('"Parley is listening"')) {
+        listeningAt = performance.now();
+        listening = JSON.parse(text) as Record<string, unknown>;
+      } else if (/"level":(40|50|60)/.test(text)) {
+        if (logs.length < 1_000) logs.push(text);
+      }
+    });
+  }
+  let exited = false;
+  child.once('exit', () => {
+    exited = true;
+  });
+
+  let healthyAt: number | undefined;
+  while (healthyAt === undefined) {
+    if (exited) throw new Error(`Parley exited before it was healthy:\n${logs.join('\n')}`);
+    if (performance.now() - spawnedAt > 60_000) throw new Error('Parley did not start in 60 s');
+    try {
+      const response = await fetch(`${url}/health`);
+      await response.arrayBuffer();
+      if (response.status === 200) healthyAt = performance.now();
+    } catch {
+      // not listening yet
+    }
+    if (healthyAt === undefined) await sleep(5);
+  }
+
+  return {
+    url,
+    pid: child.pid as number,
+    process: child,
+    dataDir,
+    spawnedAt,
+    listeningAt,
+    healthyAt,
+    listening,
+    logs,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const done = once(child, 'exit');
+      child.kill('SIGTERM');
+      await done;
+    },
+  };
+}
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  server.close();
+  await once(server, 'close');
+  return port;
+}

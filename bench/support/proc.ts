@@ -1,0 +1,41 @@
+import { readFileSync } from 'node:fs';
+
+/** VmRSS / VmHWM of a process in bytes (0 once it is gone). */
+export function memoryOf(pid: number): { rss: number; hwm: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (name: string) =>
+      Number(new RegExp(`${name}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+    return { rss: kib('VmRSS') * 1024, hwm: kib('VmHWM') * 1024 };
+  } catch {
+    return { rss: 0, hwm: 0 };
+  }
+}
+
+/** Samples VmRSS every `everyMs`, keeping the peak, until stopped. */
+export function sampleRss(pid: number, everyMs = 100) {
+  let peak = 0;
+  let samples = 0;
+  const timer = setInterval(() => {
+    const { rss } = memoryOf(pid);
+    peak = Math.max(peak, rss);
+    samples++;
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      return { peak, samples };
+    },
+  };
+}
+
+/** CPU time (user+system, ms) a process has used so far, from /proc/<pid>/stat. */
+export function cpuMsOf(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
+    return (ticks * 1000) / 100; // CLK_TCK is 100 on Linux
+  } catch {
+    return Number.NaN;
+  }
+}

@@ -1,0 +1,159 @@
+import { Agent, request } from 'node:http';
+
+/** One agent for all benchmark requests: no socket limit, connections kept alive. */
+export const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+
+export interface SseEvent {
+  /** performance.now() when the bytes carrying the event arrived. */
+  at: number;
+  data: string;
+}
+
+export interface SseResult {
+  status: number;
+  startedAt: number;
+  endedAt: number;
+  events: SseEvent[];
+  /** A transport error (reset, refused…); the HTTP status is in `status`. */
+  failure?: string;
+}
+
+/**
+ * POSTs JSON and reads the response as server-sent events, timestamping each `data:` event
+ * as its bytes arrive. Comment lines (keep-alives) are skipped.
+ */
+export function postSse(url: string, body: unknown): Promise<SseResult> {
+  const payload = JSON.stringify(body);
+  const startedAt = performance.now();
+  return new Promise((resolve) => {
+    const events: SseEvent[] = [];
+    let status = 0;
+    const finish = (failure?: string) =>
+      resolve({
+        status,
+        startedAt,
+        endedAt: performance.now(),
+        events,
+        ...(failure ? { failure } : {}),
+      });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(payload),
+        },
+      },
+      (res) => {
+        status = res.statusCode ?? 0;
+        res.setEncoding('utf8');
+        let buffer = '';
+        res.on('data', (text: string) => {
+          const at = performance.now();
+          buffer += text;
+          let end = buffer.indexOf('\n\n');
+          while (end !== -1) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            if (block.startsWith('data: ')) events.push({ at, data: block.slice(6) });
+            end = buffer.indexOf('\n\n');
+          }
+        });
+        res.on('end', () => finish());
+        res.on('error', (error) => finish(error.message));
+      },
+    );
+    req.on('error', (error) => finish(error.message));
+    req.end(payload);
+  });
+}
+
+/** A `/chat` stream as the spec's client sees it. */
+export interface ChatResult {
+  status: number;
+  startedAt: number;
+  endedAt: number;
+  /** Arrival times of the answer fragments (`data: "<string>"`). */
+  fragmentTimes: number[];
+  text: string;
+  done: boolean;
+  ended: boolean;
+  error: string | undefined;
+}
+
+export async function chat(
+  baseUrl: string,
+  userId: string,
+  message = 'Hello there',
+): Promise<ChatResult> {
+  const result = await postSse(`${baseUrl}/chat`, { user_id: userId, message });
+  const chatResult: ChatResult = {
+    status: result.status,
+    startedAt: result.startedAt,
+    endedAt: result.endedAt,
+    fragmentTimes: [],
+    text: '',
+    done: false,
+    ended: false,
+    error: result.failure,
+  };
+  for (const event of result.events) {
+    if (event.data === '[DONE]') {
+      chatResult.ended = true;
+      continue;
+    }
+    const value = JSON.parse(event.data) as unknown;
+    if (typeof value === 'string') {
+      chatResult.fragmentTimes.push(event.at);
+      chatResult.text += value;
+    } else if (value && typeof value === 'object' && '__done' in value) {
+      chatResult.done = true;
+    } else if (value && typeof value === 'object' && '__error' in value) {
+      chatResult.error = JSON.stringify((value as { __error: unknown }).__error);
+    }
+  }
+  if (result.status !== 200 && !chatResult.error) chatResult.error = `HTTP ${result.status}`;
+  return chatResult;
+}
+
+/** True when the stream ended as the spec says a successful one does. */
+export const succeeded = (result: ChatResult): boolean =>
+  result.status === 200 && result.done && result.ended && result.error === undefined;
+
+/** Gaps between consecutive fragments of one stream. */
+export function gaps(result: ChatResult): number[] {
+  const times = result.fragmentTimes;
+  return times.slice(1).map((at, i) => at - (times[i] as number));
+}
+
+/** GET with the shared agent; resolves with the status and the latency in ms. */
+export function timedGet(url: string): Promise<{ status: number; ms: number }> {
+  const startedAt = performance.now();
+  return new Promise((resolve) => {
+    const req = request(url, { agent }, (res) => {
+      res.resume();
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, ms: performance.now() - startedAt }),
+      );
+    });
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - startedAt }));
+    req.end();
+  });
+}
+
+/** POST without a body the caller cares about; resolves with the status and the latency. */
+export function timedPost(url: string): Promise<{ status: number; ms: number }> {
+  const startedAt = performance.now();
+  return new Promise((resolve) => {
+    const req = request(url, { method: 'POST', agent }, (res) => {
+      res.resume();
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, ms: performance.now() - startedAt }),
+      );
+    });
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - startedAt }));
+    req.end();
+  });
+}
