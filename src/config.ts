@@ -79,6 +79,14 @@ export const configSchema = z.object({
   DATA_DIR: textOr('./data'),
   DATABASE_URL: url(/^postgres(ql)?:$/, 'a postgres:// or postgresql:// URL'),
   DB_POOL_MAX: integer(10, 1, 200),
+  /** Postgres shared_buffers of the embedded engine: memory it keeps for good. */
+  EMBEDDED_DB_SHARED_BUFFERS: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .regex(/^\d+(kB|MB|GB)$/, { message: 'accepts a size such as 16MB, 512kB or 1GB' })
+      .default('16MB'),
+  ),
 
   // Limits on client input
   MESSAGE_MAX_CHARS: integer(16_000, 1, 1_000_000),

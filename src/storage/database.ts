@@ -1,10 +1,13 @@
-import { drizzle, type NodePgDatabase } from 'drizzle-orm/node-postgres';
-import { migrate } from 'drizzle-orm/node-postgres/migrator';
+import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { startEmbeddedEngine } from './embedded-engine.ts';
+import { migrator, nodePostgres } from './orm.ts';
 import * as schema from './schema.ts';
+
+const { drizzle } = nodePostgres;
+const { migrate } = migrator;
 
 export type Db = NodePgDatabase<typeof schema> & { $client: pg.Pool };
 
@@ -27,10 +30,12 @@ const MIGRATION_LOCK_KEY = 0x7061726c; // "parl"
  * schema, so everything above this file is engine-agnostic.
  */
 export async function openDatabase(
-  config: Pick<Config, 'DATA_DIR' | 'DATABASE_URL' | 'DB_POOL_MAX'>,
+  config: Pick<Config, 'DATA_DIR' | 'DATABASE_URL' | 'DB_POOL_MAX' | 'EMBEDDED_DB_SHARED_BUFFERS'>,
   logger: Logger,
 ): Promise<Database> {
-  const embedded = config.DATABASE_URL ? undefined : await startEmbeddedEngine(config.DATA_DIR);
+  const embedded = config.DATABASE_URL
+    ? undefined
+    : await startEmbeddedEngine(config.DATA_DIR, config.EMBEDDED_DB_SHARED_BUFFERS);
   const pool = new pg.Pool({
     ...(embedded
       ? // PGlite serves one connection at a time, so under load queries queue for it: a

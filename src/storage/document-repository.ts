@@ -1,4 +1,7 @@
-import { and, asc, eq } from 'drizzle-orm';
+import { orm } from './orm.ts';
+
+const { and, asc, eq } = orm;
+
 import type { Db } from './database.ts';
 import { documents } from './schema.ts';
 

@@ -22,7 +22,10 @@ export interface EmbeddedEngine {
  * directory lock for as long as it runs. The socket lives in a fresh 0700 temp directory so
  * no other local user can connect to the unauthenticated embedded server.
  */
-export async function startEmbeddedEngine(dataDir: string): Promise<EmbeddedEngine> {
+export async function startEmbeddedEngine(
+  dataDir: string,
+  sharedBuffers: string,
+): Promise<EmbeddedEngine> {
   const root = resolve(dataDir);
   mkdirSync(root, { recursive: true });
   const lock = await lockDataDir(root);
@@ -36,6 +39,7 @@ export async function startEmbeddedEngine(dataDir: string): Promise<EmbeddedEngi
     workerData: {
       dataDir: join(root, 'pg'),
       socketPath: join(socketDir, `.s.PGSQL.${SOCKET_PORT}`),
+      sharedBuffers,
     } satisfies PgliteWorkerData,
   });
   const exited = once(worker, 'exit').then(([code]) => code as number);

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { eq, sql } from 'drizzle-orm';
+import { orm } from './orm.ts';
+
+const { eq, sql } = orm;
+
 import type { Db } from './database.ts';
 import { feedback } from './schema.ts';
 

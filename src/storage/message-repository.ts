@@ -1,5 +1,8 @@
 import type { ModelMessage } from 'ai';
-import { desc, eq } from 'drizzle-orm';
+import { orm } from './orm.ts';
+
+const { desc, eq } = orm;
+
 import type { Db } from './database.ts';
 import { messages } from './schema.ts';
 

@@ -16,16 +16,24 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 export interface PgliteWorkerData {
   dataDir: string;
   socketPath: string;
+  /** Postgres `shared_buffers`, e.g. `16MB`. */
+  sharedBuffers: string;
 }
 
 export type PgliteWorkerMessage = { type: 'ready' } | { type: 'failed'; message: string };
 
-const { dataDir, socketPath } = workerData as PgliteWorkerData;
+const { dataDir, socketPath, sharedBuffers } = workerData as PgliteWorkerData;
 const port = parentPort;
 if (!port) throw new Error('pglite-worker must run as a worker thread');
 
 try {
-  const db = await PGlite.create(dataDir, { extensions: { vector } });
+  const db = await PGlite.create(dataDir, {
+    extensions: { vector },
+    // Postgres' default 128MB of shared buffers lives in PGlite's WASM memory and is never
+    // given back; 16MB cut the process's resident memory by ~125MB (the OS still caches
+    // the data files).
+    postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
+  });
   const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 1 });
   await server.start();
 

@@ -1,4 +1,7 @@
-import { and, asc, eq, inArray, isNotNull } from 'drizzle-orm';
+import { orm } from './orm.ts';
+
+const { and, asc, eq, inArray, isNotNull } = orm;
+
 import type { Db } from './database.ts';
 import { reminderNotices, reminders } from './schema.ts';
 

@@ -1,4 +1,7 @@
-import { eq } from 'drizzle-orm';
+import { orm } from './orm.ts';
+
+const { eq } = orm;
+
 import type { Db } from './database.ts';
 import { chatRuns } from './schema.ts';
 

@@ -1,5 +1,7 @@
-import { sql } from 'drizzle-orm';
-import {
+import { orm, pgCore } from './orm.ts';
+
+const { sql } = orm;
+const {
   bigserial,
   boolean,
   customType,
@@ -14,7 +16,7 @@ import {
   timestamp,
   uniqueIndex,
   uuid,
-} from 'drizzle-orm/pg-core';
+} = pgCore;
 
 /**
  * One schema for both engines (PGlite and a PostgreSQL server). Every per-user table carries

@@ -1,4 +1,7 @@
-import { eq } from 'drizzle-orm';
+import { orm } from './orm.ts';
+
+const { eq } = orm;
+
 import type { UserProfile } from '../assistant/system-prompt.ts';
 import type { Db } from './database.ts';
 import { users } from './schema.ts';

@@ -31,10 +31,10 @@ describe('an unexpected server-side failure', () => {
     });
     expect(response.headers.get('x-request-id')).toBe('req-500');
 
-    const logged = parley.logs.find(
-      (line) => line.msg === 'unhandled error' && line.reqId === 'req-500',
-    );
-    expect(JSON.stringify(logged?.err)).toContain('documents');
+    // The log line travels through the child's stdout pipe: it may trail the response.
+    const logged = () =>
+      parley.logs.find((line) => line.msg === 'unhandled error' && line.reqId === 'req-500');
+    await expect.poll(() => JSON.stringify(logged()?.err ?? null)).toContain('documents');
     expect((await parley.fetch('/health')).status).toBe(200); // and the service carries on
   });
 });

@@ -94,7 +94,7 @@ describe('start-up', () => {
 });
 
 describe('shutdown', () => {
-  it('exits cleanly on SIGTERM and SIGINT', async () => {
+  it('exits cleanly on SIGTERM and SIGINT', { timeout: 90_000 }, async () => {
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       const parley = await startParley();
       expect(await parley.stop(signal)).toBe(0);

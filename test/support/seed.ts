@@ -1,4 +1,5 @@
 import pino from 'pino';
+import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import {
   chatRuns,
@@ -7,6 +8,8 @@ import {
   reminderNotices,
   reminders,
 } from '../../src/storage/schema.ts';
+
+const SEED_CONFIG = parseConfig({ DB_POOL_MAX: '2' });
 
 /**
  * Puts rows in place before the server starts, through the real storage layer on the real
@@ -30,7 +33,7 @@ export async function seed(
   data: Seed,
 ): Promise<void> {
   const database = await openDatabase(
-    { DATA_DIR: target.dataDir, DATABASE_URL: target.databaseUrl, DB_POOL_MAX: 2 },
+    { ...SEED_CONFIG, DATA_DIR: target.dataDir, DATABASE_URL: target.databaseUrl },
     pino({ level: 'silent' }),
   );
   try {
@@ -72,7 +75,7 @@ export async function query<T>(
   params: unknown[] = [],
 ): Promise<T[]> {
   const database = await openDatabase(
-    { DATA_DIR: target.dataDir, DATABASE_URL: target.databaseUrl, DB_POOL_MAX: 2 },
+    { ...SEED_CONFIG, DATA_DIR: target.dataDir, DATABASE_URL: target.databaseUrl },
     pino({ level: 'silent' }),
   );
   try {
