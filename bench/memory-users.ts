@@ -71,7 +71,7 @@ for (let waited = 0; waited < QUIET_MS; waited += 10_000) {
 }
 const afterQuiet = memoryOf(server.pid);
 const { peak } = rss.stop();
-await server.stop();
+await server.stop({ keep: true });
 const dataDirBytes = Number(
   execSync(`du -sb ${server.dataDir}`, { encoding: 'utf8' }).split('\t')[0],
 );

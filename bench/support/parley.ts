@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +22,8 @@ export interface BenchServer {
   listening: Record<string, unknown> | undefined;
   /** Warnings and errors the server logged (LOG_LEVEL=warn by default). */
   logs: string[];
-  stop(): Promise<void>;
+  /** Stops the server; a data directory made here is removed unless `keep` (to measure it). */
+  stop(options?: { keep?: boolean }): Promise<void>;
 }
 
 export interface ServerOptions {
@@ -37,6 +38,7 @@ export interface ServerOptions {
  */
 export async function startServer(options: ServerOptions = {}): Promise<BenchServer> {
   const port = await freePort();
+  const ownDataDir = !options.dataDir;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-bench-'));
   const url = `http://127.0.0.1:${port}`;
   const spawnedAt = performance.now();
@@ -99,11 +101,13 @@ export async function startServer(options: ServerOptions = {}): Promise<BenchSer
     healthyAt,
     listening,
     logs,
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const done = once(child, 'exit');
-      child.kill('SIGTERM');
-      await done;
+    async stop({ keep = false } = {}) {
+      if (child.exitCode === null && child.signalCode === null) {
+        const done = once(child, 'exit');
+        child.kill('SIGTERM');
+        await done;
+      }
+      if (ownDataDir && !keep) rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
