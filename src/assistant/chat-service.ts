@@ -9,8 +9,9 @@ import { type ChatEvent, type ChatRequest, SHUTDOWN } from './chat-events.ts';
 import { describeChatError } from './describe-chat-error.ts';
 import { fitHistory } from './history-window.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
+import { localDate, resolveTimezone } from './local-time.ts';
 import type { RunTrace, RunTracer } from './run-tracer.ts';
-import { buildSystemPrompt, type UserProfile, validTimezone } from './system-prompt.ts';
+import { buildSystemPrompt } from './system-prompt.ts';
 
 export interface ChatSettings {
   maxSteps: number;
@@ -108,7 +109,10 @@ export class ChatService {
         messages.recent(request.userId, HISTORY_ROWS),
       ]);
       const now = this.#now();
-      const toolSet = tools({ userId: request.userId, today: localDate(now, profile) });
+      const toolSet = tools({
+        userId: request.userId,
+        today: localDate(now, resolveTimezone(profile.timezone)),
+      });
       const history = fitHistory(
         stored.map((row) => row.message),
         settings.historyMaxTokens,
@@ -332,11 +336,4 @@ function withoutReasoning(messages: ModelMessage[]): ModelMessage[] {
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** Today's date where the user is, for tools that reason about dates. */
-function localDate(now: Date, profile: UserProfile): string {
-  return new Intl.DateTimeFormat('en-CA', {
-    timeZone: validTimezone(profile.timezone) ?? 'UTC',
-  }).format(now);
 }

@@ -1,3 +1,5 @@
+import { localDateTime, resolveTimezone } from './local-time.ts';
+
 export interface UserProfile {
   displayName?: string | null;
   timezone?: string | null;
@@ -13,14 +15,12 @@ export interface PromptContext {
   toolNames: string[];
 }
 
-const DEFAULT_TIMEZONE = 'UTC';
-
 /** The system prompt: who the assistant is, what time it is for the user, what it knows. */
 export function buildSystemPrompt(context: PromptContext): string {
-  const timezone = validTimezone(context.profile?.timezone) ?? DEFAULT_TIMEZONE;
+  const timezone = resolveTimezone(context.profile?.timezone);
   const lines = [
     'You are Parley, a helpful personal assistant. Answer in the language the user writes in.',
-    `The current date and time for the user is ${formatNow(context.now, timezone)} (${timezone}).`,
+    `The current date and time for the user is ${localDateTime(context.now, timezone)} (${timezone}).`,
   ];
   if (context.toolNames.length > 0) {
     lines.push(
@@ -42,27 +42,4 @@ function describeProfile(profile: UserProfile | undefined): string {
     ...Object.entries(profile.facts ?? {}).map(([key, value]) => `- ${key}: ${value}`),
   ];
   return facts.filter(Boolean).join('\n');
-}
-
-function formatNow(now: Date, timezone: string): string {
-  return new Intl.DateTimeFormat('en-CA', {
-    timeZone: timezone,
-    weekday: 'long',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    hourCycle: 'h23',
-  }).format(now);
-}
-
-export function validTimezone(timezone: string | null | undefined): string | undefined {
-  if (!timezone) return undefined;
-  try {
-    new Intl.DateTimeFormat('en', { timeZone: timezone });
-    return timezone;
-  } catch {
-    return undefined;
-  }
 }

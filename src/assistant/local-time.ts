@@ -1,0 +1,47 @@
+/**
+ * Dates and times in a user's timezone. Building an Intl.DateTimeFormat costs far more than
+ * using one (it showed in the per-chat profile), so formatters are kept per timezone.
+ */
+const DEFAULT_TIMEZONE = 'UTC';
+const MAX_CACHED = 1_000;
+const formatters = new Map<string, { date: Intl.DateTimeFormat; dateTime: Intl.DateTimeFormat }>();
+
+function formattersFor(timezone: string) {
+  let cached = formatters.get(timezone);
+  if (!cached) {
+    cached = {
+      date: new Intl.DateTimeFormat('en-CA', { timeZone: timezone }),
+      dateTime: new Intl.DateTimeFormat('en-CA', {
+        timeZone: timezone,
+        weekday: 'long',
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        hourCycle: 'h23',
+      }),
+    };
+    if (formatters.size >= MAX_CACHED) formatters.clear();
+    formatters.set(timezone, cached);
+  }
+  return cached;
+}
+
+/** The timezone if the runtime knows it, otherwise UTC. */
+export function resolveTimezone(timezone: string | null | undefined): string {
+  if (!timezone) return DEFAULT_TIMEZONE;
+  try {
+    formattersFor(timezone);
+    return timezone;
+  } catch {
+    return DEFAULT_TIMEZONE;
+  }
+}
+
+/** YYYY-MM-DD where the user is. */
+export const localDate = (now: Date, timezone: string) => formattersFor(timezone).date.format(now);
+
+/** e.g. "Sunday, 2026-11-22, 14:05" where the user is. */
+export const localDateTime = (now: Date, timezone: string) =>
+  formattersFor(timezone).dateTime.format(now);
