@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -34,40 +34,55 @@ export async function startEmbeddedEngine(
     rmSync(socketDir, { recursive: true, force: true });
     await lock.release();
   };
+  const data: PgliteWorkerData = {
+    dataDir: join(root, 'pg'),
+    socketPath: join(socketDir, `.s.PGSQL.${SOCKET_PORT}`),
+    sharedBuffers,
+  };
 
-  const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), {
-    workerData: {
-      dataDir: join(root, 'pg'),
-      socketPath: join(socketDir, `.s.PGSQL.${SOCKET_PORT}`),
-      sharedBuffers,
-    } satisfies PgliteWorkerData,
-  });
-  const exited = once(worker, 'exit').then(([code]) => code as number);
+  try {
+    // Creating a database (initdb) leaves ~450 MB of WASM memory behind that PGlite never
+    // returns; a worker that only creates it and exits gives all of that back.
+    if (!existsSync(join(data.dataDir, 'PG_VERSION'))) await stopWorker(await startWorker(data));
+    const worker = await startWorker(data);
+    const exited = once(worker, 'exit').then(([code]) => code as number);
+    return {
+      connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
+      exited,
+      async stop() {
+        await stopWorker(worker);
+        await cleanup();
+      },
+    };
+  } catch (error) {
+    await cleanup();
+    throw new Error(`The embedded database in ${root} could not start: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
+}
 
+async function startWorker(data: PgliteWorkerData): Promise<Worker> {
+  const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), { workerData: data });
   const [first] = (await Promise.race([
     once(worker, 'message'),
     once(worker, 'error').then(([error]) => {
       throw error;
     }),
-  ]).catch(async (error) => {
-    await cleanup();
-    throw error;
-  })) as [PgliteWorkerMessage];
+  ])) as [PgliteWorkerMessage];
   if (first.type === 'failed') {
     await worker.terminate();
-    await cleanup();
-    throw new Error(`The embedded database in ${root} could not start: ${first.message}`);
+    throw new Error(first.message);
   }
-
-  return {
-    connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
-    exited,
-    async stop() {
-      worker.postMessage('close');
-      const timeout = setTimeout(() => void worker.terminate(), 10_000);
-      await exited;
-      clearTimeout(timeout);
-      await cleanup();
-    },
-  };
+  return worker;
 }
+
+async function stopWorker(worker: Worker): Promise<void> {
+  const exited = once(worker, 'exit');
+  worker.postMessage('close');
+  const timeout = setTimeout(() => void worker.terminate(), 10_000);
+  await exited;
+  clearTimeout(timeout);
+}
+
+const errorMessage = (error: unknown) => (error instanceof Error ? error.message : String(error));
