@@ -6,15 +6,12 @@
 export class AppError extends Error {
   readonly code: string;
   readonly status: number;
-  /** Safe to show to the client. Unknown errors never expose their message. */
-  readonly expose: boolean;
 
   constructor(code: string, status: number, message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'AppError';
     this.code = code;
     this.status = status;
-    this.expose = true;
   }
 
   static isInstance(error: unknown): error is AppError {
@@ -23,8 +20,3 @@ export class AppError extends Error {
 }
 
 export const notFound = (message: string) => new AppError('not_found', 404, message);
-
-export const databaseUnavailable = (cause?: unknown) =>
-  new AppError('database_unavailable', 503, 'The database is unavailable; try again shortly.', {
-    cause,
-  });

@@ -20,7 +20,3 @@ export const sourceSchema = z
   .min(1, { message: 'must not be empty' })
   .max(SOURCE_MAX_CHARS, { message: `must be at most ${SOURCE_MAX_CHARS} characters` })
   .regex(NO_CONTROL_CHARACTERS, { message: 'must not contain control characters' });
-
-export const errorBodySchema = z
-  .object({ detail: z.unknown() })
-  .describe('Every error: a message, or for 422 a list of {loc, msg, type}.');
