@@ -36,15 +36,18 @@ export class RunRepository {
    * a chat costs one round trip fewer than writing the run at its start.
    */
   async record(run: RunRecord, outcome: RunOutcome): Promise<void> {
-    await this.#db.insert(chatRuns).values({
-      ...run,
-      status: outcome.status,
-      inputTokens: outcome.inputTokens ?? null,
-      outputTokens: outcome.outputTokens ?? null,
-      toolsUsed: outcome.toolsUsed,
-      errorCode: outcome.errorCode ?? null,
-      finishedAt: new Date(),
-    });
+    await this.#db
+      .insert(chatRuns)
+      .values({
+        ...run,
+        status: outcome.status,
+        inputTokens: outcome.inputTokens ?? null,
+        outputTokens: outcome.outputTokens ?? null,
+        toolsUsed: outcome.toolsUsed,
+        errorCode: outcome.errorCode ?? null,
+        finishedAt: new Date(),
+      })
+      .onConflictDoNothing(); // a failed turn is recorded once, even if storing it is retried
   }
 
   async exists(runId: string): Promise<boolean> {
