@@ -109,11 +109,16 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   });
 
   it('uses the user "default" when no user_id is given', async () => {
-    llm.enqueue(reply.text('hello default'));
+    llm.enqueue(reply.text('hello default'), reply.text('again'));
     const stream = await ask({ message: 'who am I?' });
     expect(stream.text).toBe('hello default');
-    const rows = await parley.fetch('/reset', { method: 'POST' });
-    expect(await rows.json()).toEqual({ reset: true, user_id: 'default' });
+    await ask({ message: 'and now?', user_id: 'default' });
+    expect(sentMessages(llm.chats.length - 1)).toEqual([
+      { role: 'user', content: 'who am I?' },
+      { role: 'assistant', content: 'hello default' },
+      { role: 'user', content: 'and now?' },
+    ]);
+    await parley.fetch('/reset', { method: 'POST' });
   });
 
   it.each([['reasoning_content'], ['reasoning'], ['think-tags']] as const)(
