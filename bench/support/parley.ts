@@ -5,9 +5,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { startCommand } from '../../test/support/start-command.ts';
 import { sleep } from './stats.ts';
 
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+const START = startCommand();
 
 export interface BenchServer {
   url: string;
@@ -32,7 +33,7 @@ export interface ServerOptions {
 }
 
 /**
- * Spawns `node src/main.ts` on a free port and waits for the first 200 from /health (polled
+ * Spawns the server as `npm start` runs it, on a free port, and waits for the first 200 from /health (polled
  * every 5 ms from the moment of the spawn). Works at any LOG_LEVEL: the "listening" line is
  * only seen at info.
  */
@@ -42,8 +43,9 @@ export async function startServer(options: ServerOptions = {}): Promise<BenchSer
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-bench-'));
   const url = `http://127.0.0.1:${port}`;
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, START.args, {
     env: {
+      ...START.env,
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       HOST: '127.0.0.1',

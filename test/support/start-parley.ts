@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { startCommand } from './start-command.ts';
 
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
+const START = startCommand();
 
 export interface LogLine {
   level: number;
@@ -34,14 +35,15 @@ export interface StartOptions {
 }
 
 /**
- * Starts the real server (`node src/main.ts`) as a child process on a free port, with its
+ * Starts the real server (as `npm start` runs it) as a child process on a free port, with its
  * own data directory, and waits until it listens. Tests talk HTTP to it like a user would.
  */
 export async function startParley(options: StartOptions = {}): Promise<RunningParley> {
   const ownDataDir = !options.dataDir;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-test-'));
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, START.args, {
     env: {
+      ...START.env,
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       HOST: '127.0.0.1',
