@@ -24,12 +24,22 @@ export function encodeEvent(event: ChatEvent): string {
 export const KEEP_ALIVE = ': ping\n\n';
 
 /**
+ * A fragment is held back at most this long to share a socket write with the ones after it.
+ * Node's HTTP response corks its socket on a write until the end of the tick; a burst of
+ * tokens (a model faster than the network, or a backlog read in one go) is processed in one
+ * long run of microtasks, so without a bound the first fragment of a burst would wait for the
+ * last one.
+ */
+const MAX_HOLD_MS = 2;
+
+/**
  * Pumps events into a body stream, adding a keep-alive comment after `keepAliveMs` of
  * silence (while a user's previous chat finishes, or a model thinks before its first token).
  *
  * This is the per-token hot path, so it does the least per event: one write, no timer or
- * promise per event (one interval checks for silence), and writes of the same tick corked
- * into one socket write.
+ * promise per event (one interval checks for silence). A fragment after a silence is sent at
+ * once; the ones right behind it share a socket write, sent at the end of the tick or after
+ * MAX_HOLD_MS, whichever comes first.
  */
 export function toSseBody(
   events: AsyncIterable<ChatEvent>,
@@ -37,23 +47,29 @@ export function toSseBody(
   response: ServerResponse,
 ): Readable {
   const body = new PassThrough();
-  let lastWrite = Date.now();
-  let corked = false;
+  let lastWrite = performance.now();
+  /** When the oldest fragment still waiting in the corked socket was written. */
+  let heldSince: number | undefined;
+  const released = () => {
+    heldSince = undefined;
+  };
   const write = (chunk: string) => {
-    lastWrite = Date.now();
-    if (!corked) {
-      corked = true;
-      response.cork();
-      process.nextTick(() => {
-        corked = false;
-        response.uncork();
-      });
+    const now = performance.now();
+    const inBurst = now - lastWrite < MAX_HOLD_MS;
+    lastWrite = now;
+    body.write(chunk); // reaches the response, and its socket, synchronously
+    if (!inBurst || (heldSince !== undefined && now - heldSince >= MAX_HOLD_MS)) {
+      const socket = response.socket;
+      while (socket?.writableCorked) socket.uncork();
+      heldSince = undefined;
+    } else if (heldSince === undefined) {
+      heldSince = now;
+      process.nextTick(released); // Node uncorks the socket at the end of this tick
     }
-    body.write(chunk);
   };
   const keepAlive = setInterval(
     () => {
-      if (Date.now() - lastWrite >= keepAliveMs) write(KEEP_ALIVE);
+      if (performance.now() - lastWrite >= keepAliveMs) write(KEEP_ALIVE);
     },
     Math.max(50, Math.floor(keepAliveMs / 4)),
   );
