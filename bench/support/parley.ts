@@ -1,14 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { startCommand } from '../../test/support/start-command.ts';
+import { spawnParley } from '../../test/support/spawn-parley.ts';
 import { sleep } from './stats.ts';
-
-const START = startCommand();
 
 export interface BenchServer {
   url: string;
@@ -43,22 +41,14 @@ export async function startServer(options: ServerOptions = {}): Promise<BenchSer
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-bench-'));
   const url = `http://127.0.0.1:${port}`;
   const spawnedAt = performance.now();
-  const child = spawn(process.execPath, START.args, {
-    env: {
-      ...START.env,
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'warn',
-      LLM_MAX_RETRIES: '0',
-      ENV_FILE: '/nonexistent/.env',
-      // e.g. BENCH_SERVER_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the server
-      NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS,
-      ...options.env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawnParley({
+    PORT: String(port),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'warn',
+    LLM_MAX_RETRIES: '0',
+    // e.g. BENCH_SERVER_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the server
+    NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS,
+    ...options.env,
   });
   const logs: string[] = [];
   let listeningAt: number | undefined;

@@ -1,31 +1,20 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseChatStream, streamReader } from '../support/chat-stream.ts';
 import { reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
+import { spawnParley } from '../support/spawn-parley.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 
-const MAIN = new URL('../../src/main.ts', import.meta.url).pathname;
-
-/** Runs `node src/main.ts` to completion and returns its exit code and stderr. */
+/** Runs the server (as `npm start` does) to completion and returns its exit code and stderr. */
 function runToExit(
   env: Record<string, string>,
 ): Promise<{ code: number | null; stderr: string; ms: number }> {
   const started = performance.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN], {
-      env: {
-        PATH: process.env.PATH,
-        ENV_FILE: '/nonexistent/.env',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        ...env,
-      },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawnParley({ PORT: '0', ...env }, ['ignore', 'ignore', 'pipe']);
     let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);

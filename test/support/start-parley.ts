@@ -1,11 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { startCommand } from './start-command.ts';
-
-const START = startCommand();
+import { spawnParley } from './spawn-parley.ts';
 
 export interface LogLine {
   level: number;
@@ -41,19 +39,11 @@ export interface StartOptions {
 export async function startParley(options: StartOptions = {}): Promise<RunningParley> {
   const ownDataDir = !options.dataDir;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-test-'));
-  const child = spawn(process.execPath, START.args, {
-    env: {
-      ...START.env,
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      HOST: '127.0.0.1',
-      PORT: '0',
-      DATA_DIR: dataDir,
-      LOG_LEVEL: 'info',
-      ENV_FILE: '/nonexistent/.env', // never pick up a developer's .env
-      ...options.env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawnParley({
+    PORT: '0',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+    ...options.env,
   });
 
   const logs: LogLine[] = [];

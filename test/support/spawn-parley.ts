@@ -1,0 +1,51 @@
+import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+const ROOT = new URL('../../', import.meta.url);
+
+/**
+ * How `npm start` runs the server, read from package.json: the environment assignments in
+ * front of `node` (allocator tuning), then node's own flags (heap tuning), then the entry file.
+ */
+function startCommand(): { env: Record<string, string>; args: string[] } {
+  const pkg = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = pkg.scripts.start.trim().split(/\s+/);
+  const env: Record<string, string> = {};
+  let i = 0;
+  for (; i < words.length && /^[A-Z_][A-Z0-9_]*=/.test(words[i] as string); i++) {
+    const [name, ...value] = (words[i] as string).split('=');
+    env[name as string] = value.join('=');
+  }
+  if (words[i] !== 'node') throw new Error(`unexpected start script: ${pkg.scripts.start}`);
+  const rest = words.slice(i + 1);
+  const entry = rest.at(-1);
+  if (!entry?.endsWith('.ts'))
+    throw new Error(`start script has no entry file: ${pkg.scripts.start}`);
+  return { env, args: [...rest.slice(0, -1), new URL(entry, ROOT).pathname] };
+}
+
+const START = startCommand();
+
+/**
+ * Spawns the server exactly as `npm start` runs it, so tests and benchmarks see what an
+ * operator runs, with only the environment given here: never the caller's, never a
+ * developer's `.env`.
+ */
+export function spawnParley(
+  env: Record<string, string | undefined>,
+  stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
+): ChildProcess {
+  return spawn(process.execPath, START.args, {
+    env: {
+      ...START.env,
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      HOST: '127.0.0.1',
+      ENV_FILE: '/nonexistent/.env',
+      ...env,
+    },
+    stdio,
+  });
+}
