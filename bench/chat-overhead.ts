@@ -48,11 +48,18 @@ async function parley() {
     throw new Error(`parley failed: ${result.error} (${result.fragmentTimes.length} fragments)`);
   }
   const arrival = (await fake.arrivals()).at(-1); // direct runs are logged too: ours is the last
+  /** From the client's request to the model request reaching the fake (history, runs…). */
+  const beforeModel = (arrival ?? Number.NaN) - (performance.timeOrigin + result.startedAt);
+  /** When the n-th fragment arrived, counted from the model request reaching the fake. */
+  const afterModel = (n: number) =>
+    (result.fragmentTimes[n - 1] as number) - result.startedAt - beforeModel;
   return {
     total: result.endedAt - result.startedAt,
     ttfb: (result.fragmentTimes[0] as number) - result.startedAt,
-    /** From the client's request to the model request reaching the fake (history, runs…). */
-    beforeModel: (arrival ?? Number.NaN) - (performance.timeOrigin + result.startedAt),
+    beforeModel,
+    fragment1: afterModel(1),
+    fragment10: afterModel(10),
+    fragment100: afterModel(100),
   };
 }
 
@@ -84,6 +91,9 @@ const p = {
   total: summarize(parleyRuns.map((r) => r.total)),
   ttfb: summarize(parleyRuns.map((r) => r.ttfb)),
   beforeModel: summarize(parleyRuns.map((r) => r.beforeModel)),
+  fragment1: summarize(parleyRuns.map((r) => r.fragment1)),
+  fragment10: summarize(parleyRuns.map((r) => r.fragment10)),
+  fragment100: summarize(parleyRuns.map((r) => r.fragment100)),
 };
 const addedTotal = (p.total.p50 / d.total.p50 - 1) * 100;
 const addedTtfb = p.ttfb.p50 - d.ttfb.p50;
@@ -104,6 +114,9 @@ console.log(
 );
 console.log(
   `Parley, time from the request to the model request reaching the fake: p50 ${ms(p.beforeModel.p50)} / p90 ${ms(p.beforeModel.p90)} ms`,
+);
+console.log(
+  `Parley, fragments 1 / 10 / 100 after the model request reached the fake: p50 ${ms(p.fragment1.p50)} / ${ms(p.fragment10.p50)} / ${ms(p.fragment100.p50)} ms, p90 ${ms(p.fragment1.p90)} / ${ms(p.fragment10.p90)} / ${ms(p.fragment100.p90)} ms`,
 );
 console.log(`Parley server CPU per chat: ${ms(cpuPerChat)} ms (user+sys, /proc/<pid>/stat)`);
 console.log(`Parley wall time per chat (mean): ${ms(parleyWall / RUNS)} ms`);
