@@ -113,10 +113,7 @@ export class ChatService {
         userId: request.userId,
         today: localDate(now, resolveTimezone(profile.timezone)),
       });
-      const history = fitHistory(
-        stored.map((row) => row.message),
-        settings.historyMaxTokens,
-      );
+      const history = fitHistory(stored, settings.historyMaxTokens);
 
       const result = streamText({
         model: await model.get(),
@@ -225,16 +222,16 @@ export class ChatService {
 
       signal.throwIfAborted(); // the client left or the server is stopping: handled below
       const [response, usage] = await Promise.all([result.response, result.totalUsage]);
-      await runs.record(run, {
-        status: 'completed',
-        inputTokens: usage.inputTokens,
-        outputTokens: usage.outputTokens,
-        toolsUsed: [...toolsUsed],
-      });
-      await messages.append(request.userId, runId, [
-        userMessage,
-        ...withoutReasoning(response.messages),
-      ]);
+      await runs.record(
+        run,
+        {
+          status: 'completed',
+          inputTokens: usage.inputTokens,
+          outputTokens: usage.outputTokens,
+          toolsUsed: [...toolsUsed],
+        },
+        [userMessage, ...withoutReasoning(response.messages)],
+      );
       trace.end({ status: 'completed', answer });
       log.info(
         { ms: Date.now() - run.startedAt.getTime(), tools: [...toolsUsed] },
@@ -312,10 +309,7 @@ export class ChatService {
     log: Logger,
   ): Promise<void> {
     try {
-      await this.#deps.runs.record(run, outcome);
-      await this.#deps.messages.append(run.userId, run.id, turn, {
-        interrupted: outcome.status === 'interrupted',
-      });
+      await this.#deps.runs.record(run, outcome, turn);
     } catch (error) {
       log.error({ err: error }, 'could not record the chat turn');
     }

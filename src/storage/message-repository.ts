@@ -6,10 +6,20 @@ const { desc, eq } = orm;
 import type { Db } from './database.ts';
 import { messages } from './schema.ts';
 
-export interface StoredMessage {
-  message: ModelMessage;
-  runId: string | null;
-  interrupted: boolean;
+/** The rows of one turn; only the assistant's cut-short answer is marked, not the question. */
+export function turnRows(
+  userId: string,
+  runId: string,
+  turn: ModelMessage[],
+  interrupted: boolean,
+) {
+  return turn.map((message, index) => ({
+    userId,
+    runId,
+    role: message.role,
+    content: message,
+    interrupted: interrupted && index === turn.length - 1 && message.role === 'assistant',
+  }));
 }
 
 /** Conversation history rows, always scoped by user. */
@@ -21,43 +31,15 @@ export class MessageRepository {
   }
 
   /** The user's latest `limit` messages, oldest first. */
-  async recent(userId: string, limit: number): Promise<StoredMessage[]> {
+  /** The user's last `limit` messages, oldest first. */
+  async recent(userId: string, limit: number): Promise<ModelMessage[]> {
     const rows = await this.#db
-      .select({
-        content: messages.content,
-        runId: messages.runId,
-        interrupted: messages.interrupted,
-      })
+      .select({ content: messages.content })
       .from(messages)
       .where(eq(messages.userId, userId))
       .orderBy(desc(messages.id))
       .limit(limit);
-    return rows.reverse().map((row) => ({
-      message: row.content as ModelMessage,
-      runId: row.runId,
-      interrupted: row.interrupted,
-    }));
-  }
-
-  /** Appends one turn atomically: a reader sees all of it or none of it. */
-  async append(
-    userId: string,
-    runId: string,
-    turn: ModelMessage[],
-    options: { interrupted?: boolean } = {},
-  ): Promise<void> {
-    if (turn.length === 0) return;
-    await this.#db.insert(messages).values(
-      turn.map((message, index) => ({
-        userId,
-        runId,
-        role: message.role,
-        content: message,
-        // Only the assistant's cut-short answer is marked, not the question before it.
-        interrupted:
-          Boolean(options.interrupted) && index === turn.length - 1 && message.role === 'assistant',
-      })),
-    );
+    return rows.reverse().map((row) => row.content as ModelMessage);
   }
 
   /**

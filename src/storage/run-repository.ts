@@ -1,14 +1,14 @@
+import type { ModelMessage } from 'ai';
 import { orm } from './orm.ts';
 
 const { eq } = orm;
 
 import type { Db } from './database.ts';
-import { chatRuns } from './schema.ts';
-
-export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted';
+import { turnRows } from './message-repository.ts';
+import { chatRuns, messages } from './schema.ts';
 
 export interface RunOutcome {
-  status: Exclude<RunStatus, 'running'>;
+  status: 'completed' | 'failed' | 'interrupted';
   inputTokens?: number | undefined;
   outputTokens?: number | undefined;
   toolsUsed: string[];
@@ -31,23 +31,29 @@ export class RunRepository {
   }
 
   /**
-   * Records a finished run in one statement. Runs are written once, at the end, before the
-   * stream's end event carries their id: a client can only send feedback for a stored run, and
-   * a chat costs one round trip fewer than writing the run at its start.
+   * Records a finished run and its turn (the user's message and what was answered) in one
+   * statement, so both are stored or neither is. Runs are written once, at the end, before the
+   * stream's end event carries their id: a client can only send feedback for a stored run.
    */
-  async record(run: RunRecord, outcome: RunOutcome): Promise<void> {
+  async record(run: RunRecord, outcome: RunOutcome, turn: ModelMessage[]): Promise<void> {
+    const stored = this.#db.$with('stored_run').as(
+      this.#db
+        .insert(chatRuns)
+        .values({
+          ...run,
+          status: outcome.status,
+          inputTokens: outcome.inputTokens ?? null,
+          outputTokens: outcome.outputTokens ?? null,
+          toolsUsed: outcome.toolsUsed,
+          errorCode: outcome.errorCode ?? null,
+          finishedAt: new Date(),
+        })
+        .returning({ id: chatRuns.id }),
+    );
     await this.#db
-      .insert(chatRuns)
-      .values({
-        ...run,
-        status: outcome.status,
-        inputTokens: outcome.inputTokens ?? null,
-        outputTokens: outcome.outputTokens ?? null,
-        toolsUsed: outcome.toolsUsed,
-        errorCode: outcome.errorCode ?? null,
-        finishedAt: new Date(),
-      })
-      .onConflictDoNothing(); // a failed turn is recorded once, even if storing it is retried
+      .with(stored)
+      .insert(messages)
+      .values(turnRows(run.userId, run.id, turn, outcome.status === 'interrupted'));
   }
 
   async exists(runId: string): Promise<boolean> {
