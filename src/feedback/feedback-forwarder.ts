@@ -15,7 +15,13 @@ export interface FeedbackForwarderOptions {
 
 const BATCH = 50;
 /** How long a replica owns the rows it took; a replica that dies only delays them this much. */
-const LEASE_MS = 60_000;
+const LEASE_MS = 5 * 60_000;
+/**
+ * The longest one send may take (the LangSmith client: 5 attempts of at most 10 s each, plus
+ * its own backoff), with margin. No send starts later than this before the lease ends, so
+ * another replica never takes a row that is still being sent here.
+ */
+const SEND_BUDGET_MS = 2 * 60_000;
 
 /**
  * Forwards stored feedback to the tracing service. Feedback is saved before it is sent, so
@@ -65,7 +71,9 @@ export class FeedbackForwarder {
     const { repository, sink, logger, backoffMs, maxBackoffMs } = this.#options;
     while (true) {
       const due = await repository.leaseDue(BATCH, LEASE_MS);
+      const lastStart = Date.now() + LEASE_MS - SEND_BUDGET_MS;
       for (const item of due) {
+        if (Date.now() > lastStart) break; // the rest are due again when the lease ends
         try {
           await sink.send(item);
           await repository.markForwarded(item.id);

@@ -20,9 +20,11 @@ export function connectLangSmith(
 ): LangSmith | undefined {
   if (!config.LANGSMITH_API_KEY) return undefined;
   // The client retries each call 4 times over ~12 s on its own (not configurable in 0.12);
-  // past that, the feedback outbox retries with its own backoff for as long as it takes.
+  // past that, the feedback outbox retries with its own backoff for as long as it takes. Its
+  // 90 s default timeout per attempt would let one send outlast the outbox's lease.
   const client = new Client({
     apiKey: config.LANGSMITH_API_KEY,
+    timeout_ms: 10_000,
     ...(config.LANGSMITH_ENDPOINT ? { apiUrl: config.LANGSMITH_ENDPOINT } : {}),
   });
   logger.info(
