@@ -70,12 +70,7 @@ async function startWorker(data: PgliteWorkerData): Promise<Worker> {
     // chats with no loss of throughput (bench/RESULTS.md).
     resourceLimits: { maxYoungGenerationSizeMb: 12 },
   });
-  const [first] = (await Promise.race([
-    once(worker, 'message'),
-    once(worker, 'error').then(([error]) => {
-      throw error;
-    }),
-  ])) as [PgliteWorkerMessage];
+  const [first] = (await once(worker, 'message')) as [PgliteWorkerMessage]; // rejects on 'error'
   if (first.type === 'failed') {
     await worker.terminate();
     throw new Error(first.message);
