@@ -22,8 +22,9 @@ const {
  * One schema for both engines (PGlite and a PostgreSQL server). Every per-user table carries
  * `user_id` and is indexed by it: repositories always filter on it.
  *
- * Vector columns are not declared here: the PostgreSQL server may lack pgvector, so they are
- * added by a guarded migration and read with explicit SQL in the retrieval repository.
+ * Vector columns are not declared here: the PostgreSQL server may lack pgvector, so the
+ * documents issue will add them with a guarded migration (0001 only creates the extension
+ * where it is available) and read them with explicit SQL.
  */
 
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
