@@ -27,6 +27,7 @@ describe('authentication and error responses', () => {
       ['DELETE', '/documents/x'],
       ['POST', '/feedback'],
       ['GET', '/reminders/alice'],
+      ['POST', '/chat'],
     ] as const) {
       const response = await parley.fetch(path, {
         method,
@@ -68,17 +69,51 @@ describe('authentication and error responses', () => {
     expect(await docs.text()).toContain('swagger');
   });
 
-  it('answers malformed JSON with a 422 detail list', async () => {
-    const response = await parley.fetch('/feedback', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: '{"run_id": ',
-    });
-    expect(response.status).toBe(422);
-    expect(await response.json()).toEqual({
-      detail: [{ loc: ['body'], msg: 'The body is not valid JSON', type: 'json_invalid' }],
-    });
-  });
+  it.each([
+    [
+      'malformed JSON',
+      '/feedback',
+      'application/json',
+      '{"run_id": ',
+      422,
+      { detail: [{ loc: ['body'], msg: 'The body is not valid JSON', type: 'json_invalid' }] },
+    ],
+    [
+      'malformed JSON',
+      '/chat',
+      'application/json',
+      '{"message": "hi"',
+      422,
+      { detail: [{ loc: ['body'], msg: 'The body is not valid JSON', type: 'json_invalid' }] },
+    ],
+    [
+      'a body over the limit',
+      '/feedback',
+      'application/json',
+      JSON.stringify({ comment: 'x'.repeat(2 * 1024 * 1024) }),
+      413,
+      { detail: 'The request body is too large' },
+    ],
+    [
+      'a body of an unsupported media type',
+      '/feedback',
+      'text/plain',
+      'hello',
+      415,
+      { detail: 'Unsupported media type' },
+    ],
+  ])(
+    'answers %s to POST %s with its status and a JSON detail',
+    async (_case, path, type, body, status, expected) => {
+      const response = await parley.fetch(path, {
+        method: 'POST',
+        headers: { 'content-type': type },
+        body,
+      });
+      expect(response.status).toBe(status);
+      expect(await response.json()).toEqual(expected);
+    },
+  );
 
   it('answers wrong types with a FastAPI-style 422 naming each field', async () => {
     const response = await parley.fetch('/feedback', {
@@ -115,26 +150,6 @@ describe('authentication and error responses', () => {
     expect(response.status).toBe(405);
     expect(response.headers.get('allow')).toBe('GET, HEAD');
     expect(await response.json()).toEqual({ detail: 'Method Not Allowed' });
-  });
-
-  it('answers 413 to a body over the limit', async () => {
-    const response = await parley.fetch('/feedback', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ comment: 'x'.repeat(2 * 1024 * 1024) }),
-    });
-    expect(response.status).toBe(413);
-    expect(await response.json()).toEqual({ detail: 'The request body is too large' });
-  });
-
-  it('answers 415 to a body of an unsupported media type', async () => {
-    const response = await parley.fetch('/feedback', {
-      method: 'POST',
-      headers: { 'content-type': 'text/plain' },
-      body: 'hello',
-    });
-    expect(response.status).toBe(415);
-    expect(await response.json()).toEqual({ detail: 'Unsupported media type' });
   });
 
   it('returns a request id header, keeping a plain one the client sent', async () => {
