@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseChatStream, streamReader } from '../support/chat-stream.ts';
+import { parseChatStream, readChat, streamReader } from '../support/chat-stream.ts';
 import { reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
 import { spawnParley } from '../support/spawn-parley.ts';
@@ -77,8 +77,11 @@ describe('start-up', () => {
 
   it('starts with booleans written as words', async () => {
     const parley = await startParley({ env: { GRAPH_ENABLED: 'Yes', CRAG_ENABLED: '0' } });
-    expect((await parley.fetch('/health')).status).toBe(200);
-    await parley.stop();
+    try {
+      expect((await parley.fetch('/health')).status).toBe(200);
+    } finally {
+      await parley.stop();
+    }
   });
 });
 
@@ -156,8 +159,8 @@ describe('a PostgreSQL server that goes away and comes back', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
-    proxy = await startTcpProxy('127.0.0.1', 5432);
     const url = new URL(database.url);
+    proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
     url.host = `127.0.0.1:${proxy.port}`;
     parley = await startParley({ env: { DATABASE_URL: url.toString() } });
   });
@@ -183,8 +186,27 @@ describe('a PostgreSQL server that goes away and comes back', () => {
     expect(await documents.json()).toEqual({
       detail: 'The database is unavailable; try again shortly.',
     });
+    const unavailable = { detail: 'The database is unavailable; try again shortly.' };
     const reset = await parley.fetch('/reset?user_id=u', { method: 'POST' });
     expect(reset.status).toBe(503);
+    expect(await reset.json()).toEqual(unavailable);
+    const feedback = await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run_id: '00000000-0000-4000-8000-000000000000', score: 1 }),
+    });
+    expect(feedback.status).toBe(503);
+    expect(await feedback.json()).toEqual(unavailable);
+    // A chat has already answered 200 when it reads the history: the stream says why it ends.
+    const chat = await readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'hi', user_id: 'u' }),
+      }),
+    );
+    expect(chat.error).toEqual({ code: 'database_unavailable', message: unavailable.detail });
+    expect(chat.ended).toBe(true);
 
     await proxy.restore();
     await expect
