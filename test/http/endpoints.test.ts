@@ -45,6 +45,12 @@ describe.each(ENGINES)('endpoints on the %s engine', (engine) => {
           noticesSent: [7, 1],
         },
         { id: randomUUID(), userId: 'bob', title: "Bob's", dueOn: '2026-12-02' },
+        ...ODD_USER_IDS.map((userId) => ({
+          id: randomUUID(),
+          userId,
+          title: `for ${userId}`,
+          dueOn: '2027-01-01',
+        })),
       ],
     });
     parley = await startParley({ dataDir, env: { API_TOKEN: TOKEN, ...storage.env } });
@@ -154,6 +160,17 @@ describe.each(ENGINES)('endpoints on the %s engine', (engine) => {
     const nobody = await parley.fetch(`/reminders/${encodeURIComponent("o'brien/x")}`);
     expect(await nobody.json()).toEqual({ user_id: "o'brien/x", reminders: [] });
   });
+
+  it.each(ODD_USER_IDS)(
+    'reads the reminders of the user id %j, and only theirs',
+    async (userId) => {
+      const response = await parley.fetch(`/reminders/${encodeURIComponent(userId)}`);
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as { user_id: string; reminders: { title: string }[] };
+      expect(body.user_id).toBe(userId);
+      expect(body.reminders.map((r) => r.title)).toEqual([`for ${userId}`]);
+    },
+  );
 
   it('stores feedback for a known run and answers with its id', async () => {
     const response = await parley.fetch('/feedback', {
