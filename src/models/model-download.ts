@@ -114,7 +114,6 @@ async function download(options: EnsureModelOptions): Promise<string> {
       modelUri: uri,
       dirPath: options.dir,
       ...(fileName ? { fileName } : {}),
-      deleteTempFileOnCancel: false, // keep the partial file: the next start may resume it
       onProgress: ({ totalSize, downloadedSize }) => {
         lastProgressAt = Date.now();
         const percent = totalSize > 0 ? Math.floor((downloadedSize / totalSize) * 10) * 10 : 0;
@@ -164,7 +163,8 @@ async function download(options: EnsureModelOptions): Promise<string> {
 
 /**
  * Returns the local path of the model named by `uri`, downloading it into
- * `dir` on first use (with progress logs, resuming a partial download).
+ * `dir` on first use (with progress logs; a dropped connection is resumed within the
+ * download, but a download cut short starts over on the next start).
  * Throws ModelUnavailableError when it cannot be had; an abort of `signal`
  * is rethrown as is.
  */
