@@ -36,30 +36,35 @@ export function createChatModel(config: ModelConfig, logger: Logger): ChatModel 
 function createEmbeddedChatModel(config: ModelConfig, logger: Logger): ChatModel {
   const path = config.LLM_MODEL_PATH ? resolve(config.LLM_MODEL_PATH) : undefined;
   const uri = config.LLM_MODEL ?? DEFAULT_MODEL_URI;
+  const name = path ?? uri;
   const loader = createLlamaModelLoader({
-    modelPath: path ?? (() => ensureModel({ uri, dir: join(config.DATA_DIR, 'models'), logger })),
+    modelPath: path
+      ? async () => {
+          if (!existsSync(path)) {
+            throw new ModelNotConfiguredError(
+              `LLM_MODEL_PATH is ${path}, which does not exist. Point it at a GGUF file, ` +
+                'or set LLM_BASE_URL to an OpenAI-compatible server.',
+            );
+          }
+          return path;
+        }
+      : () => ensureModel({ uri, dir: join(config.DATA_DIR, 'models'), logger }),
     logger,
     ...(config.LLM_THREADS ? { threads: config.LLM_THREADS } : {}),
   });
-  const model = createEmbeddedLlamaModel({ loader, modelId: path ?? uri });
-  logger.info({ model: path ?? uri }, 'using the embedded llama.cpp model (loaded on first chat)');
+  const model = createEmbeddedLlamaModel({ loader, modelId: name });
+  logger.info({ model: name }, 'using the embedded llama.cpp model (loaded on first chat)');
 
   return {
-    id: `embedded:${path ?? uri}`,
+    id: `embedded:${name}`,
     async get() {
-      if (path && !existsSync(path)) {
-        throw new ModelNotConfiguredError(
-          `LLM_MODEL_PATH is ${path}, which does not exist. Point it at a GGUF file, ` +
-            'or set LLM_BASE_URL to an OpenAI-compatible server.',
-        );
-      }
       try {
         await loader.load();
       } catch (error) {
         if (error instanceof ModelNotConfiguredError) throw error;
         logger.error({ err: error }, 'the embedded model could not be loaded');
         throw new ModelNotConfiguredError(
-          `The embedded model ${path ?? uri} could not be loaded. Set LLM_MODEL_PATH to a ` +
+          `The embedded model ${name} could not be loaded. Set LLM_MODEL_PATH to a ` +
             'working GGUF file, or LLM_BASE_URL to an OpenAI-compatible server.',
           { cause: error },
         );

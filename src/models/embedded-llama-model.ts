@@ -50,8 +50,8 @@ async function generate(
 ): Promise<void> {
   const prompt = promptToChatHistory(options.prompt);
   const tools = toolsToFunctions(options.tools, options.toolChoice);
-  const { sampling, warnings } = toSampling(options, settings.defaultMaxOutputTokens);
-  const allWarnings: SharedV4Warning[] = [...prompt.warnings, ...tools.warnings, ...warnings];
+  const sampling = toSampling(options, settings.defaultMaxOutputTokens);
+  const allWarnings: SharedV4Warning[] = [...prompt.warnings, ...tools.warnings];
   let grammar: LlamaGrammar | undefined;
   if (tools.functions && options.responseFormat?.type === 'json') {
     allWarnings.push({ type: 'unsupported', feature: 'responseFormat json together with tools' });

@@ -437,8 +437,12 @@ describe('POST /chat without a model', () => {
       });
       expect(response.status).toBe(200);
       const stream = await readChat(response);
-      expect(stream.error?.code).toBe('model_not_configured');
-      expect(stream.error?.message).toMatch(/LLM_BASE_URL/);
+      expect(stream.error).toEqual({
+        code: 'model_not_configured',
+        message:
+          'LLM_MODEL_PATH is /nonexistent/model.gguf, which does not exist. Point it at a GGUF ' +
+          'file, or set LLM_BASE_URL to an OpenAI-compatible server.',
+      });
       expect(stream.ended).toBe(true);
       expect((await parley.fetch('/health')).status).toBe(200);
       expect((await parley.fetch('/documents')).status).toBe(200);

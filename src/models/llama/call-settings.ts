@@ -1,8 +1,4 @@
-import type {
-  LanguageModelV4CallOptions,
-  LanguageModelV4FinishReason,
-  SharedV4Warning,
-} from '@ai-sdk/provider';
+import type { LanguageModelV4CallOptions, LanguageModelV4FinishReason } from '@ai-sdk/provider';
 import type { LLamaChatGenerateResponseOptions, LlamaChatResponse } from 'node-llama-cpp';
 
 // AI SDK call settings -> LlamaChat sampling options, and the way back for
@@ -24,8 +20,7 @@ type Sampling = Pick<
 export function toSampling(
   options: LanguageModelV4CallOptions,
   defaultMaxTokens: number,
-): { sampling: Sampling; warnings: SharedV4Warning[] } {
-  const warnings: SharedV4Warning[] = [];
+): Sampling {
   const sampling: Sampling = { maxTokens: options.maxOutputTokens ?? defaultMaxTokens };
   if (options.temperature !== undefined) sampling.temperature = options.temperature;
   if (options.topK !== undefined) sampling.topK = options.topK;
@@ -44,7 +39,7 @@ export function toSampling(
   }
   // A thought budget of 0 makes node-llama-cpp close the thought at once.
   if (options.reasoning === 'none') sampling.budgets = { thoughtTokens: 0 };
-  return { sampling, warnings };
+  return sampling;
 }
 
 export function toFinishReason(
