@@ -1,4 +1,4 @@
-import { APICallError, NoContentGeneratedError } from 'ai';
+import { APICallError, NoContentGeneratedError, RetryError } from 'ai';
 import { ModelNotConfiguredError } from '../models/chat-model.ts';
 import { isDatabaseUnavailable } from '../storage/database-errors.ts';
 import type { ChatErrorCode } from './chat-events.ts';
@@ -8,11 +8,14 @@ import type { ChatErrorCode } from './chat-events.ts';
  * stream's `__error` event. Messages are written for the user; upstream bodies, stacks and
  * URLs stay in the log.
  */
-export function describeChatError(error: unknown): { code: ChatErrorCode; message: string } {
-  if (error instanceof ModelNotConfiguredError) {
-    return { code: 'model_not_configured', message: error.message };
+export function describeChatError(thrown: unknown): { code: ChatErrorCode; message: string } {
+  if (thrown instanceof ModelNotConfiguredError) {
+    return { code: 'model_not_configured', message: thrown.message };
   }
-  if (isDatabaseUnavailable(error)) {
+  // After its retries, the AI SDK throws a RetryError that holds the last failure.
+  const error = RetryError.isInstance(thrown) ? thrown.lastError : thrown;
+  // A refused model server carries the same socket codes as a refused database.
+  if (!fromModelCall(error) && isDatabaseUnavailable(error)) {
     return {
       code: 'database_unavailable',
       message: 'The database is unavailable; try again shortly.',
@@ -53,6 +56,8 @@ function chain(error: unknown): unknown[] {
   }
   return found;
 }
+
+const fromModelCall = (error: unknown) => chain(error).some((e) => APICallError.isInstance(e));
 
 const named = (error: unknown, names: string[]) =>
   chain(error).some((e) => names.includes((e as { name?: string }).name ?? ''));

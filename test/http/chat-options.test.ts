@@ -61,3 +61,52 @@ describe.each([
     expect(parley.output().includes('secret musings')).toBe(verbose);
   });
 });
+
+describe.each(['0', '1'])('model failures with LLM_MAX_RETRIES=%s', (retries) => {
+  let llm: FakeLlmServer;
+  let closedPort: number;
+  const parleys: RunningParley[] = [];
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    const probe = await startFakeLlmServer(); // a port that was open a moment ago, now refused
+    closedPort = Number(new URL(probe.url).port);
+    await probe.close();
+  });
+  afterAll(async () => {
+    await Promise.all(parleys.map((parley) => parley.stop()));
+    await llm?.close();
+  });
+
+  const askVia = async (baseUrl: string) => {
+    const parley = await startParley({ env: { LLM_BASE_URL: baseUrl, LLM_MAX_RETRIES: retries } });
+    parleys.push(parley);
+    return readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'hello', user_id: `retries-${retries}` }),
+      }),
+    );
+  };
+
+  it('says the model server could not be reached when it refuses the connection', async () => {
+    const stream = await askVia(`http://127.0.0.1:${closedPort}/v1`);
+    expect(stream.error).toEqual({
+      code: 'model_unreachable',
+      message: 'The model server closed the connection or could not be reached.',
+    });
+    expect(stream.ended).toBe(true);
+  });
+
+  it('names the HTTP status when the model server keeps answering with an error', async () => {
+    for (let i = 0; i <= Number(retries); i++) llm.enqueue(reply.error(500));
+    const stream = await askVia(llm.url);
+    expect(stream.error).toEqual({
+      code: 'model_error',
+      message: 'The model server answered with an error (HTTP 500).',
+    });
+    expect(stream.ended).toBe(true);
+    llm.assertNoUnexpected();
+  });
+});
