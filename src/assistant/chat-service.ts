@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type ModelMessage, stepCountIs, streamText, type ToolSet } from 'ai';
+import { type ModelMessage, pruneMessages, stepCountIs, streamText, type ToolSet } from 'ai';
 import type { Logger } from 'pino';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { MessageRepository } from '../storage/message-repository.ts';
@@ -230,7 +230,8 @@ export class ChatService {
           outputTokens: usage.outputTokens,
           toolsUsed: [...toolsUsed],
         },
-        [userMessage, ...withoutReasoning(response.messages)],
+        // Reasoning is shown (when asked) but never stored or sent back to the model.
+        [userMessage, ...pruneMessages({ messages: response.messages, reasoning: 'all' })],
       );
       trace.end({ status: 'completed', answer });
       log.info(
@@ -318,15 +319,6 @@ export class ChatService {
 
 const partial = (answer: string): ModelMessage[] =>
   answer ? [{ role: 'assistant', content: answer }] : [];
-
-/** Reasoning is shown (when asked) but never stored or sent back to the model. */
-function withoutReasoning(messages: ModelMessage[]): ModelMessage[] {
-  return messages.flatMap((message): ModelMessage[] => {
-    if (message.role !== 'assistant' || typeof message.content === 'string') return [message];
-    const content = message.content.filter((part) => part.type !== 'reasoning');
-    return content.length > 0 ? [{ ...message, content }] : [];
-  });
-}
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { tool } from 'ai';
+import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
 import type { ReminderRepository } from '../storage/reminder-repository.ts';
 
@@ -17,16 +17,23 @@ const isoDate = z
     message: 'is not a calendar date',
   });
 
+// Built once: the AI SDK caches a schema's JSON Schema on the object, and tools are bound to
+// a user on every chat.
+const setReminderInput = zodSchema(
+  z.object({
+    title: z.string().min(1).max(200).describe('What to remind the user of'),
+    date: isoDate.describe('The date, YYYY-MM-DD, in the user’s timezone'),
+  }),
+);
+const listRemindersInput = zodSchema(z.object({}));
+
 /** `set_reminder` / `list_reminders`, bound to one user. */
 export function reminderTools(context: ReminderToolContext) {
   return {
     set_reminder: tool({
       description:
         'Save a reminder for the user on a calendar date. The user is notified 7 days before, 1 day before and on the day.',
-      inputSchema: z.object({
-        title: z.string().min(1).max(200).describe('What to remind the user of'),
-        date: isoDate.describe('The date, YYYY-MM-DD, in the user’s timezone'),
-      }),
+      inputSchema: setReminderInput,
       execute: async ({ title, date }) => {
         if (date < context.today) {
           throw new Error(`The date ${date} is in the past (today is ${context.today}).`);
@@ -38,7 +45,7 @@ export function reminderTools(context: ReminderToolContext) {
     }),
     list_reminders: tool({
       description: "List the user's reminders from today on, soonest first.",
-      inputSchema: z.object({}),
+      inputSchema: listRemindersInput,
       execute: async () => {
         const all = await context.reminders.listForUser(context.userId);
         return all
