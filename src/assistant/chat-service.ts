@@ -37,7 +37,6 @@ export interface ChatServiceDependencies {
   tracer: RunTracer;
   logger: Logger;
   settings: ChatSettings;
-  now?: () => Date;
 }
 
 /** History rows read per chat before the token budget trims them. */
@@ -53,11 +52,9 @@ const HISTORY_ROWS = 200;
 export class ChatService {
   readonly #deps: ChatServiceDependencies;
   readonly #busy = new KeyedMutex();
-  readonly #now: () => Date;
 
   constructor(deps: ChatServiceDependencies) {
     this.#deps = deps;
-    this.#now = deps.now ?? (() => new Date());
   }
 
   async *chat(request: ChatRequest, signal: AbortSignal): AsyncGenerator<ChatEvent> {
@@ -108,7 +105,7 @@ export class ChatService {
         users.getOrCreate(request.userId),
         messages.recent(request.userId, HISTORY_ROWS),
       ]);
-      const now = this.#now();
+      const now = new Date();
       const toolSet = tools({
         userId: request.userId,
         today: localDate(now, resolveTimezone(profile.timezone)),

@@ -38,8 +38,4 @@ export class KeyedMutex {
     }
     return done;
   }
-
-  get size(): number {
-    return this.#tails.size;
-  }
 }

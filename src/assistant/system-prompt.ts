@@ -10,8 +10,6 @@ export interface UserProfile {
 export interface PromptContext {
   now: Date;
   profile: UserProfile | undefined;
-  /** Summary of the user's knowledge graph, when the graph is enabled. */
-  graphSummary?: string | undefined;
   toolNames: string[];
 }
 
@@ -30,7 +28,6 @@ export function buildSystemPrompt(context: PromptContext): string {
   }
   const profile = describeProfile(context.profile);
   if (profile) lines.push(`What you know about the user:\n${profile}`);
-  if (context.graphSummary) lines.push(`The user's knowledge graph:\n${context.graphSummary}`);
   return lines.join('\n\n');
 }
 
