@@ -128,24 +128,12 @@ export class ChatService {
       });
 
       let thinking = false;
-      let step = {
-        index: 0,
-        startedAt: new Date(),
-        text: '',
-        reasoning: '',
-        toolCalls: [] as { id: string; name: string; input: unknown }[],
-      };
+      let step = newStep(0);
       const toolStarts = new Map<string, Date>();
       for await (const part of result.fullStream) {
         switch (part.type) {
           case 'start-step':
-            step = {
-              index: step.index + 1,
-              startedAt: new Date(),
-              text: '',
-              reasoning: '',
-              toolCalls: [],
-            };
+            step = newStep(step.index + 1);
             break;
           case 'reasoning-delta':
             step.reasoning += part.text;
@@ -313,6 +301,15 @@ export class ChatService {
     }
   }
 }
+
+/** What one model call of the agent loop did, for the trace and the verbose logs. */
+const newStep = (index: number) => ({
+  index,
+  startedAt: new Date(),
+  text: '',
+  reasoning: '',
+  toolCalls: [] as { id: string; name: string; input: unknown }[],
+});
 
 const partial = (answer: string): ModelMessage[] =>
   answer ? [{ role: 'assistant', content: answer }] : [];
