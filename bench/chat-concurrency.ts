@@ -63,16 +63,16 @@ await database?.drop();
 
 const failed = results.filter((r) => !succeeded(r));
 const ok = results.filter(succeeded);
-const incomplete = ok.filter((r) => r.fragmentTimes.length !== TOKENS);
+const incomplete = ok.filter((r) => r.tokenTimes.length !== TOKENS);
 const gapSummary = summarize(results.flatMap(gaps));
 // Timings of the streams that succeeded (a failed one has no fragments to time).
-const ttfb = summarize(ok.map((r) => (r.fragmentTimes[0] as number) - r.startedAt));
+const ttfb = summarize(ok.map((r) => (r.tokenTimes[0] as number) - r.startedAt));
 const duration = summarize(ok.map((r) => r.endedAt - r.startedAt));
-const endWait = summarize(ok.map((r) => r.endedAt - (r.fragmentTimes.at(-1) as number)));
+const endWait = summarize(ok.map((r) => r.endedAt - (r.tokenTimes.at(-1) as number)));
 const failedAfter = summarize(failed.map((r) => r.endedAt - r.startedAt));
 // The most streams that were between their first fragment and their end at the same moment.
 const edges = ok.flatMap((r) => [
-  [r.fragmentTimes[0] as number, 1],
+  [r.tokenTimes[0] as number, 1],
   [r.endedAt, -1],
 ]);
 let streaming = 0;
@@ -91,9 +91,12 @@ for (const r of failed) {
 console.log('| measure | value |');
 console.log('| --- | --- |');
 console.log(`| failed streams (no __done/[DONE], or __error) | ${failed.length} of ${STREAMS} |`);
-console.log(`| successful streams without all ${TOKENS} fragments | ${incomplete.length} |`);
+console.log(`| successful streams without all ${TOKENS} tokens | ${incomplete.length} |`);
+console.log(
+  `| fragments per stream (tokens that reach Parley together are merged) | ${line(summarize(ok.map((r) => r.fragmentTimes.length)), '')} |`,
+);
 if (failed.length) console.log(`| failed streams ended after | ${line(failedAfter)} |`);
-console.log(`| gap between fragments, all streams (pacing ${PACE_MS} ms) | ${line(gapSummary)} |`);
+console.log(`| gap between tokens, all streams (pacing ${PACE_MS} ms) | ${line(gapSummary)} |`);
 console.log(
   `| added p99 gap (target ≤ 50 ms) | ${ms(addedP99)} ms: ${addedP99 <= 50 ? 'PASS' : 'FAIL'} |`,
 );

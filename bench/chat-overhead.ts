@@ -17,6 +17,8 @@ const RUNS = Number(process.argv[2] ?? 30);
 const ENGINE = process.argv[3] ?? 'embedded';
 const TOKENS = Number(process.argv[4] ?? 1_000);
 const WARMUP = 5;
+/** The fake's answer: "t1 t2 … tN", one chunk a token. */
+const ANSWER = Array.from({ length: TOKENS }, (_, i) => `t${i + 1}`).join(' ');
 
 const fake = await startFakeLlm({ tokens: TOKENS, delayMs: 0 });
 const database = ENGINE === 'server' ? await createTestDatabase() : undefined;
@@ -44,15 +46,15 @@ async function direct() {
 let user = 0;
 async function parley() {
   const result = await chat(server.url, `overhead-${++user}`);
-  if (!succeeded(result) || result.fragmentTimes.length !== TOKENS) {
-    throw new Error(`parley failed: ${result.error} (${result.fragmentTimes.length} fragments)`);
+  if (!succeeded(result) || result.text !== ANSWER) {
+    throw new Error(`parley failed: ${result.error} (${result.tokenTimes.length} tokens)`);
   }
   const arrival = (await fake.arrivals()).at(-1); // direct runs are logged too: ours is the last
   /** From the client's request to the model request reaching the fake (history, runs…). */
   const beforeModel = (arrival ?? Number.NaN) - (performance.timeOrigin + result.startedAt);
-  /** When the n-th fragment arrived, counted from the model request reaching the fake. */
+  /** When the n-th token arrived, counted from the model request reaching the fake. */
   const afterModel = (n: number) =>
-    (result.fragmentTimes[n - 1] as number) - result.startedAt - beforeModel;
+    (result.tokenTimes[n - 1] as number) - result.startedAt - beforeModel;
   return {
     total: result.endedAt - result.startedAt,
     ttfb: (result.fragmentTimes[0] as number) - result.startedAt,
@@ -60,6 +62,7 @@ async function parley() {
     fragment1: afterModel(1),
     fragment10: afterModel(10),
     fragment100: afterModel(100),
+    fragments: result.fragmentTimes.length,
   };
 }
 
@@ -94,6 +97,7 @@ const p = {
   fragment1: summarize(parleyRuns.map((r) => r.fragment1)),
   fragment10: summarize(parleyRuns.map((r) => r.fragment10)),
   fragment100: summarize(parleyRuns.map((r) => r.fragment100)),
+  fragments: summarize(parleyRuns.map((r) => r.fragments)),
 };
 const addedTotal = (p.total.p50 / d.total.p50 - 1) * 100;
 const addedTtfb = p.ttfb.p50 - d.ttfb.p50;
@@ -116,7 +120,10 @@ console.log(
   `Parley, time from the request to the model request reaching the fake: p50 ${ms(p.beforeModel.p50)} / p90 ${ms(p.beforeModel.p90)} ms`,
 );
 console.log(
-  `Parley, fragments 1 / 10 / 100 after the model request reached the fake: p50 ${ms(p.fragment1.p50)} / ${ms(p.fragment10.p50)} / ${ms(p.fragment100.p50)} ms, p90 ${ms(p.fragment1.p90)} / ${ms(p.fragment10.p90)} / ${ms(p.fragment100.p90)} ms`,
+  `Parley, tokens 1 / 10 / 100 after the model request reached the fake: p50 ${ms(p.fragment1.p50)} / ${ms(p.fragment10.p50)} / ${ms(p.fragment100.p50)} ms, p90 ${ms(p.fragment1.p90)} / ${ms(p.fragment10.p90)} / ${ms(p.fragment100.p90)} ms`,
+);
+console.log(
+  `Parley, fragments per answer of ${TOKENS} tokens (tokens that reach Parley together are merged): p50 ${p.fragments.p50}, p90 ${p.fragments.p90}, max ${p.fragments.max}`,
 );
 console.log(`Parley server CPU per chat: ${ms(cpuPerChat)} ms (user+sys, /proc/<pid>/stat)`);
 console.log(`Parley wall time per chat (mean): ${ms(parleyWall / RUNS)} ms`);

@@ -71,13 +71,13 @@ const inWindow = (at: number, w: Window) => at >= w.from && at <= w.to;
 
 function report(name: string, chats: ChatResult[], health: Probe[], probe: Probe[], w: Window) {
   const fragmentGaps = chats.flatMap((c) =>
-    gaps(c).filter((_, i) => inWindow(c.fragmentTimes[i + 1] as number, w)),
+    gaps(c).filter((_, i) => inWindow(c.tokenTimes[i + 1] as number, w)),
   );
   const started = chats.filter((c) => inWindow(c.startedAt, w));
-  const ttfb = started.map((c) => (c.fragmentTimes[0] ?? c.endedAt) - c.startedAt);
+  const ttfb = started.map((c) => (c.tokenTimes[0] ?? c.endedAt) - c.startedAt);
   // Chats whose last fragment came in the window: their end waits for the turn to be stored.
-  const ended = chats.filter((c) => inWindow(c.fragmentTimes.at(-1) ?? c.endedAt, w));
-  const endWait = ended.map((c) => c.endedAt - (c.fragmentTimes.at(-1) ?? c.startedAt));
+  const ended = chats.filter((c) => inWindow(c.tokenTimes.at(-1) ?? c.endedAt, w));
+  const endWait = ended.map((c) => c.endedAt - (c.tokenTimes.at(-1) ?? c.startedAt));
   const failed = chats.filter((c) => !succeeded(c));
   const h = health.filter((p) => inWindow(p.at, w));
   const p = probe.filter((x) => inWindow(x.at, w));

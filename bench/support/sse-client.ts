@@ -77,6 +77,12 @@ export interface ChatResult {
   endedAt: number;
   /** Arrival times of the answer fragments (`data: "<string>"`). */
   fragmentTimes: number[];
+  /**
+   * Arrival time of each token of the fake model's answer (`t1 t2 … tN`, one word a token).
+   * Parley merges tokens that reach it together into one fragment; each of them is timed
+   * here by the fragment that carried it, so a stall still shows as one long gap.
+   */
+  tokenTimes: number[];
   text: string;
   done: boolean;
   ended: boolean;
@@ -94,6 +100,7 @@ export async function chat(
     startedAt: result.startedAt,
     endedAt: result.endedAt,
     fragmentTimes: [],
+    tokenTimes: [],
     text: '',
     done: false,
     ended: false,
@@ -107,6 +114,7 @@ export async function chat(
     const value = JSON.parse(event.data) as unknown;
     if (typeof value === 'string') {
       chatResult.fragmentTimes.push(event.at);
+      for (const _ of value.matchAll(TOKEN)) chatResult.tokenTimes.push(event.at);
       chatResult.text += value;
     } else if (value && typeof value === 'object' && '__done' in value) {
       chatResult.done = true;
@@ -118,13 +126,15 @@ export async function chat(
   return chatResult;
 }
 
+const TOKEN = /t\d+/g;
+
 /** True when the stream ended as the spec says a successful one does. */
 export const succeeded = (result: ChatResult): boolean =>
   result.status === 200 && result.done && result.ended && result.error === undefined;
 
-/** Gaps between consecutive fragments of one stream. */
+/** Gaps between consecutive tokens of one stream (0 for tokens that shared a fragment). */
 export function gaps(result: ChatResult): number[] {
-  const times = result.fragmentTimes;
+  const times = result.tokenTimes;
   return times.slice(1).map((at, i) => at - (times[i] as number));
 }
 

@@ -1,6 +1,7 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { extractReasoningMiddleware, wrapLanguageModel } from 'ai';
 import type { ChatModel } from './chat-model.ts';
+import { fetchWithCoalescedBursts } from './coalesce-sse-bursts.ts';
 
 export interface OpenAICompatibleSettings {
   baseURL: string;
@@ -19,6 +20,8 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     baseURL: settings.baseURL.replace(/\/+$/, ''),
     apiKey: settings.apiKey,
     includeUsage: true,
+    // Tokens that arrive together are merged before the SDK's per-chunk pipeline.
+    fetch: fetchWithCoalescedBursts(),
   });
   const modelName = settings.model ?? 'default';
   const model = wrapLanguageModel({

@@ -56,7 +56,8 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   });
 
   it('streams Korean text as exact SSE bytes, then both end events', async () => {
-    llm.enqueue(reply.text('안녕하세요! 무엇을 도와드릴까요?', { chunks: 4 }));
+    // Paced, as a model writes: chunks that arrive together would be merged (tested below).
+    llm.enqueue(reply.text('안녕하세요! 무엇을 도와드릴까요?', { chunks: 4, delayMs: 40 }));
     const response = await chat({ message: '안녕', user_id: 'bytes' });
 
     expect(response.status).toBe(200);
@@ -76,6 +77,30 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     // Keep-alive comments (ignored by clients, §6.5) may come first on a slow machine.
     expect(stream.raw.replaceAll(': ping\n\n', '')).toBe(expected);
     expect(stream.raw).not.toContain('\\u');
+  });
+
+  it('sends a paced answer token by token', async () => {
+    llm.enqueue(reply.text('하나 둘 셋 넷', { delayMs: 60 }));
+    const stream = await ask({ message: 'count', user_id: 'paced' });
+    expect(stream.fragments).toEqual(['하나', ' 둘', ' 셋', ' 넷']);
+  });
+
+  it('merges tokens that reach it together into fewer fragments, text unchanged', async () => {
+    const words = Array.from({ length: 400 }, (_, i) => `단어${i}`);
+    llm.enqueue(reply.text(words.join(' '))); // 400 chunks written at once: one burst
+    const stream = await ask({ message: 'a long answer', user_id: 'burst' });
+    expect(stream.text).toBe(words.join(' '));
+    expect(stream.fragments.length).toBeLessThan(words.length / 4);
+    expect(stream.runId).toBeDefined();
+    expect(stream.ended).toBe(true);
+    // And the history holds the whole answer as one message.
+    llm.enqueue(reply.text('ok'));
+    await ask({ message: 'next', user_id: 'burst' });
+    expect(sentMessages(llm.chats.length - 1)).toEqual([
+      { role: 'user', content: 'a long answer' },
+      { role: 'assistant', content: words.join(' ') },
+      { role: 'user', content: 'next' },
+    ]);
   });
 
   it('sends the model a system prompt with the date, the history and the tools', async () => {

@@ -1,0 +1,185 @@
+/**
+ * Merges the text deltas of an OpenAI-style chat-completions stream that arrive together.
+ *
+ * Why: the AI SDK passes every chunk through about fifteen web-stream stages, which costs
+ * ~50 µs of main-thread CPU per chunk (bench/RESULTS.md). A model paced like a human reader
+ * sends one token per network read, and nothing changes for it. When tokens arrive faster
+ * than Parley forwards them (a fast model server, or a busy event loop under load), several
+ * complete events sit in one read; merging them there means the backlog costs one pass
+ * through the SDK instead of one per token, so Parley catches up instead of falling further
+ * behind. The text is unchanged: only where one fragment ends and the next begins.
+ *
+ * Only plain deltas are merged: one choice, only `content`, `reasoning_content` or
+ * `reasoning` text, no finish reason, usage, log-probabilities, refusal or field this code
+ * does not know. Everything else (tool-call deltas, usage, `[DONE]`, comments, malformed
+ * data) passes through byte for byte, in order.
+ */
+
+/** Fields of a chunk that may differ between merged chunks; only the first one's is kept. */
+const KNOWN_CHUNK_FIELDS = new Set([
+  'id',
+  'object',
+  'created',
+  'model',
+  'system_fingerprint',
+  'service_tier',
+  'choices',
+  'usage',
+  'obfuscation',
+]);
+const KNOWN_CHOICE_FIELDS = new Set(['index', 'delta', 'finish_reason', 'logprobs']);
+const TEXT_FIELDS = ['content', 'reasoning_content', 'reasoning'] as const;
+const KNOWN_DELTA_FIELDS = new Set<string>(['role', 'refusal', ...TEXT_FIELDS]);
+
+type TextField = (typeof TEXT_FIELDS)[number];
+type Chunk = { id?: unknown; model?: unknown; choices: [Choice] } & Record<string, unknown>;
+type Choice = { index?: unknown; delta: Record<string, unknown> };
+
+interface Mergeable {
+  chunk: Chunk;
+  field: TextField;
+  text: string;
+}
+
+/**
+ * Given complete SSE events (without their blank-line terminator), returns the events to
+ * send, with each run of consecutive mergeable deltas replaced by one.
+ */
+export function coalesceEvents(events: readonly string[]): string[] {
+  if (events.length < 2) return [...events];
+  const out: string[] = [];
+  let run: Mergeable | undefined;
+  let runEvent = '';
+  let runLength = 0;
+  const endRun = () => {
+    if (!run) return;
+    if (runLength === 1) {
+      out.push(runEvent);
+    } else {
+      run.chunk.choices[0].delta[run.field] = run.text;
+      out.push(`data: ${JSON.stringify(run.chunk)}`);
+    }
+    run = undefined;
+  };
+  for (const event of events) {
+    const next = mergeable(event);
+    if (run && next && sameStream(run, next)) {
+      run.text += next.text;
+      runLength++;
+      continue;
+    }
+    endRun();
+    if (next) {
+      run = next;
+      runEvent = event;
+      runLength = 1;
+    } else {
+      out.push(event);
+    }
+  }
+  endRun();
+  return out;
+}
+
+function sameStream(a: Mergeable, b: Mergeable): boolean {
+  return (
+    a.field === b.field &&
+    a.chunk.id === b.chunk.id &&
+    a.chunk.model === b.chunk.model &&
+    a.chunk.choices[0].index === b.chunk.choices[0].index
+  );
+}
+
+/** The event's delta if it is a plain text delta that can be merged with its neighbours. */
+function mergeable(event: string): Mergeable | undefined {
+  if (!event.startsWith('data:') || event.includes('\n')) return undefined;
+  const data = event.slice(event.charCodeAt(5) === 32 ? 6 : 5);
+  if (data.charCodeAt(0) !== 123 /* { */) return undefined;
+  let chunk: unknown;
+  try {
+    chunk = JSON.parse(data);
+  } catch {
+    return undefined;
+  }
+  if (!isPlainObject(chunk) || !onlyKnown(chunk, KNOWN_CHUNK_FIELDS)) return undefined;
+  if (chunk.usage != null || !Array.isArray(chunk.choices) || chunk.choices.length !== 1) {
+    return undefined;
+  }
+  const choice: unknown = chunk.choices[0];
+  if (!isPlainObject(choice) || !onlyKnown(choice, KNOWN_CHOICE_FIELDS)) return undefined;
+  if (choice.finish_reason != null || choice.logprobs != null) return undefined;
+  const delta = choice.delta;
+  if (!isPlainObject(delta) || !onlyKnown(delta, KNOWN_DELTA_FIELDS)) return undefined;
+  if (delta.refusal != null || (delta.role != null && delta.role !== 'assistant')) {
+    return undefined;
+  }
+  let field: TextField | undefined;
+  for (const name of TEXT_FIELDS) {
+    const value = delta[name];
+    if (value == null) continue;
+    if (typeof value !== 'string' || field) return undefined; // two kinds of text: keep apart
+    field = name;
+  }
+  if (!field) return undefined;
+  return { chunk: chunk as Chunk, field, text: delta[field] as string };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function onlyKnown(value: Record<string, unknown>, known: Set<string>): boolean {
+  for (const key in value) if (!known.has(key)) return false;
+  return true;
+}
+
+/**
+ * A byte stream transform applying {@link coalesceEvents} to the events complete in each
+ * read. An event cut by a read boundary waits for its end (the SSE parser downstream would
+ * wait for it too). Streams framed with `\r` are passed through untouched from the first
+ * `\r` on, since their event boundaries are not the `\n\n` this splits on.
+ */
+export function coalesceSseBursts(): TransformStream<Uint8Array, Uint8Array> {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let pending = '';
+  let passThrough = false;
+  return new TransformStream({
+    transform(bytes, controller) {
+      if (passThrough) return controller.enqueue(bytes);
+      const text = pending + decoder.decode(bytes, { stream: true });
+      if (text.includes('\r')) {
+        passThrough = true;
+        pending = '';
+        return controller.enqueue(encoder.encode(text));
+      }
+      const end = text.lastIndexOf('\n\n');
+      if (end === -1) {
+        pending = text;
+        return;
+      }
+      pending = text.slice(end + 2);
+      const events = text.slice(0, end).split('\n\n');
+      const merged = events.length < 2 ? events : coalesceEvents(events);
+      controller.enqueue(encoder.encode(`${merged.join('\n\n')}\n\n`));
+    },
+    flush(controller) {
+      const rest = pending + decoder.decode();
+      if (rest) controller.enqueue(encoder.encode(rest));
+    },
+  });
+}
+
+/** Wraps `fetch` so that event-stream response bodies go through {@link coalesceSseBursts}. */
+export function fetchWithCoalescedBursts(inner: typeof fetch = fetch): typeof fetch {
+  return async (input, init) => {
+    const response = await inner(input, init);
+    const type = response.headers.get('content-type') ?? '';
+    if (!response.body || !type.startsWith('text/event-stream')) return response;
+    return new Response(response.body.pipeThrough(coalesceSseBursts()), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}

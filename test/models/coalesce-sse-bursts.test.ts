@@ -1,0 +1,148 @@
+import { readdirSync } from 'node:fs';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModelV4 } from '@ai-sdk/provider';
+import { extractReasoningMiddleware, wrapLanguageModel } from 'ai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { coalesceEvents } from '../../src/models/coalesce-sse-bursts.ts';
+import { createOpenAICompatibleModel } from '../../src/models/openai-compatible-model.ts';
+import { recordingsDir } from '../support/fake-llm/recording.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+
+const chunk = (delta: object, extra: object = {}) =>
+  `data: ${JSON.stringify({
+    id: 'c1',
+    object: 'chat.completion.chunk',
+    created: 1,
+    model: 'm',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: null }],
+    ...extra,
+  })}`;
+const contentOf = (event: string) =>
+  (JSON.parse(event.slice(6)) as { choices: [{ delta: Record<string, unknown> }] }).choices[0]
+    .delta;
+
+describe('coalesceEvents', () => {
+  it('merges consecutive content deltas into one, keeping the first chunk’s fields', () => {
+    const merged = coalesceEvents([
+      chunk({ role: 'assistant', content: '' }),
+      chunk({ content: '안녕' }, { obfuscation: 'xx' }),
+      chunk({ content: '하세요 "quoted" \\ \n' }),
+    ]);
+    expect(merged).toHaveLength(1);
+    expect(contentOf(merged[0] as string)).toEqual({
+      role: 'assistant',
+      content: '안녕하세요 "quoted" \\ \n',
+    });
+  });
+
+  it('merges reasoning deltas, but never reasoning with content', () => {
+    const merged = coalesceEvents([
+      chunk({ reasoning_content: 'think ', content: null }),
+      chunk({ reasoning_content: 'more', content: null }),
+      chunk({ content: 'Answer' }),
+      chunk({ content: '!' }),
+    ]);
+    expect(merged.map(contentOf)).toEqual([
+      { reasoning_content: 'think more', content: null },
+      { content: 'Answer!' },
+    ]);
+  });
+
+  it('passes every other event through verbatim and in order', () => {
+    const events = [
+      chunk({ content: 'a' }),
+      chunk({
+        tool_calls: [{ index: 0, id: 't', type: 'function', function: { arguments: '{' } }],
+      }),
+      chunk({ content: 'b' }),
+      chunk({ content: 'c' }, { usage: { prompt_tokens: 1 } }), // usage: the last one counts
+      chunk({ content: 'd' }, { citations: ['x'] }), // a field this code does not know
+      `data: ${JSON.stringify({ id: 'c1', model: 'm', choices: [{ index: 0, delta: { content: 'e' }, finish_reason: 'stop' }] })}`,
+      chunk({ content: 'f' }, { id: 'other-completion' }),
+      chunk({ content: 'g' }),
+      ': keep-alive comment',
+      'data: {"broken',
+      'event: message\ndata: {"multi":"line"}',
+      'data: [DONE]',
+    ];
+    expect(coalesceEvents(events)).toEqual(events);
+  });
+
+  it('keeps a lone delta byte for byte (no re-serialising)', () => {
+    const event = 'data:{"id":"c1","choices":[{"index":0,"delta":{"content":"\\u00e9"}}]}';
+    expect(coalesceEvents([event, 'data: [DONE]'])).toEqual([event, 'data: [DONE]']);
+  });
+});
+
+/**
+ * Every recorded provider stream, replayed at once (one burst, so it is coalesced), read
+ * through Parley's model adapter and through the AI SDK provider on its own: what the model
+ * said must be identical, only cut into fewer pieces.
+ */
+describe('Parley’s model adapter on recorded provider streams', () => {
+  let llm: FakeLlmServer;
+  const recordings = readdirSync(recordingsDir).filter((name) => name !== 'index.json');
+  let deltasWithout = 0;
+  let deltasWith = 0;
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+  });
+  afterAll(async () => {
+    await llm?.close();
+  });
+
+  it.each(recordings)('%s says the same with and without merging', async (file) => {
+    const plain = wrapLanguageModel({
+      model: createOpenAICompatible({
+        name: 'llm',
+        baseURL: llm.url,
+        includeUsage: true,
+      }).chatModel('m'),
+      middleware: extractReasoningMiddleware({ tagName: 'think' }),
+    });
+    const ours = (await createOpenAICompatibleModel({
+      baseURL: llm.url,
+      model: 'm',
+    }).get()) as LanguageModelV4;
+
+    llm.enqueue(reply.replay(file), reply.replay(file));
+    const without = await said(plain);
+    const withMerging = await said(ours);
+    llm.assertNoUnexpected();
+
+    expect(withMerging.said).toEqual(without.said);
+    expect(withMerging.deltas).toBeLessThanOrEqual(without.deltas);
+    deltasWithout += without.deltas;
+    deltasWith += withMerging.deltas;
+  });
+
+  it('needed far fewer deltas for the same words', () => {
+    expect(deltasWithout).toBeGreaterThan(1_000);
+    expect(deltasWith).toBeLessThan(deltasWithout / 5);
+  });
+});
+
+async function said(model: LanguageModelV4) {
+  const { stream } = await model.doStream({
+    prompt: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }],
+  });
+  const result = {
+    text: '',
+    reasoning: '',
+    toolCalls: [] as unknown[],
+    finish: undefined as unknown,
+    errors: [] as string[],
+  };
+  let deltas = 0;
+  for await (const part of stream) {
+    if (part.type === 'text-delta') result.text += part.delta;
+    if (part.type === 'reasoning-delta') result.reasoning += part.delta;
+    if (part.type === 'text-delta' || part.type === 'reasoning-delta') deltas++;
+    if (part.type === 'tool-call')
+      result.toolCalls.push({ name: part.toolName, input: part.input });
+    if (part.type === 'finish') result.finish = { reason: part.finishReason, usage: part.usage };
+    if (part.type === 'error') result.errors.push(String(part.error));
+  }
+  return { said: result, deltas };
+}
