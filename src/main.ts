@@ -9,6 +9,7 @@ import { buildServer } from './http/server.ts';
 import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
 import { createChatModel } from './models/create-chat-model.ts';
+import { ChatContextRepository } from './storage/chat-context-repository.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
@@ -17,6 +18,7 @@ import { MessageRepository } from './storage/message-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
 import { RunRepository } from './storage/run-repository.ts';
 import { UserRepository } from './storage/user-repository.ts';
+import { profileTools } from './tools/profile-tools.ts';
 import { reminderTools } from './tools/reminder-tools.ts';
 
 /**
@@ -32,6 +34,7 @@ async function main(): Promise<void> {
   const { db } = database;
   const reminders = new ReminderRepository(db);
   const runs = new RunRepository(db);
+  const users = new UserRepository(db);
   const shutdownSignal = new AbortController();
   const feedbackRepository = new FeedbackRepository(db);
   const langSmith = connectLangSmith(config, logger);
@@ -47,10 +50,12 @@ async function main(): Promise<void> {
   const model = createChatModel(config, logger);
   const chats = new ChatService({
     model,
-    messages: new MessageRepository(db),
+    contexts: new ChatContextRepository(db),
     runs,
-    users: new UserRepository(db),
-    tools: ({ userId, today }) => reminderTools({ userId, today, reminders }),
+    tools: ({ userId, today }) => ({
+      ...reminderTools({ userId, today, reminders }),
+      ...profileTools({ userId, users }),
+    }),
     tracer: langSmith?.tracer ?? noTracing,
     logger,
     settings: {

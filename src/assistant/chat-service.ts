@@ -2,9 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { type ModelMessage, pruneMessages, stepCountIs, streamText, type ToolSet } from 'ai';
 import type { Logger } from 'pino';
 import type { ChatModel } from '../models/chat-model.ts';
-import type { MessageRepository } from '../storage/message-repository.ts';
+import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
 import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-repository.ts';
-import type { UserRepository } from '../storage/user-repository.ts';
 import { type ChatEvent, type ChatRequest, SHUTDOWN } from './chat-events.ts';
 import { describeChatError } from './describe-chat-error.ts';
 import { fitHistory } from './history-window.ts';
@@ -30,9 +29,8 @@ export type ToolsFor = (context: { userId: string; today: string }) => ToolSet;
 
 export interface ChatServiceDependencies {
   model: ChatModel;
-  messages: MessageRepository;
+  contexts: ChatContextRepository;
   runs: RunRepository;
-  users: UserRepository;
   tools: ToolsFor;
   tracer: RunTracer;
   logger: Logger;
@@ -82,7 +80,7 @@ export class ChatService {
     signal: AbortSignal,
     log: Logger,
   ): AsyncGenerator<ChatEvent> {
-    const { model, messages, runs, users, tools, tracer, settings } = this.#deps;
+    const { model, contexts, runs, tools, tracer, settings } = this.#deps;
     const userMessage: ModelMessage = { role: 'user', content: request.message };
     const run: RunRecord = {
       id: runId,
@@ -101,14 +99,11 @@ export class ChatService {
         model: model.id,
         input: request.message,
       });
-      const [profile, stored] = await Promise.all([
-        users.getOrCreate(request.userId),
-        messages.recent(request.userId, HISTORY_ROWS),
-      ]);
+      const { profile, history: stored } = await contexts.load(request.userId, HISTORY_ROWS);
       const now = new Date();
       const toolSet = tools({
         userId: request.userId,
-        today: localDate(now, resolveTimezone(profile.timezone)),
+        today: localDate(now, resolveTimezone(profile?.timezone)),
       });
       const history = fitHistory(stored, settings.historyMaxTokens);
 

@@ -36,7 +36,10 @@ function describeProfile(profile: UserProfile | undefined): string {
   const facts = [
     profile.displayName ? `- Name: ${profile.displayName}` : '',
     profile.locale ? `- Locale: ${profile.locale}` : '',
-    ...Object.entries(profile.facts ?? {}).map(([key, value]) => `- ${key}: ${value}`),
+    // Sorted: the database does not keep the order facts were told in (jsonb orders keys).
+    ...Object.entries(profile.facts ?? {})
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([key, value]) => `- ${key}: ${value}`),
   ];
   return facts.filter(Boolean).join('\n');
 }

@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
 import { orm } from './orm.ts';
 
-const { desc, eq } = orm;
+const { eq } = orm;
 
 import type { Db } from './database.ts';
 import { messages } from './schema.ts';
@@ -28,18 +28,6 @@ export class MessageRepository {
 
   constructor(db: Db) {
     this.#db = db;
-  }
-
-  /** The user's latest `limit` messages, oldest first. */
-  /** The user's last `limit` messages, oldest first. */
-  async recent(userId: string, limit: number): Promise<ModelMessage[]> {
-    const rows = await this.#db
-      .select({ content: messages.content })
-      .from(messages)
-      .where(eq(messages.userId, userId))
-      .orderBy(desc(messages.id))
-      .limit(limit);
-    return rows.reverse().map((row) => row.content as ModelMessage);
   }
 
   /**

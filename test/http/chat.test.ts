@@ -118,6 +118,7 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(request?.tools?.map((t) => t.function.name).sort()).toEqual([
       'list_reminders',
       'set_reminder',
+      'update_profile',
     ]);
     expect(sentMessages(llm.chats.length - 1)).toEqual([
       { role: 'user', content: 'first question' },
@@ -303,6 +304,54 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
 
     const toolMessage = sentMessages(llm.chats.length - 1).find((m) => m.role === 'tool');
     expect(String(toolMessage?.content)).toContain('Dentist');
+  });
+
+  it('remembers what the user tells about themselves in every later prompt', async () => {
+    const systemPrompt = () => String(llm.chats.at(-1)?.body.messages[0]?.content);
+    llm.enqueue(
+      reply.toolCalls([
+        {
+          name: 'update_profile',
+          args: {
+            display_name: '지민',
+            timezone: 'Asia/Seoul',
+            facts: { allergy: 'peanuts', team: 'Parley' },
+          },
+        },
+      ]),
+      reply.text('알겠어요, 지민 님.'),
+      reply.text('Hello again.'),
+    );
+    await ask({
+      message: '저는 서울에 사는 지민이에요. 땅콩 알레르기가 있어요.',
+      user_id: 'profile',
+    });
+    await ask({ message: 'hello', user_id: 'profile' });
+    expect(systemPrompt()).toContain('(Asia/Seoul)');
+    expect(systemPrompt()).toContain('- Name: 지민\n- allergy: peanuts\n- team: Parley');
+
+    // A fact set to null is forgotten; a timezone the runtime does not know is refused.
+    llm.enqueue(
+      reply.toolCalls([{ name: 'update_profile', args: { facts: { allergy: null } } }]),
+      reply.text('Forgotten.'),
+      reply.toolCalls([{ name: 'update_profile', args: { timezone: 'Mars/Olympus' } }]),
+      reply.text('That is not a timezone I know.'),
+      reply.text('Hi.'),
+    );
+    await ask({ message: 'forget my allergy', user_id: 'profile' });
+    await ask({ message: 'I moved to Mars', user_id: 'profile' });
+    const toolMessage = sentMessages(llm.chats.length - 1).findLast((m) => m.role === 'tool');
+    expect(JSON.stringify(toolMessage?.content)).toContain('is not an IANA timezone name');
+    await ask({ message: 'hi', user_id: 'profile' });
+    expect(systemPrompt()).toContain('(Asia/Seoul)');
+    expect(systemPrompt()).toContain('- Name: 지민\n- team: Parley');
+    expect(systemPrompt()).not.toContain('allergy');
+
+    // Nobody else sees it.
+    llm.enqueue(reply.text('Hi stranger.'));
+    await ask({ message: 'hi', user_id: 'profile-other' });
+    expect(systemPrompt()).not.toContain('지민');
+    expect(systemPrompt()).toContain('(UTC)');
   });
 
   it('runs parallel tool calls whose arguments arrive split across deltas', async () => {

@@ -1,0 +1,91 @@
+import { tool, zodSchema } from 'ai';
+import { z } from 'zod';
+import type { UserRepository } from '../storage/user-repository.ts';
+
+export interface ProfileToolContext {
+  userId: string;
+  users: UserRepository;
+}
+
+/** Facts kept per user: they go into every prompt, so they are few and short. */
+export const MAX_FACTS = 50;
+
+const timezone = z.string().max(64).refine(isTimezone, {
+  message: 'is not an IANA timezone name (e.g. Asia/Seoul, Europe/Paris, UTC)',
+});
+const locale = z
+  .string()
+  .max(35)
+  .refine(isLocale, { message: 'is not a BCP 47 language tag (e.g. ko-KR, en-GB)' });
+
+// Built once: the AI SDK caches a schema's JSON Schema on the object (see reminder-tools.ts).
+const updateProfileInput = zodSchema(
+  z.object({
+    display_name: z.string().min(1).max(100).optional().describe('How to address the user'),
+    timezone: timezone.optional().describe('Where the user lives, as an IANA timezone name'),
+    locale: locale.optional().describe('The user’s language and region, e.g. ko-KR'),
+    facts: z
+      .record(z.string().min(1).max(64), z.string().min(1).max(500).nullable())
+      .refine((facts) => Object.keys(facts).length <= 20, {
+        message: 'change at most 20 facts at a time',
+      })
+      .optional()
+      .describe(
+        'Short facts worth remembering, by name (e.g. {"allergy": "peanuts"}); null forgets one',
+      ),
+  }),
+);
+
+/** `update_profile`, bound to one user: what the assistant remembers about them. */
+export function profileTools(context: ProfileToolContext) {
+  return {
+    update_profile: tool({
+      description:
+        'Remember something lasting about the user: their name, where they live (timezone), ' +
+        'their language, or a short fact they want kept. Only what the user said about themselves.',
+      inputSchema: updateProfileInput,
+      execute: async (input) => {
+        const profile = await context.users.update(
+          context.userId,
+          {
+            displayName: input.display_name,
+            timezone: input.timezone,
+            locale: input.locale,
+            facts: input.facts,
+          },
+          (merged) => {
+            const count = Object.keys(merged.facts ?? {}).length;
+            if (count > MAX_FACTS) {
+              throw new Error(
+                `That would keep ${count} facts; at most ${MAX_FACTS} are kept. Forget some first.`,
+              );
+            }
+          },
+        );
+        return {
+          display_name: profile.displayName,
+          timezone: profile.timezone,
+          locale: profile.locale,
+          facts: profile.facts,
+        };
+      },
+    }),
+  };
+}
+
+function isTimezone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isLocale(value: string): boolean {
+  try {
+    return Intl.getCanonicalLocales(value).length === 1;
+  } catch {
+    return false;
+  }
+}
