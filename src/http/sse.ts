@@ -47,6 +47,10 @@ export function toSseBody(
   response: ServerResponse,
 ): Readable {
   const body = new PassThrough();
+  // Node sends the headers with the first write; send them as soon as the framework has set
+  // them (it pipes the body just after), so a client whose answer must wait (the user's
+  // previous chat, a model being loaded) knows at once that its stream was accepted.
+  response.once('pipe', () => response.flushHeaders());
   let lastWrite = performance.now();
   /** When the oldest fragment still waiting in the corked socket was written. */
   let heldSince: number | undefined;

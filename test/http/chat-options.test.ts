@@ -40,6 +40,21 @@ describe.each([
       }),
     );
 
+  it('answers with the stream headers at once, before the model says anything', async () => {
+    // No keep-alive comes before 15 s here, so only the headers themselves can arrive early.
+    llm.enqueue(reply.text('late', { delayMs: 900 }));
+    const started = Date.now();
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'slow model', user_id: 'headers-first' }),
+    });
+    expect(Date.now() - started).toBeLessThan(600);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect((await readChat(response)).text).toBe('late');
+  });
+
   it('stops after CHAT_MAX_STEPS model calls and still ends the stream cleanly', async () => {
     const before = llm.chats.length;
     llm.respond(() => reply.toolCalls([{ name: 'list_reminders', args: {} }]));
