@@ -107,8 +107,11 @@ export class ChatService {
       });
       const history = fitHistory(stored, settings.historyMaxTokens);
 
+      // The first chat may wait minutes for the embedded model to download: not past the
+      // client leaving or the server stopping.
+      const languageModel = await unlessAborted(model.get(), signal);
       const result = streamText({
-        model: await model.get(),
+        model: languageModel,
         system: buildSystemPrompt({ now, profile, toolNames: Object.keys(toolSet) }),
         messages: [...history, userMessage],
         tools: toolSet,
@@ -311,4 +314,19 @@ const partial = (answer: string): ModelMessage[] =>
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/** Settles as `work` does, or rejects with the signal's reason as soon as it is aborted. */
+async function unlessAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted();
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
 }

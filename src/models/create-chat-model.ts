@@ -48,7 +48,7 @@ function createEmbeddedChatModel(config: ModelConfig, logger: Logger): ChatModel
           }
           return path;
         }
-      : () => ensureModel({ uri, dir: join(config.DATA_DIR, 'models'), logger }),
+      : (signal) => ensureModel({ uri, dir: join(config.DATA_DIR, 'models'), logger, signal }),
     logger,
     ...(config.LLM_THREADS ? { threads: config.LLM_THREADS } : {}),
   });

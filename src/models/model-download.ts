@@ -1,4 +1,5 @@
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 import { createModelDownloader, type ModelDownloader, resolveModelFile } from 'node-llama-cpp';
 import type { Logger } from 'pino';
@@ -80,6 +81,35 @@ function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> 
 // next to the marker written after it was verified.
 const markerOf = (path: string) => `${path}.verified`;
 
+/**
+ * A download in progress: ipull's file (the data so far, then its progress record) and ours
+ * saying which URI and size it was started for. A partial is only resumed for the same
+ * ones, so bytes of two different files (another model, or a file replaced upstream with
+ * one of another size) are never joined.
+ */
+const partialOf = (path: string) => ({ data: `${path}.ipull`, origin: `${path}.download.json` });
+
+/**
+ * ipull renames a cancelled download to the final name (it counts a cancel as "ended"), data
+ * and progress record included: such a file, never verified, goes back to being a partial.
+ */
+async function keepAsPartial(path: string): Promise<void> {
+  if (!existsSync(path) || existsSync(markerOf(path))) return;
+  await rename(path, partialOf(path).data);
+}
+
+async function startedAs(
+  originPath: string,
+  expected: { uri: string; size: number },
+): Promise<boolean> {
+  try {
+    const origin = JSON.parse(await readFile(originPath, 'utf8')) as Record<string, unknown>;
+    return origin.uri === expected.uri && origin.size === expected.size;
+  } catch {
+    return false;
+  }
+}
+
 async function isMarkedComplete(path: string): Promise<boolean> {
   try {
     const marker = JSON.parse(await readFile(markerOf(path), 'utf8')) as { size?: unknown };
@@ -109,25 +139,43 @@ async function download(options: EnsureModelOptions): Promise<string> {
   const fileName = localFileName(uri);
   let lastLogged = -1;
   let lastProgressAt = Date.now();
-  const downloader: ModelDownloader = await withTimeout(
-    createModelDownloader({
-      modelUri: uri,
-      dirPath: options.dir,
-      ...(fileName ? { fileName } : {}),
-      onProgress: ({ totalSize, downloadedSize }) => {
-        lastProgressAt = Date.now();
-        const percent = totalSize > 0 ? Math.floor((downloadedSize / totalSize) * 10) * 10 : 0;
-        if (percent <= lastLogged) return;
-        lastLogged = percent;
-        logger.info({ uri, downloadedSize, totalSize, percent }, 'downloading the embedded model');
-      },
-    }),
-    options.connectTimeoutMs ?? 15_000,
-    'resolving the model file',
-  );
+  const create = () =>
+    withTimeout(
+      createModelDownloader({
+        modelUri: uri,
+        dirPath: options.dir,
+        ...(fileName ? { fileName } : {}),
+        // A cut-short download is kept (as `<file>.ipull`, progress included) and resumed by
+        // the next attempt, also after a restart; see `partialOf`.
+        deleteTempFileOnCancel: false,
+        onProgress: ({ totalSize, downloadedSize }) => {
+          lastProgressAt = Date.now();
+          const percent = totalSize > 0 ? Math.floor((downloadedSize / totalSize) * 10) * 10 : 0;
+          if (percent <= lastLogged) return;
+          lastLogged = percent;
+          logger.info(
+            { uri, downloadedSize, totalSize, percent },
+            'downloading the embedded model',
+          );
+        },
+      }),
+      options.connectTimeoutMs ?? 15_000,
+      'resolving the model file',
+    );
+  let downloader: ModelDownloader = await create();
+  const partial = partialOf(downloader.entrypointFilePath);
+  const started = { uri, size: downloader.totalSize };
+  if (existsSync(partial.data) && !(await startedAs(partial.origin, started))) {
+    // The downloader has just loaded that file's progress: start over with an empty one.
+    logger.warn({ path: partial.data }, 'discarding a partial download of another model file');
+    await downloader.cancel({ deleteTempFile: true });
+    downloader = await create();
+  }
+  await writeFile(partial.origin, JSON.stringify(started));
+  const resumedFrom = downloader.downloadedSize;
   logger.info(
-    { uri, file: downloader.entrypointFilePath, totalSize: downloader.totalSize },
-    'model download started',
+    { uri, file: downloader.entrypointFilePath, totalSize: downloader.totalSize, resumedFrom },
+    resumedFrom > 0 ? 'model download resumed' : 'model download started',
   );
 
   const stalled = new AbortController();
@@ -140,23 +188,37 @@ async function download(options: EnsureModelOptions): Promise<string> {
     },
     Math.min(stallMs, 1_000),
   );
-  const signals = [stalled.signal, ...(options.signal ? [options.signal] : [])];
+  const stop = AbortSignal.any([stalled.signal, ...(options.signal ? [options.signal] : [])]);
+  // Cancelled here rather than through download()'s own signal, whose cancel nobody awaits:
+  // ipull renames the partial while it closes, and it must be back in place before this
+  // attempt is reported as failed (or the process exits at shutdown).
+  let cancelling: Promise<void> | undefined;
+  const cancel = () => {
+    cancelling = downloader
+      .cancel({ deleteTempFile: false })
+      .then(() => keepAsPartial(downloader.entrypointFilePath));
+  };
+  stop.addEventListener('abort', cancel, { once: true });
   try {
-    const path = await downloader.download({ signal: AbortSignal.any(signals) });
-    if (stalled.signal.aborted) throw stalled.signal.reason;
-    options.signal?.throwIfAborted();
+    const path = await downloader.download().finally(() => cancelling);
+    stop.throwIfAborted();
     // A split model's entry file is its first part: compare with that part's size.
     const size =
       downloader.filesInfo.find((f) => f.filePath === path)?.totalSize ?? downloader.totalSize;
     const problem = await verifyGgufFile(path, size);
     if (problem) {
-      await rm(path, { force: true }); // never leave a bad file where the next start trusts it
+      // Never leave a bad file where the next start trusts it, nor resume into it.
+      await Promise.all([rm(path, { force: true }), rm(partial.origin, { force: true })]);
       throw new Error(`the downloaded file is unusable: ${problem}`);
     }
     await writeFile(markerOf(path), JSON.stringify({ uri, size }));
+    await rm(partial.origin, { force: true });
     logger.info({ uri, path, size }, 'model download finished');
     return path;
+  } catch (error) {
+    throw stop.aborted ? stop.reason : error;
   } finally {
+    stop.removeEventListener('abort', cancel);
     clearInterval(watchdog);
   }
 }
@@ -164,24 +226,26 @@ async function download(options: EnsureModelOptions): Promise<string> {
 /**
  * Returns the local path of the model named by `uri`, downloading it into
  * `dir` on first use (with progress logs; a dropped connection is resumed within the
- * download, but a download cut short starts over on the next start).
+ * download, and a download cut short by a stall, an abort or a restart resumes on the next
+ * attempt).
  * Throws ModelUnavailableError when it cannot be had; an abort of `signal`
  * is rethrown as is.
  */
 export async function ensureModel(options: EnsureModelOptions): Promise<string> {
   await mkdir(options.dir, { recursive: true });
   const existing = await findExisting(options);
-  if (existing) {
-    const problem = (await isMarkedComplete(existing))
-      ? await verifyGgufFile(existing)
-      : 'it is not a verified download (an interrupted one, or a file put there by hand: use LLM_MODEL_PATH for those)';
+  if (existing && (await isMarkedComplete(existing))) {
+    const problem = await verifyGgufFile(existing);
     if (!problem) return existing;
     options.logger.warn(
       { path: existing, problem },
       'discarding the model file and downloading again',
     );
-    await rm(existing, { force: true });
-    await rm(markerOf(existing), { force: true });
+    await Promise.all([rm(existing, { force: true }), rm(markerOf(existing), { force: true })]);
+  } else if (existing) {
+    // An interrupted download under the final name (or a file put there by hand: those
+    // belong in LLM_MODEL_PATH). The download resumes it only if it started it.
+    await keepAsPartial(existing);
   }
   try {
     return await download(options);

@@ -1,10 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type FakeFileServer, serveFile } from '../support/fake-file-server.ts';
+import {
+  noneOverlaps,
+  rangesFetched,
+  waitForSavedChunks,
+} from '../support/model-download/partial-progress.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { writeTinyGguf } from '../support/tiny-gguf/make-tiny-gguf.ts';
+import { buildTinyGguf, writeTinyGguf } from '../support/tiny-gguf/make-tiny-gguf.ts';
 
 const THOUGHT = 'The user greets me in Korean.';
 const ANSWER = 'Hello from tiny llama! 반가워요.';
@@ -73,5 +79,54 @@ describe('POST /chat when the embedded model cannot be had', () => {
     expect(stream.error?.message).toMatch(/LLM_BASE_URL/);
     expect(stream.ended).toBe(true);
     expect((await parley.fetch('/health')).status).toBe(200);
+  });
+});
+
+describe('POST /chat while the embedded model is being downloaded', () => {
+  const CHUNK = 5 * 1024 * 1024; // node-llama-cpp's download chunk
+  let dataDir: string;
+  let host: FakeFileServer;
+  let parley: RunningParley | undefined;
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-model-restart-'));
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await host?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('stops at once on SIGTERM, and resumes the download after the restart', async () => {
+    const model = buildTinyGguf({ script: ANSWER, paddingBytes: 2 * CHUNK + 4_321 });
+    // The first ranged GET stalls in the second chunk; the others arrive on parallel ones.
+    host = await serveFile(model, { faultAt: CHUNK + 1_000_000, fault: 'stall' });
+    const env = { LLM_MODEL: host.url, LLM_THREADS: '1', SHUTDOWN_GRACE_MS: '300' };
+    parley = await startParley({ dataDir, env });
+
+    const waiting = ask(parley, { message: 'hello', user_id: 'early' });
+    const partial = join(dataDir, 'models', 'tiny.gguf.ipull');
+    const { done, chunkSize } = await waitForSavedChunks(partial, model.length);
+    const stopping = Date.now();
+    expect(await parley.stop('SIGTERM')).toBe(0);
+    expect(Date.now() - stopping).toBeLessThan(5_000);
+    // The chat that was waiting for the model was told why it stopped.
+    const early = await waiting;
+    expect(early.error?.code).toBe('shutting_down');
+    expect(early.ended).toBe(true);
+    expect(readdirSync(join(dataDir, 'models')).sort()).toEqual([
+      'tiny.gguf.download.json',
+      'tiny.gguf.ipull',
+    ]);
+
+    const before = host.requests.length;
+    parley = await startParley({ dataDir, env });
+    const stream = await ask(parley, { message: 'hello again', user_id: 'later' });
+    expect(stream.error).toBeUndefined();
+    expect(stream.text).toBe(ANSWER);
+    const resumed = parley.logs.find((line) => line.msg === 'model download resumed');
+    expect(resumed?.resumedFrom).toBeGreaterThanOrEqual(done.length * chunkSize - CHUNK);
+    const fetched = rangesFetched(host.requests.slice(before));
+    expect(fetched.length).toBeGreaterThan(0);
+    expect(noneOverlaps(fetched, done, chunkSize)).toBe(true);
   });
 });

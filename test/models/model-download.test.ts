@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -5,6 +7,11 @@ import pino from 'pino';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ensureModel, ModelUnavailableError } from '../../src/models/model-download.ts';
 import { type FakeFileServer, serveFile } from '../support/fake-file-server.ts';
+import {
+  noneOverlaps,
+  rangesFetched,
+  waitForSavedChunks,
+} from '../support/model-download/partial-progress.ts';
 import { buildTinyGguf } from '../support/tiny-gguf/make-tiny-gguf.ts';
 
 // The download path runs for real: node-llama-cpp's downloader against a local
@@ -88,6 +95,44 @@ describe('ensureModel', () => {
     expect(await ensureModel({ uri: host.url, dir, logger })).toBe(path);
   });
 
+  it('resumes a download cut short by a killed process on the next start', async () => {
+    // The first ranged GET stalls half-way through the second chunk; the other chunks
+    // complete on parallel connections and their progress is saved with the partial file.
+    const stalling = await server(model, { faultAt: CHUNK + 1_000_000, fault: 'stall' });
+    const dir = await tempDir();
+    const child = spawn(
+      process.execPath,
+      [
+        new URL('../support/model-download/download-child.ts', import.meta.url).pathname,
+        stalling.url,
+        dir,
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    const exited = once(child, 'exit');
+    // Killed once the partial file records a finished chunk, so there is something to resume.
+    const { done, chunkSize } = await waitForSavedChunks(
+      join(dir, 'tiny.gguf.ipull'),
+      model.length,
+    );
+    child.kill('SIGKILL');
+    await exited;
+    expect(done.length).toBeGreaterThan(0);
+    expect((await readdir(dir)).sort()).toEqual(['tiny.gguf.download.json', 'tiny.gguf.ipull']);
+
+    // Started again, from the same host (its fault happens once): the download resumes.
+    const before = stalling.requests.length;
+    const { logger } = captureLogger();
+    const path = await ensureModel({ uri: stalling.url, dir, logger });
+
+    expect(Buffer.compare(await readFile(path), Buffer.from(model))).toBe(0);
+    expect((await readdir(dir)).sort()).toEqual(['tiny.gguf', 'tiny.gguf.verified']);
+    // The chunks recorded as complete were not fetched again: the download resumed.
+    const fetched = rangesFetched(stalling.requests.slice(before));
+    expect(fetched.length).toBeGreaterThan(0);
+    expect(noneOverlaps(fetched, done, chunkSize)).toBe(true);
+  });
+
   it('gives up on a stalled download and never trusts what it left behind', async () => {
     const { logger, lines } = captureLogger();
     const dir = await tempDir();
@@ -98,14 +143,21 @@ describe('ensureModel', () => {
     );
     expect(error).toBeInstanceOf(ModelUnavailableError);
     expect((error as Error).message).toMatch(/no data for 500 ms/);
+    // What it got is kept for the next attempt, as a partial file llama.cpp never loads.
+    expect((await readdir(dir)).sort()).toEqual(['tiny.gguf.download.json', 'tiny.gguf.ipull']);
     await stalling.close();
 
-    // The downloader may leave an incomplete file under the final name; the
-    // next start discards it instead of handing it to llama.cpp.
+    // The same file name from another URL is another download: the partial is not joined to
+    // it, the whole file is fetched anew.
     const healthy = await server(model);
     const path = await ensureModel({ uri: healthy.url, dir, logger });
     expect(Buffer.compare(await readFile(path), Buffer.from(model))).toBe(0);
+    expect(lines.some((l) => l.msg === 'discarding a partial download of another model file')).toBe(
+      true,
+    );
+    expect(healthy.requests.some((r) => r.range?.startsWith('bytes=0-'))).toBe(true);
     expect(lines.some((l) => l.msg === 'model download finished')).toBe(true);
+    expect((await readdir(dir)).sort()).toEqual(['tiny.gguf', 'tiny.gguf.verified']);
   });
 
   it('rejects and deletes a download that is not a GGUF model', async () => {

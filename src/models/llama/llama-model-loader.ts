@@ -11,8 +11,11 @@ import type { Logger } from 'pino';
 import { createSequencePool, type SequencePool } from './sequence-pool.ts';
 
 export type LlamaModelLoaderOptions = {
-  /** GGUF path, or a function that produces it on first use (e.g. a download). */
-  modelPath: string | (() => Promise<string>);
+  /**
+   * GGUF path, or a function that produces it on first use (e.g. a download); its signal is
+   * aborted by `dispose`, so shutting down does not wait for a download to finish.
+   */
+  modelPath: string | ((signal: AbortSignal) => Promise<string>);
   logger: Logger;
   /** Tokens of context per sequence (default 8192). */
   contextSize?: number;
@@ -53,10 +56,13 @@ const LOG_LEVELS: Partial<Record<LlamaLogLevel, 'error' | 'warn' | 'info' | 'deb
   [LlamaLogLevel.debug]: 'debug',
 };
 
-async function loadLlama(options: LlamaModelLoaderOptions): Promise<LoadedLlama> {
+async function loadLlama(
+  options: LlamaModelLoaderOptions,
+  signal: AbortSignal,
+): Promise<LoadedLlama> {
   const log = options.logger;
   const modelPath =
-    typeof options.modelPath === 'string' ? options.modelPath : await options.modelPath();
+    typeof options.modelPath === 'string' ? options.modelPath : await options.modelPath(signal);
   const started = Date.now();
   const llama = await getLlama({
     gpu: options.gpu ?? false,
@@ -101,9 +107,10 @@ async function loadLlama(options: LlamaModelLoaderOptions): Promise<LoadedLlama>
 
 export function createLlamaModelLoader(options: LlamaModelLoaderOptions): LlamaModelLoader {
   let loading: Promise<LoadedLlama> | undefined;
+  let stop = new AbortController();
   return {
     load() {
-      loading ??= loadLlama(options).catch((error: unknown) => {
+      loading ??= loadLlama(options, stop.signal).catch((error: unknown) => {
         loading = undefined;
         throw error;
       });
@@ -112,6 +119,8 @@ export function createLlamaModelLoader(options: LlamaModelLoaderOptions): LlamaM
     async dispose() {
       const current = loading;
       loading = undefined;
+      stop.abort(new Error('the embedded model is being disposed'));
+      stop = new AbortController();
       if (!current) return;
       const loaded = await current.catch(() => undefined);
       await loaded?.llama.dispose(); // disposes its models and contexts too
