@@ -35,6 +35,8 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     });
   const ask = async (body: Record<string, unknown>): Promise<ChatStream> =>
     readChat(await chat(body));
+  /** Model requests the fake is still answering. */
+  const modelCallsInFlight = () => llm.chats.filter((c) => c.outcome === 'pending').length;
   const sentMessages = (index: number) =>
     (llm.chats[index]?.body.messages ?? []).filter((m) => m.role !== 'system') as Message[];
 
@@ -262,7 +264,9 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   });
 
   it('serialises 20 concurrent chats of one user into a consistent history', async () => {
+    let peak = 0;
     llm.respond((request) => {
+      peak = Math.max(peak, modelCallsInFlight());
       const last = request.messages.at(-1);
       return reply.text(`answer to ${String(last?.content)}`, { chunks: 3, delayMs: 2 });
     });
@@ -285,6 +289,76 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
       expect(history[i + 1]).toEqual({ role: 'assistant', content: `answer to ${question}` });
     }
     expect(new Set(history.filter((m) => m.role === 'user').map((m) => m.content)).size).toBe(21);
+    expect(peak).toBe(1); // never two model calls of this user at once
+  });
+
+  it('runs the chats of different users in parallel', async () => {
+    let peak = 0;
+    llm.respond(() => {
+      peak = Math.max(peak, modelCallsInFlight());
+      return reply.text('slow answer', { chunks: 3, delayMs: 300 });
+    });
+    const streams = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => ask({ message: 'hi', user_id: `parallel-user-${i}` })),
+    );
+    llm.respond(() => undefined);
+    for (const stream of streams) expect(stream.text).toBe('slow answer');
+    expect(peak).toBe(8);
+  });
+
+  it('runs no tool and calls the model no more once the client has left', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ name: 'set_reminder', args: { title: 'Never', date: '2099-01-01' } }], {
+        text: 'Let me save that for you.',
+        delayMs: 150,
+      }),
+    );
+    const before = llm.chats.length;
+    const controller = new AbortController();
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'remind me', user_id: 'left-before-tool' }),
+      signal: controller.signal,
+    });
+    await readUntil(response, (raw) => raw.includes('Let'));
+    controller.abort();
+    expect((await llm.waitForClientClose(5_000)).outcome).toBe('client-closed');
+
+    // The next chat of this user starts once the interrupted one is stored.
+    llm.enqueue(reply.text('ok'));
+    await ask({ message: 'still there?', user_id: 'left-before-tool' });
+    expect(llm.chats.length - before).toBe(2); // the cut one and this one: no tool step
+    const reminders = await (await parley.fetch('/reminders/left-before-tool')).json();
+    expect(reminders).toEqual({ user_id: 'left-before-tool', reminders: [] });
+  });
+
+  it('never writes what users say, or what the model answers, to the info log', async () => {
+    llm.enqueue(
+      reply.reasoning('private-reasoning-91c2', 'private-answer-5e7d'),
+      reply.toolCalls([
+        { name: 'set_reminder', args: { title: 'private-title-3b8f', date: '2099-02-02' } },
+      ]),
+      reply.text('saved'),
+    );
+    const stream = await ask({ message: 'private-question-a4f0', user_id: 'quiet' });
+    await ask({ message: 'private-question-2', user_id: 'quiet' });
+    await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run_id: stream.runId, score: 1, comment: 'private-comment-77aa' }),
+    });
+    const output = parley.output();
+    expect(output).toContain('chat answered'); // the chats were logged, only without content
+    for (const secret of [
+      'private-question',
+      'private-answer',
+      'private-reasoning',
+      'private-title',
+      'private-comment',
+    ]) {
+      expect(output).not.toContain(secret);
+    }
   });
 
   it('runs tools: a reminder set through the model shows up in GET /reminders', async () => {
