@@ -27,11 +27,12 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     SSE_KEEPALIVE_MS: '300',
     ...storage.env,
   });
-  const chat = (body: Record<string, unknown>) =>
+  const chat = (body: Record<string, unknown>, signal?: AbortSignal) =>
     parley.fetch('/chat', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
     });
   const ask = async (body: Record<string, unknown>): Promise<ChatStream> =>
     readChat(await chat(body));
@@ -241,12 +242,7 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
     llm.enqueue(reply.text(words, { chunks: 60, delayMs: 50 }));
     const controller = new AbortController();
-    const response = await parley.fetch('/chat', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message: 'long story', user_id: 'leaver' }),
-      signal: controller.signal,
-    });
+    const response = await chat({ message: 'long story', user_id: 'leaver' }, controller.signal);
     await readUntil(response, (raw) => raw.includes('w3'));
     controller.abort();
     const closed = await llm.waitForClientClose(5_000);
@@ -315,12 +311,10 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     );
     const before = llm.chats.length;
     const controller = new AbortController();
-    const response = await parley.fetch('/chat', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message: 'remind me', user_id: 'left-before-tool' }),
-      signal: controller.signal,
-    });
+    const response = await chat(
+      { message: 'remind me', user_id: 'left-before-tool' },
+      controller.signal,
+    );
     await readUntil(response, (raw) => raw.includes('Let'));
     controller.abort();
     expect((await llm.waitForClientClose(5_000)).outcome).toBe('client-closed');
