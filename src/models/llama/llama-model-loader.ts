@@ -19,18 +19,12 @@ export type LlamaModelLoaderOptions = {
   logger: Logger;
   /** Tokens of context per sequence (default 8192). */
   contextSize?: number;
-  /** Conversations evaluated in parallel (default 1; more costs KV-cache memory). */
-  sequences?: number;
   /**
    * CPU threads per evaluation (default: node-llama-cpp's, the math cores).
    * llama.cpp threads spin-wait on each other: on an oversubscribed machine a
    * small model is far faster with 1.
    */
   threads?: number;
-  /** `false` (default) runs on the CPU; 'auto' uses a GPU build if one is installed. */
-  gpu?: false | 'auto';
-  /** Chat template handling; 'auto' (default) resolves it from the GGUF metadata. */
-  chatWrapper?: 'auto' | ChatWrapper;
 };
 
 export type LoadedLlama = {
@@ -65,7 +59,7 @@ async function loadLlama(
     typeof options.modelPath === 'string' ? options.modelPath : await options.modelPath(signal);
   const started = Date.now();
   const llama = await getLlama({
-    gpu: options.gpu ?? false,
+    gpu: false, // the prebuilt CPU binary: GPU builds are not installed (package.json overrides)
     build: 'never', // never fetch or compile llama.cpp at run time: use the prebuilt binary
     progressLogs: false,
     logLevel: LlamaLogLevel.warn,
@@ -78,15 +72,12 @@ async function loadLlama(
     const model = await llama.loadModel({ modelPath });
     const context = await model.createContext({
       contextSize: options.contextSize ?? 8192,
-      sequences: options.sequences ?? 1,
+      sequences: 1, // one conversation at a time: each more costs its own KV cache
       ...(options.threads === undefined ? {} : { threads: options.threads }),
     });
     // Resolving compares the GGUF's Jinja template with every known wrapper:
     // seconds of CPU, so it is done once per model, not per call.
-    const chatWrapper =
-      options.chatWrapper === undefined || options.chatWrapper === 'auto'
-        ? resolveChatWrapper(model)
-        : options.chatWrapper;
+    const chatWrapper = resolveChatWrapper(model);
     log.info(
       {
         modelPath,
