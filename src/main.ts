@@ -82,7 +82,7 @@ async function main(): Promise<void> {
     },
     conversations: new ConversationService(new MessageRepository(db)),
     documents: new DocumentService(new DocumentRepository(db)),
-    feedback: new FeedbackService(runs, feedbackRepository, () => forwarder?.kick()),
+    feedback: new FeedbackService(feedbackRepository, () => forwarder?.kick()),
     reminders,
   });
 

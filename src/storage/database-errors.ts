@@ -28,17 +28,27 @@ const UNREACHABLE_MESSAGES = [
 ];
 
 export function isDatabaseUnavailable(error: unknown): boolean {
+  return someCause(
+    error,
+    ({ code, message }) =>
+      (typeof code === 'string' && UNREACHABLE_CODES.has(code)) ||
+      (typeof message === 'string' && UNREACHABLE_MESSAGES.some((m) => message.includes(m))),
+  );
+}
+
+/** A row names another that does not exist (Postgres 23503, foreign_key_violation). */
+export function isForeignKeyViolation(error: unknown): boolean {
+  return someCause(error, ({ code }) => code === '23503');
+}
+
+/** Drizzle wraps the driver's error in its own: the test applies to every `cause` in turn. */
+function someCause(
+  error: unknown,
+  test: (error: { code?: unknown; message?: unknown }) => boolean,
+): boolean {
   for (let current = error, depth = 0; current && depth < 5; depth++) {
-    const { code, message, cause } = current as {
-      code?: unknown;
-      message?: unknown;
-      cause?: unknown;
-    };
-    if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return true;
-    if (typeof message === 'string' && UNREACHABLE_MESSAGES.some((m) => message.includes(m))) {
-      return true;
-    }
-    current = cause;
+    if (test(current as { code?: unknown; message?: unknown })) return true;
+    current = (current as { cause?: unknown }).cause;
   }
   return false;
 }

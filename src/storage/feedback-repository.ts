@@ -4,6 +4,7 @@ import { orm } from './orm.ts';
 const { eq, sql } = orm;
 
 import type { Db } from './database.ts';
+import { isForeignKeyViolation } from './database-errors.ts';
 import { feedback } from './schema.ts';
 
 export interface NewFeedback {
@@ -30,15 +31,21 @@ export class FeedbackRepository {
     this.#db = db;
   }
 
-  async insert(input: NewFeedback): Promise<string> {
+  /** Stores feedback on a run and returns its id; undefined when there is no such run. */
+  async insert(input: NewFeedback): Promise<string | undefined> {
     const id = randomUUID();
-    await this.#db.insert(feedback).values({
-      id,
-      runId: input.runId,
-      key: input.key,
-      score: input.score,
-      comment: input.comment ?? null,
-    });
+    try {
+      await this.#db.insert(feedback).values({
+        id,
+        runId: input.runId,
+        key: input.key,
+        score: input.score,
+        comment: input.comment ?? null,
+      });
+    } catch (error) {
+      if (isForeignKeyViolation(error)) return undefined; // the run_id names no run
+      throw error;
+    }
     return id;
   }
 

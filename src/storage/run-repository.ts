@@ -1,8 +1,4 @@
 import type { ModelMessage } from 'ai';
-import { orm } from './orm.ts';
-
-const { eq } = orm;
-
 import type { Db } from './database.ts';
 import { turnRows } from './message-repository.ts';
 import { chatRuns, messages } from './schema.ts';
@@ -54,14 +50,5 @@ export class RunRepository {
       .with(stored)
       .insert(messages)
       .values(turnRows(run.userId, run.id, turn, outcome.status === 'interrupted'));
-  }
-
-  async exists(runId: string): Promise<boolean> {
-    const rows = await this.#db
-      .select({ id: chatRuns.id })
-      .from(chatRuns)
-      .where(eq(chatRuns.id, runId))
-      .limit(1);
-    return rows.length === 1;
   }
 }
