@@ -529,6 +529,19 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   it('records each run with its status, usage and tools, and keeps history across a restart', async () => {
     llm.enqueue(reply.text('remember me', { usage: { prompt: 42, completion: 7 } }));
     const stream = await ask({ message: 'persist', user_id: 'restart' });
+    llm.enqueue(
+      reply.toolCalls([{ name: 'set_reminder', args: { title: 'Run', date: '2099-06-01' } }]),
+      reply.text('Saved.'),
+    );
+    await ask({ message: 'remind me', user_id: 'restart-tools' });
+    llm.enqueue(reply.text('a b c d e f g h', { chunks: 8, delayMs: 100 }));
+    const controller = new AbortController();
+    const cut = await chat({ message: 'long', user_id: 'restart-leaver' }, controller.signal);
+    await readUntil(cut, (raw) => raw.includes('a'));
+    controller.abort();
+    await llm.waitForClientClose(5_000);
+    llm.enqueue(reply.text('back'));
+    await ask({ message: 'back', user_id: 'restart-leaver' }); // runs once the cut one is stored
     expect(await parley.stop()).toBe(0);
 
     const target = { dataDir, databaseUrl: storage.env.DATABASE_URL };
@@ -548,12 +561,12 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(run?.finished_at).toBeInstanceOf(Date);
     const [toolRun] = await query<{ tools_used: string[] }>(
       target,
-      "SELECT r.tools_used FROM chat_runs r WHERE r.user_id = 'tools'",
+      "SELECT r.tools_used FROM chat_runs r WHERE r.user_id = 'restart-tools'",
     );
     expect(toolRun?.tools_used).toEqual(['set_reminder']);
     const [interrupted] = await query<{ status: string }>(
       target,
-      "SELECT status FROM chat_runs WHERE user_id = 'leaver' ORDER BY started_at LIMIT 1",
+      "SELECT status FROM chat_runs WHERE user_id = 'restart-leaver' ORDER BY started_at LIMIT 1",
     );
     expect(interrupted?.status).toBe('interrupted');
 
