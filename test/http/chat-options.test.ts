@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
@@ -123,5 +124,62 @@ describe.each(['0', '1'])('model failures with LLM_MAX_RETRIES=%s', (retries) =>
     });
     expect(stream.ended).toBe(true);
     llm.assertNoUnexpected();
+  });
+});
+
+describe('the history sent to the model', () => {
+  let llm: FakeLlmServer;
+  let database: TestDatabase;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    database = await createTestDatabase();
+    parley = await startParley({
+      env: {
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        DATABASE_URL: database.url,
+        // A turn below is ~210 estimated tokens (100 Hangul characters each way): two fit.
+        HISTORY_MAX_TOKENS: '500',
+      },
+    });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await database?.drop();
+  });
+
+  it('holds the latest whole turns within HISTORY_MAX_TOKENS; all of them stay stored', async () => {
+    const question = (i: number) => `${'질'.repeat(99)}${i}`;
+    const answer = (i: number) => `${'답'.repeat(99)}${i}`;
+    const ask = async (i: number) =>
+      readChat(
+        await parley.fetch('/chat', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ message: question(i), user_id: 'long-talk' }),
+        }),
+      );
+    for (let i = 1; i <= 5; i++) {
+      llm.enqueue(reply.text(answer(i)));
+      expect((await ask(i)).text).toBe(answer(i));
+    }
+    const sent = llm.chats.at(-1)?.body.messages.filter((m) => m.role !== 'system');
+    expect(sent).toEqual([
+      { role: 'user', content: question(3) },
+      { role: 'assistant', content: answer(3) },
+      { role: 'user', content: question(4) },
+      { role: 'assistant', content: answer(4) },
+      { role: 'user', content: question(5) },
+    ]);
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    const { rows } = await client.query(
+      "SELECT count(*)::int AS n FROM messages WHERE user_id = 'long-talk'",
+    );
+    await client.end();
+    expect(rows[0]?.n).toBe(10);
   });
 });
