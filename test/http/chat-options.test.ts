@@ -1,55 +1,34 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ChatStack, startChatStack } from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
-import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 describe.each([
   ['with the verbosity flags on', { LANGGRAPH_VERBOSE: '1', THINK_VERBOSE: 'yes' }, true],
   ['with the verbosity flags off', {}, false],
 ])('the agent loop %s', (_case, flags, verbose) => {
+  let stack: ChatStack;
   let llm: FakeLlmServer;
-  let database: TestDatabase;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    database = await createTestDatabase();
-    parley = await startParley({
-      env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        CHAT_MAX_STEPS: '3',
-        DATABASE_URL: database.url,
-        ...flags,
-      },
-    });
+    stack = await startChatStack({ CHAT_MAX_STEPS: '3', ...flags });
+    ({ llm, parley } = stack);
   });
   afterAll(async () => {
-    await parley?.stop();
-    await llm?.close();
-    await database?.drop();
+    await stack?.stop();
   });
 
   const ask = async (message: string, extra: Record<string, unknown> = {}) =>
-    readChat(
-      await parley.fetch('/chat', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ message, user_id: 'looper', ...extra }),
-      }),
-    );
+    readChat(await stack.chat({ message, user_id: 'looper', ...extra }));
 
   it('answers with the stream headers at once, before the model says anything', async () => {
     // No keep-alive comes before 15 s here, so only the headers themselves can arrive early.
     llm.enqueue(reply.text('late', { delayMs: 900 }));
     const started = Date.now();
-    const response = await parley.fetch('/chat', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message: 'slow model', user_id: 'headers-first' }),
-    });
+    const response = await stack.chat({ message: 'slow model', user_id: 'headers-first' });
     expect(Date.now() - started).toBeLessThan(600);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
@@ -128,45 +107,25 @@ describe.each(['0', '1'])('model failures with LLM_MAX_RETRIES=%s', (retries) =>
 });
 
 describe('the history sent to the model', () => {
-  let llm: FakeLlmServer;
-  let database: TestDatabase;
-  let parley: RunningParley;
-
+  let stack: ChatStack;
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    database = await createTestDatabase();
-    parley = await startParley({
-      env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        DATABASE_URL: database.url,
-        // A turn below is ~210 estimated tokens (100 Hangul characters each way): two fit.
-        HISTORY_MAX_TOKENS: '500',
-      },
-    });
+    // A turn below is ~210 estimated tokens (100 Hangul characters each way): two fit.
+    stack = await startChatStack({ HISTORY_MAX_TOKENS: '500' });
   });
   afterAll(async () => {
-    await parley?.stop();
-    await llm?.close();
-    await database?.drop();
+    await stack?.stop();
   });
 
   it('holds the latest whole turns within HISTORY_MAX_TOKENS; all of them stay stored', async () => {
     const question = (i: number) => `${'질'.repeat(99)}${i}`;
     const answer = (i: number) => `${'답'.repeat(99)}${i}`;
     const ask = async (i: number) =>
-      readChat(
-        await parley.fetch('/chat', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ message: question(i), user_id: 'long-talk' }),
-        }),
-      );
+      readChat(await stack.chat({ message: question(i), user_id: 'long-talk' }));
     for (let i = 1; i <= 5; i++) {
-      llm.enqueue(reply.text(answer(i)));
+      stack.llm.enqueue(reply.text(answer(i)));
       expect((await ask(i)).text).toBe(answer(i));
     }
-    const sent = llm.chats.at(-1)?.body.messages.filter((m) => m.role !== 'system');
+    const sent = stack.llm.chats.at(-1)?.body.messages.filter((m) => m.role !== 'system');
     expect(sent).toEqual([
       { role: 'user', content: question(3) },
       { role: 'assistant', content: answer(3) },
@@ -174,7 +133,7 @@ describe('the history sent to the model', () => {
       { role: 'assistant', content: answer(4) },
       { role: 'user', content: question(5) },
     ]);
-    const client = new pg.Client({ connectionString: database.url });
+    const client = new pg.Client({ connectionString: stack.database.url });
     await client.connect();
     const { rows } = await client.query(
       "SELECT count(*)::int AS n FROM messages WHERE user_id = 'long-talk'",
