@@ -28,15 +28,19 @@ function formattersFor(timezone: string) {
   return cached;
 }
 
-/** The timezone if the runtime knows it, otherwise UTC. */
-export function resolveTimezone(timezone: string | null | undefined): string {
-  if (!timezone) return DEFAULT_TIMEZONE;
+/** True when the runtime knows the IANA timezone (its formatters are then kept). */
+export function isKnownTimezone(timezone: string): boolean {
   try {
     formattersFor(timezone);
-    return timezone;
+    return true;
   } catch {
-    return DEFAULT_TIMEZONE;
+    return false;
   }
+}
+
+/** The timezone if the runtime knows it, otherwise UTC. */
+export function resolveTimezone(timezone: string | null | undefined): string {
+  return timezone && isKnownTimezone(timezone) ? timezone : DEFAULT_TIMEZONE;
 }
 
 /** YYYY-MM-DD where the user is. */

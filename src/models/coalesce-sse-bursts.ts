@@ -159,9 +159,8 @@ export function coalesceSseBursts(): TransformStream<Uint8Array, Uint8Array> {
         return;
       }
       pending = text.slice(end + 2);
-      const events = text.slice(0, end).split('\n\n');
-      const merged = events.length < 2 ? events : coalesceEvents(events);
-      controller.enqueue(encoder.encode(`${merged.join('\n\n')}\n\n`));
+      const events = coalesceEvents(text.slice(0, end).split('\n\n'));
+      controller.enqueue(encoder.encode(`${events.join('\n\n')}\n\n`));
     },
     flush(controller) {
       const rest = pending + decoder.decode();

@@ -48,7 +48,7 @@ export class UserRepository {
       check(merged);
       await tx
         .update(users)
-        .set({ ...merged, facts, updatedAt: sql`now()` })
+        .set({ ...merged, updatedAt: sql`now()` })
         .where(eq(users.userId, userId));
       return merged;
     });
