@@ -422,6 +422,31 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(systemPrompt()).toContain('(UTC)');
   });
 
+  it('keeps at most 20 new facts a call and 50 in all, refusing the rest plainly', async () => {
+    const facts = (from: number, count: number) =>
+      Object.fromEntries(Array.from({ length: count }, (_, i) => [`f${from + i}`, 'v']));
+    const lastToolMessage = () =>
+      JSON.stringify(sentMessages(llm.chats.length - 1).findLast((m) => m.role === 'tool'));
+    const remember = async (count: number, from: number) => {
+      llm.enqueue(
+        reply.toolCalls([{ name: 'update_profile', args: { facts: facts(from, count) } }]),
+        reply.text('noted'),
+      );
+      await ask({ message: 'remember these', user_id: 'many-facts' });
+      return lastToolMessage();
+    };
+    expect(await remember(21, 1)).toContain('change at most 20 facts at a time');
+    expect(await remember(20, 1)).not.toContain('error');
+    expect(await remember(20, 21)).not.toContain('error');
+    expect(await remember(11, 41)).toContain('That would keep 51 facts; at most 50 are kept.');
+
+    llm.enqueue(reply.text('hi'));
+    await ask({ message: 'hi', user_id: 'many-facts' });
+    const prompt = String(llm.chats.at(-1)?.body.messages[0]?.content);
+    expect(prompt.match(/^- f\d+: v$/gm)).toHaveLength(40); // the refused call stored nothing
+    expect(prompt).not.toContain('- f41:');
+  });
+
   it('runs parallel tool calls whose arguments arrive split across deltas', async () => {
     llm.enqueue(
       reply.toolCalls(
