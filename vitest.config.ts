@@ -6,7 +6,7 @@ export default defineConfig({
     // Tests start real servers and databases: give them time, and keep the machine's two
     // cores from being oversubscribed.
     testTimeout: 30_000,
-    hookTimeout: 60_000,
+    hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 2,
   },

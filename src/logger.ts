@@ -1,12 +1,15 @@
 import pino, { type Logger } from 'pino';
+import { errorLogFields } from './error-log-fields.ts';
 
 /**
  * Structured JSON logs. Secrets and user content are redacted at the source: the bearer
- * token, API keys, and message or file bodies never reach a log line at any level.
+ * token, API keys, and message or file bodies never reach a log line at any level. Errors
+ * (under `err` or `error`) are logged as their kind, codes and causes only (error-log-fields.ts).
  */
 export function createLogger(level: string): Logger {
   return pino({
     level,
+    serializers: { err: errorLogFields, error: errorLogFields },
     redact: {
       paths: [
         'req.headers.authorization',

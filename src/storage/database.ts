@@ -62,8 +62,15 @@ export async function openDatabase(
   });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => logger.warn({ err: error }, 'database connection lost'));
+  // Either leaves the embedded engine unable to answer: /health must say so, not "ok".
+  let engineDown = false;
   embedded?.exited.then((code) => {
+    engineDown = true;
     if (!closing) logger.fatal({ code }, 'the embedded database thread stopped unexpectedly');
+  });
+  embedded?.failed.then((reason) => {
+    engineDown = true;
+    logger.fatal({ reason }, 'the embedded database stopped working; restart Parley');
   });
 
   let closing = false;
@@ -87,7 +94,7 @@ export async function openDatabase(
       db: drizzle({ client: pool, schema }),
       engine,
       capabilities,
-      ping: (timeoutMs = 2_000) => ping(pool, timeoutMs),
+      ping: async (timeoutMs = 2_000) => !engineDown && (await ping(pool, timeoutMs)),
       close,
     };
   } catch (error) {
@@ -102,8 +109,13 @@ async function migrateWithLock(pool: pg.Pool): Promise<void> {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
   } finally {
-    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => {});
-    client.release();
+    const unlocked = await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).then(
+      () => true,
+      () => false,
+    );
+    // A session lock outlives the statement that took it: a pooled connection still holding
+    // it would block every other replica's start-up, so one that could not unlock is closed.
+    client.release(!unlocked);
   }
 }
 

@@ -14,6 +14,8 @@ export interface EmbeddedEngine {
   connection: { host: string; port: number; user: string; database: string };
   /** Resolves if the engine thread stops on its own (it should not). */
   exited: Promise<number>;
+  /** Resolves with the reason if PGlite itself stops working (it then serves nothing more). */
+  failed: Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -46,9 +48,15 @@ export async function startEmbeddedEngine(
     if (!existsSync(join(data.dataDir, 'PG_VERSION'))) await stopWorker(await startWorker(data));
     const worker = await startWorker(data);
     const exited = once(worker, 'exit').then(([code]) => code as number);
+    const failed = new Promise<string>((resolve) => {
+      worker.on('message', (message: PgliteWorkerMessage) => {
+        if (message.type === 'engine-failed') resolve(message.message);
+      });
+    });
     return {
       connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
       exited,
+      failed,
       async stop() {
         await stopWorker(worker);
         await cleanup();

@@ -1,16 +1,14 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { vector } from '@electric-sql/pglite-pgvector';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { PgliteSessionServer } from './pglite-session-server.ts';
 
 /**
  * Runs PGlite on its own thread and serves it over the PostgreSQL wire protocol on a private
  * Unix socket. PGlite executes queries on the calling thread, so running it here keeps slow
  * queries and ingestion off the main event loop, and it lets the application talk to both
- * engines with the same `pg` driver.
- *
- * One connection only: the socket server's multiplexer interleaves extended-protocol messages
- * of different connections, which is unsafe; the main thread's pool queues instead.
+ * engines with the same `pg` driver. PGlite has one session: connections take turns on it
+ * (see pglite-session-server.ts), and the main thread's pool holds one at a time.
  */
 
 export interface PgliteWorkerData {
@@ -20,11 +18,16 @@ export interface PgliteWorkerData {
   sharedBuffers: string;
 }
 
-export type PgliteWorkerMessage = { type: 'ready' } | { type: 'failed'; message: string };
+export type PgliteWorkerMessage =
+  | { type: 'ready' }
+  | { type: 'failed'; message: string }
+  /** PGlite stopped working while serving; it answers no more connections. */
+  | { type: 'engine-failed'; message: string };
 
 const { dataDir, socketPath, sharedBuffers } = workerData as PgliteWorkerData;
 const port = parentPort;
 if (!port) throw new Error('pglite-worker must run as a worker thread');
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 try {
   const db = await PGlite.create(dataDir, {
@@ -34,19 +37,22 @@ try {
     // the data files).
     postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
   });
-  const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 1 });
-  await server.start();
+  const server = new PgliteSessionServer(db, {
+    onEngineFailure: (error) =>
+      port.postMessage({
+        type: 'engine-failed',
+        message: describe(error),
+      } satisfies PgliteWorkerMessage),
+  });
+  await server.listen(socketPath);
 
   port.on('message', async (message: unknown) => {
     if (message !== 'close') return;
-    await server.stop();
+    await server.close();
     await db.close(); // flushes and closes the data directory cleanly
     port.close();
   });
   port.postMessage({ type: 'ready' } satisfies PgliteWorkerMessage);
 } catch (error) {
-  port.postMessage({
-    type: 'failed',
-    message: error instanceof Error ? error.message : String(error),
-  } satisfies PgliteWorkerMessage);
+  port.postMessage({ type: 'failed', message: describe(error) } satisfies PgliteWorkerMessage);
 }

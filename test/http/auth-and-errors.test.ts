@@ -1,16 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 's3cret-token-value';
 
-describe('authentication and error responses', () => {
+// The engines fail differently (issue 8): every error path runs on both.
+describe.each(ENGINES)('authentication and error responses on the %s engine', (engine) => {
   let parley: RunningParley;
+  let storage: EngineEnv;
 
   beforeAll(async () => {
-    parley = await startParley({ env: { API_TOKEN: TOKEN } });
+    storage = await engineEnv(engine);
+    parley = await startParley({ env: { API_TOKEN: TOKEN, ...storage.env } });
   });
   afterAll(async () => {
     await parley?.stop();
+    await storage?.cleanup();
   });
 
   it.each([
@@ -63,6 +68,46 @@ describe('authentication and error responses', () => {
       expect.arrayContaining(['/health', '/reset', '/documents', '/feedback']),
     );
     expect(Object.keys(document.paths).some((path) => path.startsWith('/v1'))).toBe(false);
+
+    // Every route declares its error responses, each a {"detail": …} body.
+    type Operation = {
+      responses: Record<string, { content?: Record<string, { schema: unknown }> }>;
+    };
+    const operations = document.paths as Record<string, Record<string, Operation>>;
+    const declared = (path: string, method: string) =>
+      Object.keys(operations[path]?.[method]?.responses ?? {}).sort();
+    expect(declared('/chat', 'post')).toEqual(['401', '413', '415', '422', '500']);
+    expect(declared('/documents', 'get')).toEqual(['200', '401', '500', '503']);
+    expect(declared('/documents/{*}', 'delete')).toEqual([
+      '200',
+      '401',
+      '404',
+      '422',
+      '500',
+      '503',
+    ]);
+    expect(declared('/feedback', 'post')).toEqual([
+      '200',
+      '401',
+      '404',
+      '413',
+      '415',
+      '422',
+      '500',
+      '503',
+    ]);
+    expect(declared('/reset', 'post')).toEqual(['200', '401', '422', '500', '503']);
+    expect(declared('/reminders/{user_id}', 'get')).toEqual(['200', '401', '422', '500', '503']);
+    expect(declared('/ingest', 'post')).toEqual(['200', '401', '413', '415', '422', '500', '503']);
+    expect(declared('/users/{user_id}/graph', 'delete')).toEqual([
+      '200',
+      '401',
+      '422',
+      '500',
+      '503',
+    ]);
+    const unauthorized = operations['/feedback']?.post?.responses['401']?.content;
+    expect(JSON.stringify(unauthorized)).toContain('"detail"');
 
     const docs = await parley.fetch('/docs/', { token: null });
     expect(docs.status).toBe(200);
@@ -164,7 +209,8 @@ describe('authentication and error responses', () => {
   it('never writes the token to its logs', async () => {
     await parley.fetch('/documents', { token: 'wrong-token-also-secret' });
     await parley.fetch('/documents');
-    expect(parley.logs.some((line) => line.msg === 'request completed')).toBe(true);
+    await parley.waitForLog((line) => line.msg === 'request completed');
+    await parley.settled();
     expect(parley.output()).not.toContain(TOKEN);
     expect(parley.output()).not.toContain('wrong-token-also-secret');
   });

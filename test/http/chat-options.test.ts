@@ -48,12 +48,20 @@ describe.each([
   });
 
   it(`${verbose ? 'logs' : 'does not log'} agent steps and reasoning`, async () => {
-    llm.enqueue(reply.reasoning('secret musings', 'fine'));
-    await ask('think', { show_thinking: false });
+    llm.enqueue(
+      reply.toolCalls([{ name: 'set_reminder', args: { title: 'x', date: '2000-01-01' } }]),
+      reply.reasoning('secret musings', 'fine'),
+    );
+    const { runId } = await ask('think', { show_thinking: false });
+    // Every line of this chat is logged before its last event is sent, but travels another pipe.
+    await parley.waitForLog((line) => line.msg === 'chat answered' && line.runId === runId);
     const messages = parley.logs.map((line) => line.msg);
     expect(messages.includes('agent step')).toBe(verbose);
     expect(messages.includes('tool finished')).toBe(verbose);
     expect(parley.output().includes('secret musings')).toBe(verbose);
+    // A failed tool's reason is what the verbose log is for.
+    const failedTool = parley.logs.find((line) => line.msg === 'tool finished' && line.failed);
+    expect(String(failedTool?.toolError ?? '')).toMatch(verbose ? /past/ : /^$/);
   });
 });
 

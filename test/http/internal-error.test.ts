@@ -1,28 +1,38 @@
-import pg from 'pg';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
+import { parseConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/storage/database.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
-describe('an unexpected server-side failure', () => {
-  let database: TestDatabase;
+describe.each(ENGINES)('an unexpected server-side failure on the %s engine', (engine) => {
+  let storage: EngineEnv;
+  let dataDir: string;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    database = await createTestDatabase();
-    parley = await startParley({ env: { DATABASE_URL: database.url } });
+    storage = await engineEnv(engine);
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-500-'));
+    // Break the schema under a stopped server (the embedded engine is locked while one runs):
+    // a real fault, not a client mistake. Migrations do not recreate what they already ran.
+    const database = await openDatabase(
+      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: storage.env.DATABASE_URL },
+      pino({ level: 'silent' }),
+    );
+    await database.db.$client.query('DROP TABLE chunks, documents');
+    await database.close();
+    parley = await startParley({ dataDir, env: storage.env });
   });
   afterAll(async () => {
     await parley?.stop();
-    await database?.drop();
+    await storage?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('is a generic 500 with the request id; the stack is only in the log', async () => {
-    // Break the schema under the running server: a real fault, not a client mistake.
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    await client.query('DROP TABLE chunks, documents');
-    await client.end();
-
+  it('is a generic 500 with the request id; the cause and stack are only in the log', async () => {
     const response = await parley.fetch('/documents', { headers: { 'x-request-id': 'req-500' } });
     expect(response.status).toBe(500);
     expect(await response.json()).toEqual({
@@ -34,7 +44,10 @@ describe('an unexpected server-side failure', () => {
     // The log line travels through the child's stdout pipe: it may trail the response.
     const logged = () =>
       parley.logs.find((line) => line.msg === 'unhandled error' && line.reqId === 'req-500');
-    await expect.poll(() => JSON.stringify(logged()?.err ?? null)).toContain('documents');
+    await expect.poll(() => logged()).toBeDefined();
+    const err = JSON.stringify(logged()?.err);
+    expect(err).toContain('"code":"42P01"'); // undefined_table
+    expect(err).toContain('document-repository.ts'); // where it happened
     expect((await parley.fetch('/health')).status).toBe(200); // and the service carries on
   });
 });

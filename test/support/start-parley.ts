@@ -19,6 +19,13 @@ export interface RunningParley {
   logs: LogLine[];
   /** Everything printed, raw, for assertions that nothing secret was logged. */
   output(): string;
+  /**
+   * The first log line that matches, waiting for it: lines travel through the child's stdout
+   * pipe, so a line logged before a response was sent may still arrive after it.
+   */
+  waitForLog(matches: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /** Resolves once nothing new has been printed for `quietMs`: before asserting an absence. */
+  settled(quietMs?: number): Promise<void>;
   fetch(path: string, init?: RequestInit & { token?: string | null }): Promise<Response>;
   /** Sends the signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -30,6 +37,8 @@ export interface StartOptions {
   dataDir?: string;
   /** Default token sent by `fetch`; null sends none. */
   token?: string | null;
+  /** How long to wait for "Parley is listening" (default 30 s). */
+  startTimeoutMs?: number;
 }
 
 /**
@@ -48,14 +57,17 @@ export async function startParley(options: StartOptions = {}): Promise<RunningPa
 
   const logs: LogLine[] = [];
   let raw = '';
+  let lastOutputAt = Date.now();
   child.stderr?.on('data', (chunk: Buffer) => {
     raw += chunk.toString('utf8');
+    lastOutputAt = Date.now();
   });
   if (!child.stdout) throw new Error('spawn gave no stdout');
   const lines = createInterface({ input: child.stdout });
   const listening = new Promise<number>((resolve, reject) => {
     lines.on('line', (line) => {
       raw += `${line}\n`;
+      lastOutputAt = Date.now();
       try {
         const entry = JSON.parse(line) as LogLine;
         logs.push(entry);
@@ -69,7 +81,10 @@ export async function startParley(options: StartOptions = {}): Promise<RunningPa
     );
   });
 
-  const port = await withTimeout(listening, 30_000, () => `Parley did not start:\n${raw}`);
+  const port = await withTimeout(listening, options.startTimeoutMs ?? 90_000, () => {
+    child.kill('SIGKILL'); // not left running behind a failed test
+    return `Parley did not start:\n${raw}`;
+  });
   const url = `http://127.0.0.1:${port}`;
   const defaultToken = options.token === undefined ? options.env?.API_TOKEN : options.token;
 
@@ -79,6 +94,19 @@ export async function startParley(options: StartOptions = {}): Promise<RunningPa
     process: child,
     logs,
     output: () => raw,
+    async waitForLog(matches, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = logs.find(matches);
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error(`no matching log line in ${timeoutMs} ms`);
+        await sleep(25);
+      }
+    },
+    async settled(quietMs = 300) {
+      while (Date.now() - lastOutputAt < quietMs)
+        await sleep(quietMs - (Date.now() - lastOutputAt));
+    },
     fetch(path, init = {}) {
       const { token = defaultToken, ...rest } = init;
       const headers = new Headers(rest.headers);
@@ -95,6 +123,8 @@ export async function startParley(options: StartOptions = {}): Promise<RunningPa
     },
   };
 }
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function withTimeout<T>(promise: Promise<T>, ms: number, message: () => string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

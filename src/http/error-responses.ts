@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+/**
+ * The error responses a route can give, for its OpenAPI schema, so generated clients know
+ * them. Every error body is `{"detail": …}` (http/error-handler.ts writes them all); these
+ * schemas also serialize those bodies, so they accept exactly what the handler sends.
+ */
+
+const validationItem = z.object({
+  loc: z.array(z.union([z.string(), z.number()])),
+  msg: z.string(),
+  type: z.string(),
+});
+
+const message = (description: string) => z.object({ detail: z.string() }).describe(description);
+
+const schemas = {
+  401: message('Missing or wrong `Authorization: Bearer <API_TOKEN>` (detail: "Unauthorized")'),
+  404: message('No such resource'),
+  413: message('The request body or upload is larger than the configured limit'),
+  415: message('The body or upload is of a type this route does not accept'),
+  422: z
+    .object({ detail: z.union([z.array(validationItem), z.string()]) })
+    .describe(
+      'Invalid input: FastAPI-style `[{"loc", "msg", "type"}]` for the request shape, or a ' +
+        'sentence for content that was well-formed but cannot be used',
+    ),
+  500: z
+    .object({ detail: z.string(), request_id: z.string().optional() })
+    .describe('Unexpected failure; quote the request_id when reporting it'),
+  503: message('The database is unavailable; try again shortly'),
+} as const;
+
+export type ErrorStatus = keyof typeof schemas;
+
+/** Response schemas for these statuses; 500 is always included. */
+export function errorResponses(...statuses: ErrorStatus[]) {
+  const chosen: Partial<Record<ErrorStatus, (typeof schemas)[ErrorStatus]>> = {};
+  for (const status of [...statuses, 500 as const]) chosen[status] = schemas[status];
+  return chosen;
+}
+
+/** What every authenticated route that reads the database can answer. */
+export const AUTHENTICATED = [401, 503] as const satisfies ErrorStatus[];

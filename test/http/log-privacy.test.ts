@@ -1,0 +1,167 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/storage/database.ts';
+import { type ChatStream, readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import {
+  type FakeLlmServer,
+  type Reply,
+  reply,
+  startFakeLlmServer,
+} from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+/**
+ * Users' words (their messages, the profile facts in the system prompt, tool inputs, the
+ * model's answers, feedback comments) never reach the log, at any level, on any error path:
+ * errors are logged as kinds, codes and causes. Only the verbosity flags log content, and they
+ * are off here while the log level is the chattiest there is.
+ */
+describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  let parley: RunningParley;
+  let dataDir: string;
+  const user = 'private-user';
+  const start = async () => {
+    parley = await startParley({
+      dataDir,
+      env: {
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        LLM_CHUNK_TIMEOUT_MS: '1000',
+        LOG_LEVEL: 'trace',
+        ...storage.env,
+      },
+    });
+  };
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    storage = await engineEnv(engine);
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-log-'));
+    await start();
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Everything printed holds no secret marker; on failure, shows where one was. */
+  const expectNoSecrets = () => {
+    const output = parley.output();
+    const at = output.indexOf('secret-');
+    expect(at, at >= 0 ? output.slice(Math.max(0, at - 300), at + 100) : '').toBe(-1);
+  };
+
+  const ask = async (message: string): Promise<ChatStream> =>
+    readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message, user_id: user }),
+      }),
+    );
+
+  it('holds no user content after every model, tool and storage failure', async () => {
+    // A profile fact: from now on every model request carries it in the system prompt.
+    llm.enqueue(
+      reply.toolCalls([{ name: 'update_profile', args: { facts: { code: 'secret-fact-c1' } } }]),
+      reply.text('secret-answer-a1'),
+    );
+    expect((await ask('secret-question-q1')).error).toBeUndefined();
+
+    const failures: Array<[string, Reply, string]> = [
+      ['q400', reply.error(400, { message: 'echo: secret-upstream-e400' }), 'model_error'],
+      ['q429', reply.error(429, { message: 'echo: secret-upstream-e429' }), 'model_error'],
+      ['q500', reply.error(500, { message: 'echo: secret-upstream-e500' }), 'model_error'],
+      [
+        'qcut',
+        reply.text('secret-answer-cut-x', { chunks: 4, disconnectAfter: 2 }),
+        'model_unreachable',
+      ],
+      ['qstall', reply.text('secret-answer-stall', { chunks: 4, stallAfter: 1 }), 'model_timeout'],
+      [
+        'qbad',
+        reply.text('secret-answer-bad', { chunks: 3, malformedAfter: 1 }),
+        'model_bad_response',
+      ],
+    ];
+    for (const [name, upstream, code] of failures) {
+      llm.enqueue(upstream);
+      const stream = await ask(`secret-question-${name}`);
+      expect(stream.error?.code, name).toBe(code);
+      expect(llm.chats.at(-1)?.body.messages[0]?.content, name).toContain('secret-fact-c1');
+    }
+
+    // Tools that fail: input the tool refuses (it quotes the input), and one that throws.
+    llm.enqueue(
+      reply.toolCalls([
+        { name: 'set_reminder', args: { title: 'secret-title-t1', date: 'not-a-date' } },
+      ]),
+      reply.toolCalls([
+        { name: 'set_reminder', args: { title: 'secret-title-t2', date: '2000-01-01' } },
+      ]),
+      reply.text('secret-answer-after-tools'),
+    );
+    const tools = await ask('secret-question-tools');
+    expect(tools.error).toBeUndefined();
+    const toolResults = llm.chats
+      .at(-1)
+      ?.body.messages.filter((m) => m.role === 'tool')
+      .map((m) => JSON.stringify(m.content));
+    expect(toolResults?.join()).toMatch(/past/); // the model was told why, the log is not
+
+    // A tool input Postgres cannot store (U+0000): the tool fails, the turn is still kept.
+    llm.enqueue(
+      reply.toolCalls([
+        { name: 'set_reminder', args: { title: 'secret-title-\u0000-t3', date: '2099-01-01' } },
+      ]),
+      reply.text('secret-answer-nul'),
+    );
+    expect((await ask('secret-question-nul')).error).toBeUndefined();
+
+    const feedback = await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        run_id: '00000000-0000-4000-8000-000000000000',
+        score: 1,
+        comment: 'secret-comment-f1',
+      }),
+    });
+    expect(feedback.status).toBe(404);
+
+    const output = parley.output();
+    expect(output).toContain('chat failed'); // the failures were logged, only without content
+    expect(output).toContain('"status":429');
+    expectNoSecrets();
+  });
+
+  it('holds no user content when the database refuses to store a turn', async () => {
+    // Break the schema under a stopped Parley: the statement that stores the turn then fails,
+    // and the database driver's error quotes that statement's parameters.
+    await parley.stop();
+    const database = await openDatabase(
+      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: storage.env.DATABASE_URL },
+      pino({ level: 'silent' }),
+    );
+    await database.db.$client.query('ALTER TABLE chat_runs RENAME TO chat_runs_gone');
+    await database.close();
+    await start();
+
+    llm.enqueue(reply.text('secret-answer-db'));
+    const stream = await ask('secret-question-db');
+    expect(stream.error?.code).toBe('internal_error');
+    // Recording the failed run comes after the end events, and fails the same way.
+    await expect.poll(() => parley.output()).toContain('could not record the chat turn');
+    expect(parley.output()).toContain('"code":"42P01"'); // undefined_table: the cause, without the words
+    expectNoSecrets();
+  });
+});
