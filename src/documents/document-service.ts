@@ -1,20 +1,183 @@
-import { notFound } from '../errors.ts';
-import type { DocumentRepository } from '../storage/document-repository.ts';
+import { createHash } from 'node:crypto';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import { AppError, notFound } from '../errors.ts';
+import type { ChunkHit } from '../storage/chunk-hit.ts';
+import { type DocumentRepository, type NewChunk, SHARED } from '../storage/document-repository.ts';
+import type { VectorStore } from '../storage/vector-store.ts';
+import { type ChunkingOptions, chunkDocument } from './chunker.ts';
+import type { Embedder } from './embedder.ts';
+import type { EmbeddingIndexer } from './embedding-indexer.ts';
+import type { IngestInput } from './extracted-document.ts';
+import { lexicalTerms, termFrequencies } from './lexical-terms.ts';
+import { fuseByRank } from './rank-fusion.ts';
 
+export interface DocumentServiceDependencies {
+  documents: DocumentRepository;
+  chunking: ChunkingOptions;
+  logger: Logger;
+  /** Present when embeddings are configured and the database has pgvector. */
+  semantic?: { embedder: Embedder; vectors: VectorStore; indexer: EmbeddingIndexer } | undefined;
+  /** RAG_VERBOSE: log queries and hits (their content included). */
+  verbose: boolean;
+}
+
+export interface SearchOptions {
+  /** The asking user: their own rows are searched with the shared documents. */
+  userId?: string | undefined;
+  limit: number;
+  signal?: AbortSignal | undefined;
+}
+
+export interface SearchResult {
+  retrieval: 'lexical' | 'hybrid';
+  hits: ChunkHit[];
+}
+
+/** Candidates each ranking contributes before fusion. */
+const FUSION_DEPTH = 50;
+/** Chunks prepared between two yields to the event loop during an ingestion. */
+const SLICE = 64;
+
+/** Documents: ingestion into the chunk store, listing, deletion and hybrid search. */
 export class DocumentService {
-  readonly #documents: DocumentRepository;
+  readonly #deps: DocumentServiceDependencies;
 
-  constructor(documents: DocumentRepository) {
-    this.#documents = documents;
+  constructor(deps: DocumentServiceDependencies) {
+    this.#deps = deps;
   }
 
   listSources(): Promise<string[]> {
-    return this.#documents.listSources();
+    return this.#deps.documents.listSources();
   }
 
   async deleteSource(source: string): Promise<void> {
-    if (!(await this.#documents.deleteSource(source))) {
+    if (!(await this.#deps.documents.deleteSource(source))) {
       throw notFound(`No document with source ${JSON.stringify(source)}`);
     }
+  }
+
+  /**
+   * Chunks an extracted document and stores it as a shared source, replacing any previous
+   * version atomically (see DocumentRepository.replaceSource). Vectors follow in the
+   * background; the document is searchable lexically as soon as this resolves.
+   */
+  ingest(input: IngestInput, signal?: AbortSignal): Promise<{ chunks: number }> {
+    return this.#store(SHARED, 'document', input, signal);
+  }
+
+  /**
+   * Stores a source that belongs to one user (conversation memories): found by that user's
+   * searches only, never listed by `GET /documents`, never deleted by `DELETE /documents`.
+   */
+  ingestForUser(
+    userId: string,
+    input: IngestInput,
+    signal?: AbortSignal,
+  ): Promise<{ chunks: number }> {
+    if (userId === SHARED) throw new Error('a user id is never empty');
+    return this.#store(userId, 'conversation', input, signal);
+  }
+
+  async #store(
+    owner: string,
+    kind: 'document' | 'conversation',
+    input: IngestInput,
+    signal?: AbortSignal,
+  ): Promise<{ chunks: number }> {
+    const started = performance.now();
+    const prepared = await this.#prepare(input, signal);
+    if (prepared.length === 0) {
+      throw new AppError('no_text', 422, 'The file contains no text that could be extracted.');
+    }
+    const chunks = await this.#deps.documents.replaceSource(
+      {
+        source: input.source,
+        owner,
+        kind,
+        filename: input.filename,
+        contentType: input.contentType,
+        bytes: input.bytes,
+      },
+      prepared,
+      signal,
+    );
+    this.#deps.semantic?.indexer.kick();
+    this.#deps.logger.info(
+      { chunks, pages: input.document.pages.length, ms: Math.round(performance.now() - started) },
+      'document stored',
+    );
+    return { chunks };
+  }
+
+  /**
+   * The chunks best matching a query: BM25 alone, or fused by rank with vector search when
+   * the embedding model is available and has embedded documents.
+   */
+  async search(query: string, options: SearchOptions): Promise<SearchResult> {
+    const owners = options.userId ? [SHARED, options.userId] : [SHARED];
+    const terms = termFrequencies(lexicalTerms(query));
+    const semantic = this.#deps.semantic;
+    // Never wait for a model to load or download here: search lexically meanwhile, and let
+    // the indexer load it (and embed what is missing) in the background.
+    const useVectors = semantic?.embedder.available === true;
+    if (semantic && !useVectors) semantic.indexer.kick();
+    const depth = useVectors ? Math.max(FUSION_DEPTH, options.limit) : options.limit;
+    const lexical = this.#deps.documents.searchLexical(terms, owners, depth);
+    let result: SearchResult;
+    if (useVectors) {
+      const nearest = semantic.embedder
+        .embedQuery(query, options.signal)
+        .then((vector) => semantic.vectors.search(semantic.embedder.id, vector, owners, depth));
+      const lists = await Promise.all([lexical, nearest]);
+      result = { retrieval: 'hybrid', hits: fuseByRank(lists, options.limit) };
+    } else {
+      result = { retrieval: 'lexical', hits: await lexical };
+    }
+    if (this.#deps.verbose) {
+      this.#deps.logger.info(
+        {
+          query,
+          retrieval: result.retrieval,
+          hits: result.hits.map((hit) => ({
+            source: hit.source,
+            page: hit.page,
+            score: hit.score,
+            text: hit.content.slice(0, 200),
+          })),
+        },
+        'document search',
+      );
+    }
+    return result;
+  }
+
+  /** Chunks, hashes and lexical terms, in slices so that other requests keep being served. */
+  async #prepare(input: IngestInput, signal?: AbortSignal): Promise<NewChunk[]> {
+    const pieces = chunkDocument(input.document.pages, this.#deps.chunking);
+    const ocrPages = new Set(input.document.ocrPages);
+    const prepared: NewChunk[] = [];
+    for (let i = 0; i < pieces.length; i += SLICE) {
+      await yieldToEventLoop();
+      signal?.throwIfAborted();
+      for (const piece of pieces.slice(i, i + SLICE)) {
+        const terms = lexicalTerms(piece.text);
+        prepared.push({
+          content: piece.text,
+          contentHash: createHash('sha256').update(piece.text).digest('hex'),
+          page: piece.page,
+          termCount: terms.length,
+          terms: termFrequencies(terms),
+          metadata: {
+            pageEnd: piece.pageEnd,
+            start: piece.start,
+            end: piece.end,
+            heading: piece.heading,
+            ...(piece.page !== null && ocrPages.has(piece.page) ? { ocr: true } : {}),
+          },
+        });
+      }
+    }
+    return prepared;
   }
 }

@@ -1,37 +1,143 @@
-import { orm } from './orm.ts';
-
-const { and, asc, eq } = orm;
-
+import type pg from 'pg';
+import type { ChunkHit } from './chunk-hit.ts';
 import type { Db } from './database.ts';
-import { documents } from './schema.ts';
+import { POSTINGS_PER_TERM, removePostings, searchBm25, writePostings } from './lexical-index.ts';
+import { withTransaction } from './transaction.ts';
 
-/** Ingested sources and their chunks. Uploaded documents are shared by all users. */
+/** Owner of shared documents; a user's own rows carry the user id (never empty). */
+export const SHARED = '';
+
+export interface NewDocument {
+  source: string;
+  owner: string;
+  kind: 'document' | 'conversation';
+  filename: string | null;
+  contentType: string | null;
+  bytes: number | null;
+}
+
+export interface NewChunk {
+  content: string;
+  contentHash: string;
+  page: number | null;
+  metadata: Record<string, unknown>;
+  /** Lexical term → count in this chunk. */
+  terms: ReadonlyMap<string, number>;
+  termCount: number;
+}
+
+/** A serialising key for every write to the lexical index (its statistics are shared rows). */
+const INDEX_WRITE_LOCK = 0x646f6373; // "docs"
+
+/**
+ * Sources, their chunks and the lexical (BM25) index over them. Uploaded documents are
+ * shared by all users; rows owned by a user are only ever read with that user's id.
+ */
 export class DocumentRepository {
   readonly #db: Db;
 
-  constructor(db: Db) {
+  readonly #postingsPerTerm: number;
+
+  /** `postingsPerTerm`: see POSTINGS_PER_TERM (benchmarks vary it). */
+  constructor(db: Db, postingsPerTerm = POSTINGS_PER_TERM) {
     this.#db = db;
+    this.#postingsPerTerm = postingsPerTerm;
   }
 
   async listSources(): Promise<string[]> {
-    const rows = await this.#db
-      .select({ source: documents.source })
-      .from(documents)
-      .where(eq(documents.kind, 'document'))
-      .orderBy(asc(documents.source));
+    const { rows } = await this.#db.$client.query<{ source: string }>(
+      `SELECT source FROM documents WHERE owner = $1 AND kind = 'document' ORDER BY source`,
+      [SHARED],
+    );
     return rows.map((row) => row.source);
   }
 
-  /**
-   * Deletes an uploaded source. Its chunks go with it through the foreign key's ON DELETE
-   * CASCADE, inside this one statement, so a reader never sees a half-deleted document.
-   * Returns false for an unknown source.
-   */
-  async deleteSource(source: string): Promise<boolean> {
-    const removed = await this.#db
-      .delete(documents)
-      .where(and(eq(documents.source, source), eq(documents.kind, 'document')))
-      .returning({ source: documents.source });
-    return removed.length > 0;
+  /** Deletes a shared source with its chunks and postings. False for an unknown source. */
+  deleteSource(source: string): Promise<boolean> {
+    return withTransaction(this.#db.$client, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
+      return removeDocument(client, SHARED, source);
+    });
   }
+
+  /**
+   * Replaces a source (owner + name) with a new set of chunks in one transaction: a search
+   * running meanwhile sees the old set or the new one, a crash leaves the old one, and two
+   * replacements of one source run one after the other, the later one winning. Returns the
+   * number of chunks stored. Aborting before the commit stores nothing.
+   */
+  replaceSource(
+    document: NewDocument,
+    chunks: readonly NewChunk[],
+    signal?: AbortSignal,
+  ): Promise<number> {
+    return withTransaction(this.#db.$client, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
+      await removeDocument(client, document.owner, document.source);
+      const inserted = await client.query<{ id: string }>(
+        `INSERT INTO documents (source, owner, kind, filename, content_type, bytes, chunk_count)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
+        [
+          document.source,
+          document.owner,
+          document.kind,
+          document.filename,
+          document.contentType,
+          document.bytes,
+          chunks.length,
+        ],
+      );
+      const documentId = Number(inserted.rows[0]?.id);
+      if (chunks.length > 0) await insertChunks(client, documentId, document.owner, chunks);
+      signal?.throwIfAborted();
+      return chunks.length;
+    });
+  }
+
+  /** BM25 over the chunks the owners may see, best first (see lexical-index.ts). */
+  searchLexical(
+    terms: ReadonlyMap<string, number>,
+    owners: readonly string[],
+    limit: number,
+  ): Promise<ChunkHit[]> {
+    return searchBm25(this.#db, terms, owners, limit, this.#postingsPerTerm);
+  }
+}
+
+/** Removes one source, its chunks and its postings. False when there is no such source. */
+async function removeDocument(client: pg.PoolClient, owner: string, source: string) {
+  const found = await client.query<{ id: string }>(
+    'SELECT id FROM documents WHERE owner = $1 AND source = $2',
+    [owner, source],
+  );
+  const id = found.rows[0]?.id;
+  if (id === undefined) return false;
+  await removePostings(client, owner, id);
+  await client.query('DELETE FROM documents WHERE id = $1', [id]);
+  return true;
+}
+
+async function insertChunks(
+  client: pg.PoolClient,
+  documentId: number,
+  owner: string,
+  chunks: readonly NewChunk[],
+): Promise<void> {
+  const { rows } = await client.query<{ id: string; chunk_index: number }>(
+    `INSERT INTO chunks (document_id, owner, chunk_index, content, content_hash, page, term_count, metadata)
+     SELECT $1, $2, * FROM unnest($3::int[], $4::text[], $5::text[], $6::int[], $7::int[], $8::jsonb[])
+     RETURNING id, chunk_index`,
+    [
+      documentId,
+      owner,
+      chunks.map((_, index) => index),
+      chunks.map((chunk) => chunk.content),
+      chunks.map((chunk) => chunk.contentHash),
+      chunks.map((chunk) => chunk.page),
+      chunks.map((chunk) => chunk.termCount),
+      chunks.map((chunk) => JSON.stringify(chunk.metadata)),
+    ],
+  );
+  const ids = new Map(rows.map((row) => [row.chunk_index, Number(row.id)]));
+  await writePostings(client, owner, chunks, (index) => ids.get(index) as number);
 }

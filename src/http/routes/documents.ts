@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { DocumentService } from '../../documents/document-service.ts';
 import type { App } from '../app-types.ts';
+import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
 import { sourceSchema } from '../schemas.ts';
 
 export function registerDocumentRoutes(app: App, documents: DocumentService): void {
@@ -10,7 +11,10 @@ export function registerDocumentRoutes(app: App, documents: DocumentService): vo
       schema: {
         summary: 'List the sources of ingested documents',
         tags: ['documents'],
-        response: { 200: z.object({ documents: z.array(z.string()) }) },
+        response: {
+          200: z.object({ documents: z.array(z.string()) }),
+          ...errorResponses(...AUTHENTICATED),
+        },
       },
     },
     async () => ({ documents: await documents.listSources() }),
@@ -25,7 +29,10 @@ export function registerDocumentRoutes(app: App, documents: DocumentService): vo
           'The rest of the path is the source, slashes included; percent-encoded characters are decoded.',
         tags: ['documents'],
         params: z.object({ '*': sourceSchema }),
-        response: { 200: z.object({ deleted: z.string() }) },
+        response: {
+          200: z.object({ deleted: z.string() }),
+          ...errorResponses(...AUTHENTICATED, 404, 422),
+        },
       },
     },
     async (request) => {

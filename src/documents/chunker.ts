@@ -1,0 +1,260 @@
+import type { ExtractedPage } from './extracted-document.ts';
+
+export interface ChunkingOptions {
+  /** Largest chunk, in estimated tokens. */
+  maxTokens: number;
+  /** Tokens of the previous chunk repeated at the start of the next one. */
+  overlapTokens: number;
+}
+
+/** A piece of a document, with where it came from (for citations). */
+export interface TextChunk {
+  index: number;
+  text: string;
+  /** Page where the chunk starts (paged formats), else null. */
+  page: number | null;
+  /** Page where it ends. */
+  pageEnd: number | null;
+  /** Character offsets in the page text of its start and end. */
+  start: number;
+  end: number;
+  /** The headings above it ("Guide > Install"), or "" outside any section. */
+  heading: string;
+  tokens: number;
+}
+
+/** One sentence (or, for an overlong one, a run of words) with its place in the text. */
+interface Unit {
+  text: string;
+  tokens: number;
+  page: number | null;
+  start: number;
+  end: number;
+  heading: string;
+  /** First unit of a paragraph: joined to the previous one by a blank line. */
+  paragraphStart: boolean;
+  /** First unit under a heading: a good place to start a new chunk. */
+  sectionStart: boolean;
+}
+
+/**
+ * Structure-aware splitting: a document is cut at headings and paragraphs first, a paragraph
+ * that does not fit into sentences, a sentence that does not fit into words (or characters,
+ * for CJK text without spaces). Units are packed into chunks of at most `maxTokens`; a new
+ * section starts a new chunk once the current one is a quarter full; the next chunk repeats
+ * the last sentences of the previous one, up to `overlapTokens`. Each chunk starts with its
+ * heading path when it does not already, so a chunk found alone still says what it is about.
+ */
+export function chunkDocument(
+  pages: readonly ExtractedPage[],
+  options: ChunkingOptions,
+): TextChunk[] {
+  const headings: string[] = []; // a section may span pages
+  const units = pages.flatMap((page) => pageUnits(page, headings, options.maxTokens));
+  const chunks: TextChunk[] = [];
+  let current: Unit[] = [];
+  let fresh = 0; // units of `current` not carried over from the previous chunk
+
+  for (const unit of units) {
+    const tokens = sumTokens(current);
+    const full = tokens + unit.tokens > options.maxTokens;
+    if (fresh > 0 && (full || (unit.sectionStart && tokens >= options.maxTokens / 4))) {
+      chunks.push(toChunk(chunks.length, current));
+      // Overlap: the trailing sentences that fit, unless a new section starts here.
+      current = unit.sectionStart ? [] : tail(current, options.overlapTokens);
+      while (current.length > 0 && sumTokens(current) + unit.tokens > options.maxTokens) {
+        current.shift();
+      }
+      fresh = 0;
+    }
+    current.push(unit);
+    fresh++;
+  }
+  if (fresh > 0) chunks.push(toChunk(chunks.length, current));
+  return chunks;
+}
+
+const sumTokens = (units: readonly Unit[]) => units.reduce((sum, unit) => sum + unit.tokens, 0);
+
+/** The last units of a chunk whose tokens fit `budget`; never the whole chunk. */
+function tail(units: readonly Unit[], budget: number): Unit[] {
+  const carried: Unit[] = [];
+  let tokens = 0;
+  for (let i = units.length - 1; i > 0; i--) {
+    const unit = units[i] as Unit;
+    if (tokens + unit.tokens > budget) break;
+    carried.unshift(unit);
+    tokens += unit.tokens;
+  }
+  return carried;
+}
+
+function toChunk(index: number, units: Unit[]): TextChunk {
+  const first = units[0] as Unit;
+  const last = units.at(-1) as Unit;
+  let body = '';
+  for (const unit of units) {
+    if (body) body += unit.paragraphStart ? '\n\n' : ' ';
+    // A short section merged into the next keeps the next one's heading in the text.
+    if (body && unit.sectionStart && unit.heading) body += `${unit.heading}\n\n`;
+    body += unit.text;
+  }
+  const headingLine = first.heading ? `${first.heading}\n\n` : '';
+  const text = body.startsWith(first.heading.split(' > ').at(-1) ?? '\0')
+    ? body
+    : headingLine + body;
+  return {
+    index,
+    text,
+    page: first.page,
+    pageEnd: last.page,
+    start: first.start,
+    end: last.end,
+    heading: first.heading,
+    tokens: units.reduce((sum, unit) => sum + unit.tokens, 0),
+  };
+}
+
+const HEADING = /^(#{1,6})\s+(.+?)\s*#*\s*$/;
+
+function pageUnits(page: ExtractedPage, headings: string[], maxTokens: number): Unit[] {
+  const units: Unit[] = [];
+  let sectionStart = false;
+  for (const block of blocks(page.text)) {
+    const heading = HEADING.exec(block.text);
+    if (heading) {
+      const level = (heading[1] as string).length;
+      headings.splice(level - 1, headings.length, (heading[2] as string).trim());
+      sectionStart = true;
+      continue;
+    }
+    const path = headings.filter(Boolean).join(' > ');
+    let paragraphStart = true;
+    for (const piece of splitToFit(block.text, block.start, maxTokens)) {
+      units.push({ ...piece, page: page.page, heading: path, paragraphStart, sectionStart });
+      paragraphStart = false;
+      sectionStart = false;
+    }
+  }
+  return units;
+}
+
+interface Piece {
+  text: string;
+  tokens: number;
+  start: number;
+  end: number;
+}
+
+/**
+ * Paragraphs (lines up to a blank line) and heading lines, with the offset where each starts.
+ * Whitespace inside a paragraph is folded to single spaces (PDF line breaks are not meaning).
+ */
+function blocks(text: string): { text: string; start: number }[] {
+  const found: { text: string; start: number }[] = [];
+  let lines: string[] = [];
+  let start = 0;
+  const end = () => {
+    const joined = lines.join(' ').replace(/\s+/g, ' ').trim();
+    if (joined) found.push({ text: joined, start });
+    lines = [];
+  };
+  let offset = 0;
+  for (const line of text.split('\n')) {
+    const trimmed = line.trim();
+    if (!trimmed || HEADING.test(trimmed)) end();
+    if (HEADING.test(trimmed)) found.push({ text: trimmed, start: offset + line.indexOf(trimmed) });
+    else if (trimmed) {
+      if (lines.length === 0) start = offset + line.indexOf(trimmed);
+      lines.push(trimmed);
+    }
+    offset += line.length + 1;
+  }
+  end();
+  return found;
+}
+
+/** Sentences, then words, then characters, until every piece fits. */
+function splitToFit(text: string, start: number, maxTokens: number): Piece[] {
+  const whole = { text, tokens: estimateTokens(text), start, end: start + text.length };
+  if (whole.tokens <= maxTokens) return [whole];
+  const pieces: Piece[] = [];
+  for (const match of text.matchAll(SENTENCE)) {
+    const sentence = match[0].trim();
+    if (!sentence) continue;
+    const at = start + match.index + match[0].indexOf(sentence);
+    const tokens = estimateTokens(sentence);
+    if (tokens <= maxTokens)
+      pieces.push({ text: sentence, tokens, start: at, end: at + sentence.length });
+    else pieces.push(...splitWords(sentence, at, maxTokens));
+  }
+  return pieces;
+}
+
+/** Greedy runs of words (or of characters in a long word, e.g. CJK without spaces). */
+function splitWords(text: string, start: number, maxTokens: number): Piece[] {
+  const pieces: Piece[] = [];
+  let from = 0;
+  let tokens = 0;
+  for (const match of text.matchAll(/\S+\s*|\s+/g)) {
+    let word = match[0];
+    let at = match.index;
+    let cost = estimateTokens(word);
+    while (cost > maxTokens) {
+      // A single "word" longer than a chunk: cut it by characters.
+      if (at > from) pieces.push(piece(text, start, from, at));
+      const cut = cutAt(word, maxTokens);
+      pieces.push(piece(text, start, at, at + cut));
+      at += cut;
+      word = word.slice(cut);
+      cost = estimateTokens(word);
+      from = at;
+      tokens = 0;
+    }
+    if (tokens + cost > maxTokens && at > from) {
+      pieces.push(piece(text, start, from, at));
+      from = at;
+      tokens = 0;
+    }
+    tokens += cost;
+  }
+  if (from < text.length && text.slice(from).trim())
+    pieces.push(piece(text, start, from, text.length));
+  return pieces;
+}
+
+function cutAt(word: string, maxTokens: number): number {
+  let cut = 0;
+  for (const char of word) {
+    if (estimateTokens(word.slice(0, cut + char.length)) > maxTokens) break;
+    cut += char.length;
+  }
+  return Math.max(cut, 1);
+}
+
+function piece(text: string, start: number, from: number, to: number): Piece {
+  const raw = text.slice(from, to);
+  const trimmed = raw.trim();
+  const lead = raw.indexOf(trimmed.charAt(0));
+  return {
+    text: trimmed,
+    tokens: estimateTokens(trimmed),
+    start: start + from + Math.max(lead, 0),
+    end: start + from + Math.max(lead, 0) + trimmed.length,
+  };
+}
+
+/** Ends at ., !, ? (and their full-width forms) followed by space, or at a line's end. */
+const SENTENCE = /[^.!?。！？]*(?:[.!?。！？]+(?=\s|$)|$)\s*|[^\s]+\s*/gu;
+
+const WIDE = /[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]/gu;
+
+/**
+ * Estimated tokens: one per CJK/Hangul character, one per four other characters (as the
+ * chat history budget counts them), so a chunk of Korean and one of English hold about the
+ * same share of a model's context.
+ */
+export function estimateTokens(text: string): number {
+  const wide = text.match(WIDE)?.length ?? 0;
+  return wide + Math.ceil((text.length - wide) / 4);
+}

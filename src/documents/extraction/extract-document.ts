@@ -1,0 +1,61 @@
+import { readFile } from 'node:fs/promises';
+import mammoth from 'mammoth';
+import type { DocumentKind, ExtractedDocument } from '../extracted-document.ts';
+import { decodeText } from './decode-text.ts';
+import { ExtractionFailure } from './extraction-failure.ts';
+import { htmlToText } from './html-to-text.ts';
+import type { PageReader } from './ocr.ts';
+import { pdfToText } from './pdf-to-text.ts';
+
+export interface ExtractOptions {
+  password?: string;
+  ocr: PageReader | null;
+  ocrUnavailableReason: string;
+  onProgress?: (pagesDone: number, pagesTotal: number) => void;
+}
+
+/** The text of a file whose kind is already known (see detect-type.ts). */
+export async function extractDocument(
+  path: string,
+  kind: DocumentKind,
+  options: ExtractOptions,
+): Promise<ExtractedDocument> {
+  const bytes = new Uint8Array(await readFile(path));
+  const document =
+    kind === 'pdf'
+      ? await pdfToText(bytes, options)
+      : { kind, pages: [{ page: null, text: await textOf(bytes, kind) }], ocrPages: [] };
+  if (document.pages.every((page) => page.text.trim() === '')) {
+    throw new ExtractionFailure(
+      'no_text',
+      kind === 'pdf'
+        ? 'The PDF has no text to index: no text layer and no scanned page that OCR could read.'
+        : 'The file has no text to index.',
+    );
+  }
+  return document;
+}
+
+async function textOf(bytes: Uint8Array, kind: Exclude<DocumentKind, 'pdf'>): Promise<string> {
+  if (kind === 'docx') return docxToText(bytes);
+  const text = decodeText(bytes).text.replace(/\r\n?/g, '\n');
+  if (kind === 'html') return htmlToText(text, { mainContent: true });
+  return text
+    .replace(/[ \t]+\n/g, '\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+}
+
+/** DOCX → HTML (mammoth maps Word's heading styles to h1…h6) → text with `#` headings. */
+async function docxToText(bytes: Uint8Array): Promise<string> {
+  let html: string;
+  try {
+    html = (await mammoth.convertToHtml({ buffer: Buffer.from(bytes) })).value;
+  } catch {
+    throw new ExtractionFailure(
+      'corrupt',
+      'The Word document is damaged and cannot be read; check the file and upload it again.',
+    );
+  }
+  return htmlToText(html, { mainContent: false });
+}

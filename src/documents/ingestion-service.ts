@@ -1,0 +1,174 @@
+import { mkdir, rm } from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import type { Logger } from 'pino';
+import { AppError } from '../errors.ts';
+import type { DocumentService } from './document-service.ts';
+import { CONTENT_TYPES, detectType, SNIFF_BYTES } from './extraction/detect-type.ts';
+import { ExtractionFailure } from './extraction/extraction-failure.ts';
+import { type ExtractionLimits, runExtraction } from './extraction/run-extraction.ts';
+import { Slots } from './slots.ts';
+import { type ReceivedFile, receiveUpload } from './upload-file.ts';
+import { checkName } from './upload-names.ts';
+
+/** One part of a multipart upload, as the HTTP edge hands it over. */
+export type UploadPart =
+  | {
+      type: 'file';
+      fieldname: string;
+      filename: string;
+      stream: Readable & { truncated?: boolean };
+    }
+  | { type: 'field'; fieldname: string; value: string };
+
+export interface IngestionSettings {
+  /** A folder Parley owns; emptied at start. Uploads live there only while they are read. */
+  uploadsDir: string;
+  /** A folder Parley owns for OCR's language-data links. */
+  ocrDir: string;
+  maxBytes: number;
+  limits: ExtractionLimits;
+  concurrency: number;
+  ocrEnabled: boolean;
+}
+
+export interface IngestResult {
+  chunks: number;
+  filename: string;
+  source: string;
+}
+
+/** A progress line after this many pages, or this long since the last one (OCR is slow). */
+const PROGRESS_EVERY_PAGES = 25;
+const PROGRESS_EVERY_MS = 10_000;
+
+/**
+ * `POST /ingest`: receives the upload into a temporary file, decides its type, has its text
+ * extracted in a child process (extraction/run-extraction.ts) and hands it to the document
+ * store. The temporary file is removed whatever happens.
+ */
+export class IngestionService {
+  readonly #documents: DocumentService;
+  readonly #settings: IngestionSettings;
+  readonly #logger: Logger;
+  readonly #slots: Slots;
+
+  constructor(documents: DocumentService, settings: IngestionSettings, logger: Logger) {
+    this.#documents = documents;
+    this.#settings = settings;
+    this.#logger = logger;
+    this.#slots = new Slots(settings.concurrency);
+  }
+
+  /** Empties the uploads folder: files left by a crash or a kill are removed here. */
+  async start(): Promise<void> {
+    await rm(this.#settings.uploadsDir, { recursive: true, force: true });
+    await mkdir(this.#settings.uploadsDir, { recursive: true });
+  }
+
+  async ingest(parts: AsyncIterable<UploadPart>, signal?: AbortSignal): Promise<IngestResult> {
+    let upload: (ReceivedFile & { filename: string }) | undefined;
+    const fields = new Map<string, string>();
+    try {
+      for await (const part of parts) {
+        if (part.type === 'field') fields.set(part.fieldname, part.value);
+        else if (part.fieldname !== 'file' || upload)
+          part.stream.resume(); // not ours: drained
+        else {
+          upload = {
+            filename: part.filename,
+            ...(await receiveUpload(part.stream, this.#settings.uploadsDir, part.filename, {
+              maxBytes: this.#settings.maxBytes,
+              headBytes: SNIFF_BYTES,
+            })),
+          };
+        }
+      }
+      if (!upload) {
+        throw new AppError(
+          'file_missing',
+          422,
+          'The multipart part "file" is required: attach the document as "file".',
+        );
+      }
+      return await this.#process(upload, fields, signal);
+    } finally {
+      if (upload) await rm(upload.path, { force: true });
+    }
+  }
+
+  async #process(
+    upload: ReceivedFile & { filename: string },
+    fields: Map<string, string>,
+    signal: AbortSignal | undefined,
+  ): Promise<IngestResult> {
+    const given = fields.get('source');
+    const filename = checkName(
+      'file name',
+      upload.filename,
+      given === undefined ? ' Send a "source" field to name the document.' : '',
+    );
+    const source = given === undefined ? filename : checkName('source', given);
+    if (upload.bytes === 0) throw new AppError('file_empty', 422, 'The file is empty.');
+
+    const detected = detectType(upload.head, filename);
+    if ('unsupported' in detected) {
+      throw new AppError(
+        'unsupported_type',
+        415,
+        `The file is ${detected.unsupported}. Supported: PDF, plain text, Markdown, HTML and Word (.docx).`,
+      );
+    }
+    const { kind } = detected;
+    const started = performance.now();
+    const log = this.#logger.child({ kind, bytes: upload.bytes });
+    const document = await this.#slots.run(() =>
+      runExtraction(
+        {
+          path: upload.path,
+          kind,
+          password: fields.get('password') || undefined,
+          ocrEnabled: this.#settings.ocrEnabled,
+          cacheDir: this.#settings.ocrDir,
+        },
+        this.#settings.limits,
+        { signal, onProgress: progressLogger(log) },
+      ).catch((error: unknown) => {
+        if (!(error instanceof ExtractionFailure)) throw error;
+        log.info({ code: error.code }, 'extraction refused the file');
+        throw new AppError(error.code, error.code === 'unsupported' ? 415 : 422, error.message);
+      }),
+    );
+    const extractedMs = Math.round(performance.now() - started);
+    const { chunks } = await this.#documents.ingest(
+      { source, filename, contentType: CONTENT_TYPES[kind], bytes: upload.bytes, document },
+      signal,
+    );
+    log.info(
+      {
+        pages: document.pages.length,
+        ocrPages: document.ocrPages.length,
+        chunks,
+        extractedMs,
+        totalMs: Math.round(performance.now() - started),
+      },
+      'document ingested',
+    );
+    return { chunks, filename, source };
+  }
+}
+
+/** Progress lines: counts only, never content. */
+function progressLogger(log: Logger) {
+  let lastAt = performance.now();
+  return (pagesDone: number, pagesTotal: number) => {
+    const now = performance.now();
+    if (
+      pagesDone % PROGRESS_EVERY_PAGES === 0 ||
+      pagesDone === pagesTotal ||
+      now - lastAt >= PROGRESS_EVERY_MS
+    ) {
+      lastAt = now;
+      log.info({ pagesDone, pagesTotal }, 'extracting pages');
+    }
+  };
+}

@@ -1,0 +1,81 @@
+import fastifyMultipart from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { IngestionService, UploadPart } from '../../documents/ingestion-service.ts';
+import { AppError } from '../../errors.ts';
+import type { App } from '../app-types.ts';
+import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
+
+/** Room for a 1,024-character source in any script (UTF-8) and a password. */
+const FIELD_MAX_BYTES = 8 * 1024;
+
+export function registerIngestRoutes(
+  app: App,
+  ingestion: IngestionService,
+  maxBytes: number,
+): void {
+  // Multipart is parsed only here: every other route still answers it with 415.
+  app.register(async (scope: App) => {
+    await scope.register(fastifyMultipart, {
+      limits: { fileSize: maxBytes, fieldSize: FIELD_MAX_BYTES, fields: 10, parts: 20 },
+    });
+    scope.post(
+      '/ingest',
+      {
+        schema: {
+          summary: 'Upload a document to index (PDF, text, Markdown, HTML, DOCX)',
+          description:
+            'multipart/form-data with the part `file` (required) and the fields `source` ' +
+            '(default: the file name; 1–1,024 characters, no control characters) and `password` ' +
+            '(for an encrypted PDF). Re-ingesting a source replaces it.',
+          tags: ['documents'],
+          consumes: ['multipart/form-data'],
+          response: {
+            200: z.object({ chunks: z.number().int(), filename: z.string(), source: z.string() }),
+            ...errorResponses(...AUTHENTICATED, 413, 415, 422),
+          },
+        },
+      },
+      async (request, reply) => {
+        // A client that disconnects stops its extraction.
+        const gone = new AbortController();
+        reply.raw.on('close', () => {
+          if (!reply.raw.writableFinished) gone.abort(new Error('client disconnected'));
+        });
+        try {
+          return await ingestion.ingest(uploadParts(request), gone.signal);
+        } catch (error) {
+          // Nobody to answer: not a server error, and nothing worth an error line in the log.
+          if (request.raw.socket?.destroyed) {
+            throw new AppError('client_disconnected', 499, 'The client disconnected.');
+          }
+          // Stop reading an oversized upload: the connection closes after the 413.
+          if (statusOf(error) === 413) reply.header('connection', 'close');
+          throw error;
+        }
+      },
+    );
+  });
+}
+
+async function* uploadParts(request: FastifyRequest): AsyncGenerator<UploadPart> {
+  for await (const part of request.parts()) {
+    if (part.type === 'file') {
+      yield { type: 'file', fieldname: part.fieldname, filename: part.filename, stream: part.file };
+    } else {
+      if (part.valueTruncated) {
+        throw new AppError(
+          'field_too_long',
+          422,
+          `The field "${part.fieldname}" is longer than ${FIELD_MAX_BYTES} bytes.`,
+        );
+      }
+      yield { type: 'field', fieldname: part.fieldname, value: String(part.value) };
+    }
+  }
+}
+
+function statusOf(error: unknown): number | undefined {
+  if (AppError.isInstance(error)) return error.status;
+  return (error as { statusCode?: number }).statusCode;
+}

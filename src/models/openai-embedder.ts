@@ -1,0 +1,44 @@
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { embedMany } from 'ai';
+import type { Embedder } from '../documents/embedder.ts';
+
+export interface OpenAiEmbedderOptions {
+  baseUrl: string;
+  apiKey?: string | undefined;
+  model: string;
+  /** Texts per request. */
+  batchSize: number;
+  /** Retries of a request that failed (429, 5xx, refused), with backoff. */
+  maxRetries: number;
+}
+
+/** Any OpenAI-compatible `POST /v1/embeddings` (OpenAI, Ollama, vLLM, llama.cpp, TEI…). */
+export function openAiEmbedder(options: OpenAiEmbedderOptions): Embedder {
+  const provider = createOpenAICompatible({
+    name: 'embeddings',
+    baseURL: options.baseUrl,
+    ...(options.apiKey ? { apiKey: options.apiKey } : {}),
+  });
+  const model = provider.embeddingModel(options.model);
+  const embed = async (texts: readonly string[], signal?: AbortSignal) => {
+    const vectors: number[][] = [];
+    for (let i = 0; i < texts.length; i += options.batchSize) {
+      const { embeddings } = await embedMany({
+        model,
+        values: texts.slice(i, i + options.batchSize),
+        maxRetries: options.maxRetries,
+        maxParallelCalls: 1,
+        ...(signal ? { abortSignal: signal } : {}),
+      });
+      vectors.push(...embeddings);
+    }
+    return vectors;
+  };
+  return {
+    id: `openai:${options.model}`,
+    available: true,
+    ready: async () => true,
+    embedDocuments: embed,
+    embedQuery: async (text, signal) => (await embed([text], signal))[0] as number[],
+  };
+}

@@ -1,0 +1,135 @@
+import { createHash } from 'node:crypto';
+import { type ChunkHit, type HitRow, toHit } from './chunk-hit.ts';
+import type { Db } from './database.ts';
+import { withTransaction } from './transaction.ts';
+
+const DDL_LOCK = 0x76656374; // "vect"
+
+/**
+ * Chunk vectors in pgvector, keyed by (embedding model, content hash): identical text is
+ * embedded once per model, and each model has its own HNSW index (a partial index on its
+ * rows, at its dimension), so vectors of different models are never compared. Only used
+ * where the `vector` extension exists; the table is created on first use, so a server that
+ * gains pgvector later gets it without a migration.
+ */
+export class VectorStore {
+  readonly #db: Db;
+  #table: Promise<void> | undefined;
+  readonly #indexes = new Map<string, Promise<void>>();
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async hasChunks(): Promise<boolean> {
+    const { rowCount } = await this.#db.$client.query('SELECT 1 FROM chunks LIMIT 1');
+    return rowCount === 1;
+  }
+
+  /** Distinct chunk texts that have no vector for `model` yet. */
+  async missing(model: string, limit: number): Promise<{ hash: string; content: string }[]> {
+    await this.#ensureTable();
+    const { rows } = await this.#db.$client.query<{ hash: string; content: string }>(
+      `SELECT DISTINCT ON (c.content_hash) c.content_hash AS hash, c.content
+       FROM chunks c
+       WHERE NOT EXISTS (SELECT 1 FROM chunk_embeddings e
+                         WHERE e.model = $1 AND e.content_hash = c.content_hash)
+       ORDER BY c.content_hash
+       LIMIT $2`,
+      [model, limit],
+    );
+    return rows;
+  }
+
+  async save(model: string, items: readonly { hash: string; vector: number[] }[]): Promise<void> {
+    const dimension = items[0]?.vector.length;
+    if (!dimension) return;
+    await this.#ensureIndex(model, dimension);
+    await this.#db.$client.query(
+      `INSERT INTO chunk_embeddings (model, content_hash, embedding)
+       SELECT $1, * FROM unnest($2::text[], $3::vector[])
+       ON CONFLICT DO NOTHING`,
+      [model, items.map((item) => item.hash), items.map((item) => toVector(item.vector))],
+    );
+  }
+
+  /** Nearest chunks the owners may see, by cosine similarity (score in [-1, 1]). */
+  async search(
+    model: string,
+    vector: readonly number[],
+    owners: readonly string[],
+    limit: number,
+  ): Promise<ChunkHit[]> {
+    await this.#ensureIndex(model, vector.length);
+    const dim = vector.length;
+    // The expression and predicate must match the partial index exactly for it to be used;
+    // both are literals built from our own model id and an integer.
+    const { rows } = await this.#db.$client.query<HitRow>(
+      `WITH nn AS (
+         SELECT content_hash, embedding::vector(${dim}) <=> $1::vector(${dim}) AS distance
+         FROM chunk_embeddings
+         WHERE model = ${literal(model)}
+         ORDER BY embedding::vector(${dim}) <=> $1::vector(${dim})
+         LIMIT $3
+       )
+       SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata, 1 - nn.distance AS score
+       FROM nn
+       JOIN chunks c ON c.content_hash = nn.content_hash AND c.owner = ANY($2::text[])
+       JOIN documents d ON d.id = c.document_id
+       ORDER BY nn.distance, c.id
+       LIMIT $3`,
+      [toVector(vector), owners, limit],
+    );
+    return rows.map(toHit);
+  }
+
+  #ensureTable(): Promise<void> {
+    this.#table ??= withTransaction(this.#db.$client, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK]);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS chunk_embeddings (
+           model text NOT NULL,
+           content_hash text NOT NULL,
+           embedding vector NOT NULL,
+           PRIMARY KEY (model, content_hash)
+         )`,
+      );
+    }).catch((error: unknown) => {
+      this.#table = undefined;
+      throw error;
+    });
+    return this.#table;
+  }
+
+  #ensureIndex(model: string, dimension: number): Promise<void> {
+    if (!Number.isInteger(dimension) || dimension < 1 || dimension > 16_000) {
+      return Promise.reject(new Error(`unusable embedding dimension ${dimension}`));
+    }
+    const name = `chunk_embeddings_${createHash('sha256').update(`${model}/${dimension}`).digest('hex').slice(0, 16)}_hnsw`;
+    let created = this.#indexes.get(name);
+    if (!created) {
+      created = this.#ensureTable()
+        .then(() =>
+          withTransaction(this.#db.$client, async (client) => {
+            await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK]);
+            await client.query(
+              `CREATE INDEX IF NOT EXISTS ${name} ON chunk_embeddings
+               USING hnsw ((embedding::vector(${dimension})) vector_cosine_ops)
+               WHERE model = ${literal(model)}`,
+            );
+          }),
+        )
+        .catch((error: unknown) => {
+          this.#indexes.delete(name);
+          throw error;
+        });
+      this.#indexes.set(name, created);
+    }
+    return created;
+  }
+}
+
+const toVector = (vector: readonly number[]) => `[${vector.join(',')}]`;
+
+/** A SQL string literal (standard_conforming_strings is on in both engines). */
+const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;

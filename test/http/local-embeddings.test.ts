@@ -1,0 +1,133 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type Listening, listen } from '../support/fake-http.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { seed } from '../support/seed.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { tinyEmbeddingModel } from '../support/tiny-embedding-model.ts';
+
+const MODEL = 'parley-tests/tiny-embedder';
+
+/**
+ * A model hub serving the tiny generated model the way transformers.js fetches models
+ * (`/<model>/resolve/main/<file>`), unreachable (404 for everything) until `online` is set.
+ */
+async function startModelHub() {
+  const files = tinyEmbeddingModel();
+  const hub = {
+    online: false,
+    fetched: [] as string[],
+    server: undefined as Listening | undefined,
+  };
+  hub.server = await listen(
+    async (req, res) => {
+      const path = new URL(req.url ?? '/', 'http://hub').pathname;
+      const prefix = `/${MODEL}/resolve/main/`;
+      const file = path.startsWith(prefix) ? files.get(path.slice(prefix.length)) : undefined;
+      if (!hub.online || !file) {
+        res.writeHead(404).end();
+        return;
+      }
+      hub.fetched.push(path.slice(prefix.length));
+      res
+        .writeHead(200, { 'content-length': file.length })
+        .end(req.method === 'HEAD' ? undefined : file);
+    },
+    () => {},
+  );
+  return hub;
+}
+
+describe.each(ENGINES)('the local embedding model on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let hub: Awaited<ReturnType<typeof startModelHub>>;
+  let storage: EngineEnv;
+  let dataDir: string;
+  let parley: RunningParley;
+
+  const search = async (query: string) => {
+    llm.enqueue(reply.toolCalls([{ name: 'search_documents', args: { query } }]), reply.text('ok'));
+    await readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: query, user_id: `u${Math.random()}` }),
+      }),
+    );
+    const tool = llm.chats.at(-1)?.body.messages.findLast((message) => message.role === 'tool');
+    return JSON.parse(String(tool?.content)) as { retrieval: string; hits: { source: string }[] };
+  };
+  const warnings = () => parley.logs.filter((line) => /cannot be loaded/.test(line.msg));
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    hub = await startModelHub();
+    storage = await engineEnv(engine);
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-local-emb-'));
+    await seed(
+      { dataDir, databaseUrl: storage.env.DATABASE_URL },
+      {
+        documents: [
+          { source: 'seoul.txt', chunks: ['the seoul market is korean food'] },
+          { source: 'busan.txt', chunks: ['the busan beach'] },
+        ],
+      },
+    );
+    parley = await startParley({
+      dataDir,
+      env: {
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        EMBEDDINGS_MODEL: MODEL,
+        EMBEDDINGS_MODEL_HOST: hub.server?.origin,
+        EMBEDDINGS_RETRY_MS: '500',
+        ...storage.env,
+      },
+    });
+    // Seeding, then starting Parley, opens the database twice: slow on a loaded machine.
+  }, 120_000);
+  afterEach(() => {
+    llm.assertNoUnexpected();
+    llm.assertAllConsumed();
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await hub?.server?.close();
+    await storage?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  if (engine === 'embedded') {
+    it('serves lexical search with one warning while the model cannot be had, then downloads it and embeds what was stored', async () => {
+      await expect.poll(() => warnings().length, { timeout: 20_000 }).toBe(1);
+      const offline = await search('seoul market');
+      expect(offline.retrieval).toBe('lexical');
+      expect(offline.hits[0]?.source).toBe('seoul.txt');
+
+      hub.online = true;
+      await expect
+        .poll(() => parley.logs.some((line) => line.msg === 'chunks embedded'), { timeout: 30_000 })
+        .toBe(true);
+      expect(warnings()).toHaveLength(1);
+      expect(parley.logs.some((line) => line.msg === 'downloading the embedding model')).toBe(true);
+      expect(existsSync(join(dataDir, 'models', MODEL, 'onnx', 'model_quantized.onnx'))).toBe(true);
+
+      const online = await search('seoul market');
+      expect(online.retrieval).toBe('hybrid');
+      expect(online.hits[0]?.source).toBe('seoul.txt');
+    });
+  } else {
+    it('never loads the model without pgvector: search is lexical and nothing is fetched', async () => {
+      hub.online = true;
+      const result = await search('seoul market');
+      expect(result.retrieval).toBe('lexical');
+      expect(result.hits[0]?.source).toBe('seoul.txt');
+      expect(hub.fetched).toEqual([]);
+    });
+  }
+});
