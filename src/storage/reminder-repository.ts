@@ -1,20 +1,42 @@
 import { orm } from './orm.ts';
 
-const { and, asc, eq, inArray, isNotNull } = orm;
+const { and, asc, eq, inArray } = orm;
 
 import type { Db } from './database.ts';
 import { reminderNotices, reminders } from './schema.ts';
+
+export interface NoticeRecord {
+  daysBefore: number;
+  status: 'sending' | 'retry' | 'sent' | 'failed' | 'undeliverable';
+  sentAt: Date | null;
+  lastError: string | null;
+}
 
 export interface ReminderRecord {
   id: string;
   title: string;
   /** Calendar date, YYYY-MM-DD. */
   dueOn: string;
+  time: string | null;
+  note: string | null;
+  timezone: string;
   createdAt: Date;
-  /** Days before the date for which a notice has been sent: a subset of [7, 1, 0]. */
-  noticesSent: number[];
+  /** Every notice that was claimed, whatever became of it, latest offset first. */
+  notices: NoticeRecord[];
 }
 
+export interface NewReminder {
+  id: string;
+  userId: string;
+  title: string;
+  dueOn: string;
+  time: string | null;
+  note: string | null;
+  timezone: string;
+  createdAt: Date;
+}
+
+/** Reminders as users see them; the scheduler's queries are in NoticeRepository. */
 export class ReminderRepository {
   readonly #db: Db;
 
@@ -22,13 +44,17 @@ export class ReminderRepository {
     this.#db = db;
   }
 
-  async create(reminder: {
-    id: string;
-    userId: string;
-    title: string;
-    dueOn: string;
-  }): Promise<void> {
+  async create(reminder: NewReminder): Promise<void> {
     await this.#db.insert(reminders).values(reminder);
+  }
+
+  /** Deletes the user's reminder (and its notices); false when the user has no such reminder. */
+  async delete(userId: string, id: string): Promise<boolean> {
+    const deleted = await this.#db
+      .delete(reminders)
+      .where(and(eq(reminders.userId, userId), eq(reminders.id, id)))
+      .returning({ id: reminders.id });
+    return deleted.length > 0;
   }
 
   async listForUser(userId: string): Promise<ReminderRecord[]> {
@@ -36,29 +62,34 @@ export class ReminderRepository {
       .select()
       .from(reminders)
       .where(eq(reminders.userId, userId))
-      .orderBy(asc(reminders.dueOn), asc(reminders.createdAt));
+      .orderBy(asc(reminders.dueOn), asc(reminders.time), asc(reminders.createdAt));
     if (rows.length === 0) return [];
     const notices = await this.#db
-      .select({ reminderId: reminderNotices.reminderId, daysBefore: reminderNotices.daysBefore })
+      .select()
       .from(reminderNotices)
       .where(
-        and(
-          inArray(
-            reminderNotices.reminderId,
-            rows.map((row) => row.id),
-          ),
-          isNotNull(reminderNotices.sentAt),
+        inArray(
+          reminderNotices.reminderId,
+          rows.map((row) => row.id),
         ),
       );
     return rows.map((row) => ({
       id: row.id,
       title: row.title,
       dueOn: row.dueOn,
+      time: row.time,
+      note: row.note,
+      timezone: row.timezone,
       createdAt: row.createdAt,
-      noticesSent: notices
+      notices: notices
         .filter((notice) => notice.reminderId === row.id)
-        .map((notice) => notice.daysBefore)
-        .sort((a, b) => b - a),
+        .sort((a, b) => b.daysBefore - a.daysBefore)
+        .map((notice) => ({
+          daysBefore: notice.daysBefore,
+          status: notice.status,
+          sentAt: notice.sentAt,
+          lastError: notice.lastError,
+        })),
     }));
   }
 }

@@ -1,61 +1,98 @@
-import { randomUUID } from 'node:crypto';
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
-import type { ReminderRepository } from '../storage/reminder-repository.ts';
+import { AppError } from '../errors.ts';
+import { MAX_YEARS_AHEAD, type ReminderService } from '../reminders/reminder-service.ts';
+import type { ReminderRecord } from '../storage/reminder-repository.ts';
 
 export interface ReminderToolContext {
   userId: string;
-  /** Today's date in the user's timezone, YYYY-MM-DD. */
-  today: string;
-  reminders: ReminderRepository;
+  reminders: ReminderService;
 }
 
-const isoDate = z
+export const isoDate = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}$/, { message: 'use the form YYYY-MM-DD' })
-  .refine((value) => !Number.isNaN(Date.parse(`${value}T00:00:00Z`)) && isRealDate(value), {
-    message: 'is not a calendar date',
-  });
+  .refine((value) => isRealDate(value), { message: 'is not a calendar date' });
+export const localTime = z
+  .string()
+  .regex(/^([01]\d|2[0-3]):[0-5]\d$/, { message: 'use the 24-hour form HH:MM' });
+export const REMINDER_TITLE_MAX = 200;
+export const REMINDER_NOTE_MAX = 1000;
 
 // Built once: the AI SDK caches a schema's JSON Schema on the object, and tools are bound to
 // a user on every chat.
 const setReminderInput = zodSchema(
   z.object({
-    title: z.string().min(1).max(200).describe('What to remind the user of'),
-    date: isoDate.describe('The date, YYYY-MM-DD, in the user’s timezone'),
+    title: z.string().trim().min(1).max(REMINDER_TITLE_MAX).describe('What to remind the user of'),
+    date: isoDate.describe(
+      `The date, YYYY-MM-DD, in the user’s timezone: from today to ${MAX_YEARS_AHEAD} years ahead. ` +
+        'Work out "next Friday" or "다음 주 금요일" from the current date in the system prompt.',
+    ),
+    time: localTime.optional().describe('The time of day, HH:MM (24-hour), if the user gave one'),
+    note: z.string().max(REMINDER_NOTE_MAX).optional().describe('Details worth repeating'),
   }),
 );
-const listRemindersInput = zodSchema(z.object({}));
+const listRemindersInput = zodSchema(
+  z.object({
+    include_past: z.boolean().optional().describe('Also list reminders whose date has passed'),
+  }),
+);
+const cancelReminderInput = zodSchema(
+  z.object({ id: z.uuid().describe('The id of the reminder, from list_reminders') }),
+);
 
-/** `set_reminder` / `list_reminders`, bound to one user. */
+/** `set_reminder` / `list_reminders` / `cancel_reminder`, bound to one user. */
 export function reminderTools(context: ReminderToolContext) {
   return {
     set_reminder: tool({
       description:
-        'Save a reminder for the user on a calendar date. The user is notified 7 days before, 1 day before and on the day.',
+        'Save a reminder for the user on a calendar date. The user is notified on Telegram ' +
+        '7 days before, 1 day before and on the day.',
       inputSchema: setReminderInput,
-      execute: async ({ title, date }) => {
-        if (date < context.today) {
-          throw new Error(`The date ${date} is in the past (today is ${context.today}).`);
-        }
-        const id = randomUUID();
-        await context.reminders.create({ id, userId: context.userId, title, dueOn: date });
-        return { id, title, date };
-      },
+      execute: async (input) =>
+        describe(await asToolError(context.reminders.create(context.userId, input))),
     }),
     list_reminders: tool({
-      description: "List the user's reminders from today on, soonest first.",
+      description: "List the user's reminders from today on (or all), soonest first.",
       inputSchema: listRemindersInput,
-      execute: async () => {
-        const all = await context.reminders.listForUser(context.userId);
-        return all
-          .filter((reminder) => reminder.dueOn >= context.today)
-          .map((reminder) => ({ title: reminder.title, date: reminder.dueOn }));
+      execute: async ({ include_past }) => {
+        const all = await context.reminders.list(context.userId, include_past ?? false);
+        return all.map(describe);
+      },
+    }),
+    cancel_reminder: tool({
+      description: "Cancel (delete) one of the user's reminders by its id.",
+      inputSchema: cancelReminderInput,
+      execute: async ({ id }) => {
+        await asToolError(context.reminders.cancel(context.userId, id));
+        return { cancelled: id };
       },
     }),
   };
 }
 
+function describe(reminder: ReminderRecord) {
+  return {
+    id: reminder.id,
+    title: reminder.title,
+    date: reminder.dueOn,
+    ...(reminder.time ? { time: reminder.time } : {}),
+    ...(reminder.note ? { note: reminder.note } : {}),
+    timezone: reminder.timezone,
+  };
+}
+
+/** A refusal reaches the model as a plain error it can explain to the user. */
+async function asToolError<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (AppError.isInstance(error)) throw new Error(error.message);
+    throw error;
+  }
+}
+
 function isRealDate(value: string): boolean {
-  return new Date(`${value}T00:00:00Z`).toISOString().startsWith(value);
+  const parsed = new Date(`${value}T00:00:00Z`);
+  return !Number.isNaN(parsed.getTime()) && parsed.toISOString().startsWith(value);
 }
