@@ -1,0 +1,199 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import {
+  type FakeFailure,
+  type FakeSearchServer,
+  type SearchProvider,
+  startFakeSearchServer,
+} from '../support/fake-search-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const PROVIDERS: SearchProvider[] = ['searxng', 'tavily', 'brave'];
+const QUERY = '부산 불꽃축제 2026 일정';
+
+/** Eight results with long snippets: more than Parley may hand to the model. */
+const RESULTS = Array.from({ length: 8 }, (_, i) => ({
+  title: `<strong>Result</strong> ${i} &amp; more`,
+  url: `https://example.org/page-${i}`,
+  snippet: `Snippet ${i}: ${'가나다 '.repeat(100)}`,
+}));
+
+type Message = { role: string; content?: unknown };
+
+const envFor = (search: FakeSearchServer): Record<string, string> => {
+  switch (search.provider) {
+    case 'searxng':
+      return { WEB_SEARCH_PROVIDER: 'searxng', SEARXNG_URL: search.url };
+    case 'tavily':
+      return {
+        WEB_SEARCH_PROVIDER: 'tavily',
+        TAVILY_API_KEY: search.apiKey,
+        TAVILY_BASE_URL: search.url,
+      };
+    case 'brave':
+      return {
+        WEB_SEARCH_PROVIDER: 'brave',
+        BRAVE_API_KEY: search.apiKey,
+        BRAVE_BASE_URL: search.url,
+      };
+  }
+};
+
+describe.each(ENGINES)('web_search on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  let dataDir: string;
+  let base: Record<string, string>;
+  let parley: RunningParley | undefined;
+  const searches = new Map<SearchProvider, FakeSearchServer>();
+
+  /** Each provider is a start-up setting: restart on the same database (a new one is slow). */
+  async function runWith(env: Record<string, string>): Promise<void> {
+    await parley?.stop();
+    parley = await startParley({ dataDir, env });
+  }
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    storage = await engineEnv(engine);
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-web-search-'));
+    base = {
+      LLM_BASE_URL: llm.url,
+      LLM_MAX_RETRIES: '0',
+      WEB_SEARCH_MAX_RESULTS: '3',
+      WEB_SEARCH_SNIPPET_CHARS: '100',
+      WEB_SEARCH_TIMEOUT_MS: '500',
+      ...storage.env,
+    };
+    for (const provider of PROVIDERS) searches.set(provider, await startFakeSearchServer(provider));
+  });
+  afterEach(() => {
+    llm.assertNoUnexpected();
+    llm.assertAllConsumed();
+    for (const search of searches.values()) search.assertNoUnexpected();
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    for (const search of searches.values()) await search.close();
+    await llm?.close();
+    await storage?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  /** Asks a question the model answers with one web_search call. */
+  async function searchThrough(userId: string) {
+    const server = parley as RunningParley;
+    llm.enqueue(
+      reply.toolCalls([{ name: 'web_search', args: { query: QUERY } }]),
+      reply.text('Here is what I found.'),
+    );
+    const response = await server.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: `언제야? ${QUERY}`, user_id: userId }),
+    });
+    const stream = await readChat(response);
+    const messages = llm.chats.at(-1)?.body.messages as Message[];
+    const toolMessage = messages.find((m) => m.role === 'tool');
+    return { stream, server, toolOutput: String(toolMessage?.content ?? '') };
+  }
+
+  const failures: [FakeFailure, (provider: SearchProvider) => RegExp][] = [
+    ['rate-limited', () => /limiting requests \(HTTP 429\)/],
+    [
+      'unauthorized',
+      (provider) => ({ searxng: /HTTP 403/, tavily: /HTTP 401/, brave: /HTTP 422/ })[provider],
+    ],
+    ['server-error', () => /failed \(HTTP 500\)/],
+    ['stall', () => /took longer than 500 ms/],
+  ];
+
+  describe.each(PROVIDERS)('with %s', (provider) => {
+    beforeAll(async () => {
+      await runWith({ ...base, ...envFor(searches.get(provider) as FakeSearchServer) });
+    }, 60_000);
+
+    it('gives the model title, URL and a bounded snippet of the top results', async () => {
+      const search = searches.get(provider) as FakeSearchServer;
+      search.results(RESULTS);
+      const before = search.queries.length;
+      const { stream, toolOutput } = await searchThrough(`ok-${provider}`);
+
+      expect(stream.text).toBe('Here is what I found.');
+      expect(search.queries.slice(before)).toEqual([QUERY]);
+      const output = JSON.parse(toolOutput) as {
+        provider: string;
+        results: { title: string; url: string; snippet: string }[];
+      };
+      expect(output.provider).toBe(provider);
+      expect(output.results.map((r) => r.url)).toEqual([
+        'https://example.org/page-0',
+        'https://example.org/page-1',
+        'https://example.org/page-2',
+      ]);
+      expect(output.results[0]?.title).toBe('Result 0 & more');
+      for (const result of output.results) {
+        expect(result.snippet.length).toBeLessThanOrEqual(100);
+        expect(result.snippet.startsWith('Snippet')).toBe(true);
+      }
+    });
+
+    it.each(failures)(
+      '%s reaches the model as a short tool error, logged without the query',
+      async (failure, reason) => {
+        const search = searches.get(provider) as FakeSearchServer;
+        search.failNext(failure);
+        const { stream, server, toolOutput } = await searchThrough(`fail-${provider}-${failure}`);
+
+        // The chat itself is fine: the model was told why and answered.
+        expect(stream.error).toBeUndefined();
+        expect(stream.text).toBe('Here is what I found.');
+        expect(toolOutput).toMatch(reason(provider));
+        expect(toolOutput.length).toBeLessThan(200);
+        await server.waitForLog((line) => line.msg === 'web search failed');
+        await server.settled();
+        const logged = server.logs.filter((line) => line.msg === 'web search failed');
+        expect(logged.at(-1)).toMatchObject({ level: 30, provider });
+        expect(server.output()).not.toContain(QUERY);
+      },
+    );
+  });
+
+  describe('with none', () => {
+    beforeAll(async () => {
+      await runWith(base);
+    }, 60_000);
+
+    it('offers no web_search', async () => {
+      llm.enqueue(reply.text('no search here'));
+      const stream = await readChat(
+        await (parley as RunningParley).fetch('/chat', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'search the web', user_id: 'nosearch' }),
+        }),
+      );
+      expect(stream.text).toBe('no search here');
+      const tools = (llm.chats.at(-1)?.body.tools ?? []).map((t) => t.function.name);
+      expect(tools).not.toContain('web_search');
+      expect(tools.length).toBeGreaterThan(0);
+    });
+  });
+});
+
+describe('web search configuration', () => {
+  it.each([
+    ['searxng', 'SEARXNG_URL'],
+    ['tavily', 'TAVILY_API_KEY'],
+    ['brave', 'BRAVE_API_KEY'],
+  ])('refuses to start with WEB_SEARCH_PROVIDER=%s and no %s', async (provider, name) => {
+    await expect(startParley({ env: { WEB_SEARCH_PROVIDER: provider } })).rejects.toThrow(
+      new RegExp(`${name}: required when WEB_SEARCH_PROVIDER=${provider}`),
+    );
+  });
+});
