@@ -58,6 +58,17 @@ const url = (protocols: RegExp, hint: string) =>
       .optional(),
   );
 
+const httpUrlOr = (fallback: string) =>
+  z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .default(fallback)
+      .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+        message: 'accepts an http:// or https:// URL',
+      }),
+  );
+
 const MIB = 1024 * 1024;
 
 export const configSchema = z.object({
@@ -126,13 +137,111 @@ export const configSchema = z.object({
   LANGGRAPH_VERBOSE: flag(false),
   THINK_VERBOSE: flag(false),
 
+  // Web search (tools issue)
+  WEB_SEARCH_PROVIDER: z.preprocess(
+    emptyAsUndefined,
+    z
+      .enum(['none', 'searxng', 'tavily', 'brave'], {
+        message: 'accepts none, searxng, tavily or brave',
+      })
+      .default('none'),
+  ),
+  SEARXNG_URL: url(/^https?:$/, 'an http:// or https:// URL'),
+  TAVILY_API_KEY: text(),
+  TAVILY_BASE_URL: httpUrlOr('https://api.tavily.com'),
+  BRAVE_API_KEY: text(),
+  BRAVE_BASE_URL: httpUrlOr('https://api.search.brave.com'),
+  /** Results handed to the model per search, and the characters of each snippet. */
+  WEB_SEARCH_MAX_RESULTS: integer(5, 1, 20),
+  WEB_SEARCH_SNIPPET_CHARS: integer(300, 50, 2_000),
+  WEB_SEARCH_TIMEOUT_MS: integer(10_000, 100, 120_000),
+
+  // Vision (tools issue): VISION_ENABLED, VISION_MODEL_ID, VISION_MAX_TOKENS are above
+  VISION_BASE_URL: url(/^https?:$/, 'an http:// or https:// URL'),
+  VISION_API_KEY: text(),
+
+  // Knowledge graph (tools issue)
+  GRAPH_MAX_TRIPLES: integer(1_000, 1, 100_000),
+  GRAPH_PROMPT_MAX_CHARS: integer(2_000, 100, 100_000),
+
   // Tracing
   LANGSMITH_API_KEY: text(),
   LANGSMITH_ENDPOINT: url(/^https?:$/, 'an http:// or https:// URL'),
   LANGSMITH_PROJECT: textOr('parley'),
   /** First delay before feedback that LangSmith refused is sent again; doubles up to 1 h. */
   FEEDBACK_RETRY_MS: integer(5_000, 10, 3_600_000),
+
+  // Documents: chunking, embeddings, retrieval
+  /** `local` (transformers.js, in-process), `openai` (any /v1/embeddings) or `none` (lexical only). */
+  EMBEDDINGS_PROVIDER: z.preprocess(
+    emptyAsUndefined,
+    z
+      .enum(['local', 'openai', 'none'], { message: 'accepts local, openai or none' })
+      .default('local'),
+  ),
+  EMBEDDINGS_BASE_URL: url(/^https?:$/, 'an http:// or https:// URL'),
+  EMBEDDINGS_API_KEY: text(),
+  /** Model name; default Xenova/multilingual-e5-small (local) or text-embedding-3-small. */
+  EMBEDDINGS_MODEL: text(),
+  /** Where the `local` model is downloaded from (a Hugging Face-compatible hub or mirror). */
+  EMBEDDINGS_MODEL_HOST: url(/^https?:$/, 'an http:// or https:// URL'),
+  EMBEDDINGS_BATCH_SIZE: integer(32, 1, 2048),
+  /** Retries of an embeddings request that failed (429, 5xx, refused). */
+  EMBEDDINGS_MAX_RETRIES: integer(3, 0, 10),
+  /** After the embedding model could not be had or failed, how long before trying again. */
+  EMBEDDINGS_RETRY_MS: integer(600_000, 100, 86_400_000),
+  /** Largest chunk, in estimated tokens (see the README for why this default). */
+  CHUNK_MAX_TOKENS: integer(256, 32, 8192),
+  /** Tokens of a chunk repeated at the start of the next one. */
+  CHUNK_OVERLAP_TOKENS: integer(32, 0, 4096),
+  /** Chunks `search_documents` returns. */
+  SEARCH_TOP_K: integer(5, 1, 50),
+  // Document ingestion (POST /ingest): extraction runs in a child process under these limits.
+  /** Longest the text extraction (OCR included) of one upload may take. */
+  INGEST_TIMEOUT_MS: integer(600_000, 1_000, 86_400_000),
+  /** Resident memory one extraction process may use (its V8 heap is capped at the same). */
+  INGEST_MEMORY_MB: integer(1_536, 64, 65_536),
+  /** Extractions running at once; further uploads wait their turn. */
+  INGEST_CONCURRENCY: integer(2, 1, 64),
+  /** Read scanned PDF pages with Tesseract (tesseract.js, English and Korean). */
+  OCR_ENABLED: flag(true),
+  // Reminders and Telegram
+  /** Timezone of users whose profile names none. */
+  DEFAULT_TIMEZONE: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .refine(isTimezone, { message: 'accepts an IANA timezone name such as UTC or Asia/Seoul' })
+      .default('UTC'),
+  ),
+  REMINDER_INTERVAL_SECONDS: integer(60, 1, 3_600),
+  TELEGRAM_BOT_TOKEN: text(),
+  TELEGRAM_API_BASE: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+        message: 'accepts an http:// or https:// URL',
+      })
+      .default('https://api.telegram.org'),
+  ),
+  TELEGRAM_DEFAULT_CHAT_ID: text(),
+  TELEGRAM_POLLING: flag(false),
+  /** How long one getUpdates waits on Telegram's side for a message. */
+  TELEGRAM_POLL_TIMEOUT_SECONDS: integer(25, 0, 50),
+  TELEGRAM_BOT_USERNAME: text(),
+  /** FOR TESTS ONLY: a file holding the current instant (see src/reminders/clock.ts). */
+  PARLEY_TEST_CLOCK_FILE: text(),
 });
+
+function isTimezone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: value });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
 

@@ -1,25 +1,53 @@
+import { join } from 'node:path';
 import { ChatService } from './assistant/chat-service.ts';
 import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
 import { ConfigError, parseConfig, readEnvironment } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
+import { EmbeddingIndexer } from './documents/embedding-indexer.ts';
+import { IngestionService } from './documents/ingestion-service.ts';
+import { createQueryRewriter } from './documents/query-rewriter.ts';
 import { FeedbackForwarder } from './feedback/feedback-forwarder.ts';
 import { FeedbackService } from './feedback/feedback-service.ts';
+import { GraphService } from './graph/graph-service.ts';
+import { graphPromptSection } from './graph/graph-summary.ts';
 import { buildServer } from './http/server.ts';
 import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
 import { createChatModel } from './models/create-chat-model.ts';
+import { createEmbedder } from './models/create-embedder.ts';
+import { fileClock, systemClock } from './reminders/clock.ts';
+import { ProfileService } from './reminders/profile-service.ts';
+import { ReminderScheduler } from './reminders/reminder-scheduler.ts';
+import { ReminderService } from './reminders/reminder-service.ts';
+import { TelegramBotApi } from './reminders/telegram-bot-api.ts';
+import { TelegramLinker } from './reminders/telegram-linker.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
 import { FeedbackRepository } from './storage/feedback-repository.ts';
+import { GraphRepository } from './storage/graph-repository.ts';
+import { LeaseRepository } from './storage/lease-repository.ts';
 import { MessageRepository } from './storage/message-repository.ts';
+import { NoticeRepository } from './storage/notice-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
 import { RunRepository } from './storage/run-repository.ts';
 import { UserRepository } from './storage/user-repository.ts';
+import { VectorStore } from './storage/vector-store.ts';
+import { withCorrectiveFallback } from './tools/corrective-fallback.ts';
+import { documentTools } from './tools/document-tools.ts';
+import { graphTools } from './tools/graph-tools.ts';
 import { profileTools } from './tools/profile-tools.ts';
 import { reminderTools } from './tools/reminder-tools.ts';
+import { visionTools } from './tools/vision-tools.ts';
+import { webSearchTools } from './tools/web-search-tools.ts';
+import { createImageIntake } from './vision/image-intake.ts';
+import { visionModelFor } from './vision/vision-model.ts';
+import { createWebSearch } from './web-search/web-search.ts';
+
+/** Users whose knowledge graphs stay cached in memory (validated against the table on use). */
+const GRAPH_CACHE_USERS = 1_000;
 
 /**
  * Composition root: configuration → storage → services → HTTP. Nothing else reads the
@@ -29,12 +57,57 @@ async function main(): Promise<void> {
   const startedAt = performance.now();
   const config = parseConfig(readEnvironment());
   const logger = createLogger(config.LOG_LEVEL);
+  // Before the database: a provider chosen without its URL or key stops start-up at once.
+  const searchWeb = createWebSearch(config, logger);
 
   const database = await openDatabase(config, logger);
   const { db } = database;
-  const reminders = new ReminderRepository(db);
   const runs = new RunRepository(db);
   const users = new UserRepository(db);
+  // The test clock is a developer setting: production never names the file, and gets the
+  // system clock.
+  const clock = config.PARLEY_TEST_CLOCK_FILE
+    ? fileClock(config.PARLEY_TEST_CLOCK_FILE)
+    : systemClock;
+  if (config.PARLEY_TEST_CLOCK_FILE) {
+    logger.warn('PARLEY_TEST_CLOCK_FILE is set: time comes from a file (for tests only)');
+  }
+  const reminders = new ReminderService({
+    reminders: new ReminderRepository(db),
+    users,
+    clock,
+    defaultTimezone: config.DEFAULT_TIMEZONE,
+  });
+  const profiles = new ProfileService({
+    users,
+    clock,
+    defaultTimezone: config.DEFAULT_TIMEZONE,
+    botUsername: config.TELEGRAM_BOT_USERNAME,
+  });
+  const telegram = config.TELEGRAM_BOT_TOKEN
+    ? new TelegramBotApi({ token: config.TELEGRAM_BOT_TOKEN, baseUrl: config.TELEGRAM_API_BASE })
+    : undefined;
+  const scheduler = telegram
+    ? new ReminderScheduler({
+        notices: new NoticeRepository(db),
+        channel: telegram,
+        clock,
+        logger: logger.child({ component: 'reminders' }),
+        intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000,
+        defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
+      })
+    : undefined;
+  const linker =
+    telegram && config.TELEGRAM_POLLING
+      ? new TelegramLinker({
+          api: telegram,
+          leases: new LeaseRepository(db),
+          linkChat: (codeHash, chatId, now) => users.linkChat(codeHash, chatId, now),
+          clock,
+          logger: logger.child({ component: 'telegram-linker' }),
+          pollSeconds: config.TELEGRAM_POLL_TIMEOUT_SECONDS,
+        })
+      : undefined;
   const shutdownSignal = new AbortController();
   const feedbackRepository = new FeedbackRepository(db);
   const langSmith = connectLangSmith(config, logger);
@@ -48,16 +121,79 @@ async function main(): Promise<void> {
     : undefined;
 
   const model = createChatModel(config, logger);
+  const embedder = createEmbedder(config, logger);
+  if (embedder && !database.capabilities.vector) {
+    logger.warn(
+      { embeddings: embedder.id },
+      'embeddings are configured but the database has no pgvector: document search is lexical only',
+    );
+  }
+  const semantic =
+    embedder && database.capabilities.vector
+      ? (() => {
+          const vectors = new VectorStore(db);
+          const indexer = new EmbeddingIndexer({
+            embedder,
+            vectors,
+            logger,
+            batchSize: config.EMBEDDINGS_BATCH_SIZE,
+            retryMs: config.EMBEDDINGS_RETRY_MS,
+          });
+          return { embedder, vectors, indexer };
+        })()
+      : undefined;
+  const documents = new DocumentService({
+    documents: new DocumentRepository(db),
+    chunking: { maxTokens: config.CHUNK_MAX_TOKENS, overlapTokens: config.CHUNK_OVERLAP_TOKENS },
+    logger,
+    semantic,
+    verbose: config.RAG_VERBOSE,
+  });
+  const rewrite = config.QUERY_REWRITE_ENABLED
+    ? createQueryRewriter(model, logger, config.RAG_VERBOSE)
+    : undefined;
+  const images = createImageIntake(config);
+  // Nothing is contacted until the first image is analysed (spec rule 1).
+  const vision = images.refusal === undefined ? visionModelFor(config) : undefined;
+  const graph = new GraphService(new GraphRepository(db), {
+    maxTriples: config.GRAPH_MAX_TRIPLES,
+    cacheUsers: GRAPH_CACHE_USERS,
+  });
+  const crag =
+    config.CRAG_ENABLED && searchWeb
+      ? { search: searchWeb, logger, verbose: config.RAG_VERBOSE }
+      : undefined;
+  if (config.CRAG_ENABLED && !searchWeb) {
+    logger.warn('CRAG_ENABLED is set but WEB_SEARCH_PROVIDER is none: there is no web fallback');
+  }
   const chats = new ChatService({
     model,
     contexts: new ChatContextRepository(db),
     runs,
-    tools: ({ userId, today }) => ({
-      ...reminderTools({ userId, today, reminders }),
+    tools: ({ userId, image, afterAnswer }) => ({
+      ...reminderTools({ userId, reminders }),
       ...profileTools({ userId, users }),
+      ...withCorrectiveFallback(
+        documentTools({
+          userId,
+          documents,
+          topK: config.SEARCH_TOP_K,
+          rewrite,
+          afterAnswer: config.RAG_SHOW_SOURCES ? afterAnswer : undefined,
+        }),
+        crag,
+      ),
+      ...(searchWeb ? webSearchTools({ search: searchWeb }) : {}),
+      ...(image && vision ? visionTools({ image, vision, logger }) : {}),
+      ...(config.GRAPH_ENABLED ? graphTools({ userId, graph }) : {}),
     }),
+    promptSections: config.GRAPH_ENABLED
+      ? [graphPromptSection(graph, config.GRAPH_PROMPT_MAX_CHARS)]
+      : [],
     tracer: langSmith?.tracer ?? noTracing,
     logger,
+    clock,
+    defaultTimezone: config.DEFAULT_TIMEZONE,
     settings: {
       maxSteps: config.CHAT_MAX_STEPS,
       historyMaxTokens: config.HISTORY_MAX_TOKENS,
@@ -69,6 +205,20 @@ async function main(): Promise<void> {
     },
   });
 
+  const ingestion = new IngestionService(
+    documents,
+    {
+      uploadsDir: join(config.DATA_DIR, 'uploads'),
+      ocrDir: join(config.DATA_DIR, 'ocr'),
+      maxBytes: config.INGEST_MAX_BYTES,
+      limits: { timeoutMs: config.INGEST_TIMEOUT_MS, memoryMb: config.INGEST_MEMORY_MB },
+      concurrency: config.INGEST_CONCURRENCY,
+      ocrEnabled: config.OCR_ENABLED,
+    },
+    logger,
+  );
+  await ingestion.start();
+
   const app = await buildServer({
     apiToken: config.API_TOKEN,
     logger,
@@ -77,13 +227,18 @@ async function main(): Promise<void> {
     chatSettings: {
       messageMaxChars: config.MESSAGE_MAX_CHARS,
       imageMaxBytes: config.IMAGE_MAX_BYTES,
+      images,
       keepAliveMs: config.SSE_KEEPALIVE_MS,
       shutdown: shutdownSignal.signal,
     },
     conversations: new ConversationService(new MessageRepository(db)),
-    documents: new DocumentService(new DocumentRepository(db)),
+    documents,
     feedback: new FeedbackService(feedbackRepository, () => forwarder?.kick()),
     reminders,
+    ingestion,
+    ingestMaxBytes: config.INGEST_MAX_BYTES,
+    profiles,
+    graph,
   });
 
   if (!config.API_TOKEN && !isLoopback(config.HOST)) {
@@ -107,7 +262,10 @@ async function main(): Promise<void> {
     force.unref();
     try {
       await app.close();
+      await scheduler?.stop();
+      await linker?.stop();
       await forwarder?.stop();
+      await semantic?.indexer.stop();
       await model.dispose?.();
       await langSmith?.flush();
       await database.close();
@@ -125,6 +283,14 @@ async function main(): Promise<void> {
 
   await app.listen({ host: config.HOST, port: config.PORT });
   forwarder?.start();
+  // Chunks stored while the embedding model was unavailable (or under another model).
+  semantic?.indexer.kick();
+  scheduler?.start();
+  linker?.start();
+  if (!scheduler) logger.info('reminder notices are off: TELEGRAM_BOT_TOKEN is not set');
+  if (config.TELEGRAM_POLLING && !telegram) {
+    logger.warn('TELEGRAM_POLLING is set but TELEGRAM_BOT_TOKEN is not: no chat can be linked');
+  }
   const address = app.server.address();
   logger.info(
     {

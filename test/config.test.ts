@@ -62,3 +62,32 @@ describe('configuration', () => {
     expect(config.GRAPH_ENABLED).toBe(false);
   });
 });
+
+describe('reminder and Telegram settings', () => {
+  it('default to UTC, a 60 s tick, the official Bot API, no polling', () => {
+    expect(parseConfig({})).toMatchObject({
+      DEFAULT_TIMEZONE: 'UTC',
+      REMINDER_INTERVAL_SECONDS: 60,
+      TELEGRAM_API_BASE: 'https://api.telegram.org',
+      TELEGRAM_POLLING: false,
+    });
+  });
+
+  it('refuses an unknown timezone, a zero interval and an API base that is not http(s)', () => {
+    try {
+      parseConfig({
+        DEFAULT_TIMEZONE: 'Mars/Olympus',
+        REMINDER_INTERVAL_SECONDS: '0',
+        TELEGRAM_API_BASE: 'ftp://x',
+        TELEGRAM_BOT_TOKEN: '',
+      });
+      expect.unreachable();
+    } catch (error) {
+      const message = (error as Error).message;
+      expect(message).toContain('DEFAULT_TIMEZONE: accepts an IANA timezone name');
+      expect(message).toContain('REMINDER_INTERVAL_SECONDS: accepts a whole number from 1 to 3600');
+      expect(message).toContain('TELEGRAM_API_BASE: accepts an http:// or https:// URL');
+    }
+    expect(parseConfig({ TELEGRAM_BOT_TOKEN: '' }).TELEGRAM_BOT_TOKEN).toBeUndefined();
+  });
+});

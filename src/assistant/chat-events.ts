@@ -25,6 +25,13 @@ export interface ChatRequest {
   userId: string;
   message: string;
   showThinking: boolean;
-  /** Base64 image for the vision tool, bound to this request only. */
-  imageBase64?: string | undefined;
+  /** The request's image, already decoded into its own temporary file; this request only. */
+  image?: RequestImage | undefined;
+}
+
+/** A handle to a request's image: the HTTP edge owns the file and removes it. */
+export interface RequestImage {
+  path: string;
+  mediaType: string;
+  bytes: number;
 }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
 import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-repository.ts';
-import { type ChatEvent, type ChatRequest, SHUTDOWN } from './chat-events.ts';
+import { type ChatEvent, type ChatRequest, type RequestImage, SHUTDOWN } from './chat-events.ts';
 import { describeChatError } from './describe-chat-error.ts';
 import { fitHistory } from './history-window.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
@@ -24,17 +24,45 @@ export interface ChatSettings {
   logThinking: boolean;
 }
 
-/** The tools one chat may use, bound to its user (and, later, to its image). */
-export type ToolsFor = (context: { userId: string; today: string }) => ToolSet;
+/**
+ * Text a tool adds after the model's answer (e.g. the sources it found), as fragments; read
+ * once the answer is complete. Empty when the tool has nothing to add.
+ */
+export type AfterAnswer = () => readonly string[];
+
+/** What a chat's tools and prompt sections are bound to: its user, message and image. */
+export interface ChatContext {
+  userId: string;
+  /** Today's date in the user's timezone, YYYY-MM-DD. */
+  today: string;
+  message: string;
+  image?: RequestImage | undefined;
+  /** Lets a tool end the streamed answer with text of its own. */
+  afterAnswer: (fragments: AfterAnswer) => void;
+}
+
+/** The tools one chat may use, bound to its user and to its own image, if any. */
+export type ToolsFor = (context: ChatContext) => ToolSet;
+
+/**
+ * A part of the system prompt a capability contributes (e.g. the user's knowledge graph).
+ * Read again before every model call of the chat, so what a tool just changed is seen.
+ */
+export type PromptSection = (context: ChatContext) => Promise<string | undefined>;
 
 export interface ChatServiceDependencies {
   model: ChatModel;
   contexts: ChatContextRepository;
   runs: RunRepository;
   tools: ToolsFor;
+  promptSections?: PromptSection[];
   tracer: RunTracer;
   logger: Logger;
   settings: ChatSettings;
+  /** What time it is (the reminders' clock, so tests can move both); default: the system's. */
+  clock?: { now(): Date };
+  /** DEFAULT_TIMEZONE: for users whose profile names none; default UTC. */
+  defaultTimezone?: string;
 }
 
 /** History rows read per chat before the token budget trims them. */
@@ -100,11 +128,28 @@ export class ChatService {
         input: request.message,
       });
       const { profile, history: stored } = await contexts.load(request.userId, HISTORY_ROWS);
-      const now = new Date();
-      const toolSet = tools({
+      const now = this.#deps.clock?.now() ?? new Date();
+      const timezone = resolveTimezone(profile?.timezone ?? this.#deps.defaultTimezone);
+      const afterAnswer: AfterAnswer[] = [];
+      const context: ChatContext = {
         userId: request.userId,
-        today: localDate(now, resolveTimezone(profile?.timezone)),
-      });
+        today: localDate(now, timezone),
+        message: request.message,
+        image: request.image,
+        afterAnswer: (fragments) => afterAnswer.push(fragments),
+      };
+      const toolSet = tools(context);
+      const system = async () => {
+        const sections = await Promise.all(
+          (this.#deps.promptSections ?? []).map((section) => section(context)),
+        );
+        return buildSystemPrompt({
+          now,
+          profile: { ...profile, timezone },
+          toolNames: Object.keys(toolSet),
+          sections,
+        });
+      };
       const history = fitHistory(stored, settings.historyMaxTokens);
 
       // The first chat may wait minutes for the embedded model to download: not past the
@@ -112,7 +157,15 @@ export class ChatService {
       const languageModel = await unlessAborted(model.get(), signal);
       const result = streamText({
         model: languageModel,
-        system: buildSystemPrompt({ now, profile, toolNames: Object.keys(toolSet) }),
+        instructions: await system(),
+        // Capabilities' sections are read again before each later model call; without any,
+        // the prompt cannot change within a chat and is built once.
+        ...(this.#deps.promptSections?.length
+          ? {
+              prepareStep: async ({ stepNumber }: { stepNumber: number }) =>
+                stepNumber === 0 ? {} : { instructions: await system() },
+            }
+          : {}),
         messages: [...history, userMessage],
         tools: toolSet,
         stopWhen: stepCountIs(settings.maxSteps),
@@ -123,6 +176,10 @@ export class ChatService {
           chunkMs: settings.chunkTimeoutMs,
           toolMs: settings.toolTimeoutMs,
         },
+        // The SDK's default prints the error whole to stderr, request body (the prompt, the
+        // conversation) included. It reaches us as the stream's 'error' part instead, and is
+        // logged below as codes only.
+        onError: () => {},
       });
 
       let thinking = false;
@@ -161,7 +218,9 @@ export class ChatService {
             const failed = part.type === 'tool-error';
             const error = failed ? errorText(part.error) : undefined;
             if (settings.logSteps)
-              log.info({ tool: part.toolName, failed, error }, 'tool finished');
+              // `toolError`, not `error`: that field is serialized as an error (codes only),
+              // and this verbose line is meant to show the reason.
+              log.info({ tool: part.toolName, failed, toolError: error }, 'tool finished');
             trace.toolCall({
               id: part.toolCallId,
               name: part.toolName,
@@ -202,6 +261,10 @@ export class ChatService {
         }
       }
       if (thinking) yield { type: 'text', text: '</think>' };
+      for (const text of afterAnswer.flatMap((fragments) => fragments())) {
+        answer += text;
+        yield { type: 'text', text };
+      }
 
       signal.throwIfAborted(); // the client left or the server is stopping: handled below
       const [response, usage] = await Promise.all([result.response, result.totalUsage]);

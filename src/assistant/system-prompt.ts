@@ -11,6 +11,8 @@ export interface PromptContext {
   now: Date;
   profile: UserProfile | undefined;
   toolNames: string[];
+  /** Sections contributed by capabilities (e.g. the knowledge graph); empty ones are left out. */
+  sections?: (string | undefined)[];
 }
 
 /** The system prompt: who the assistant is, what time it is for the user, what it knows. */
@@ -28,6 +30,7 @@ export function buildSystemPrompt(context: PromptContext): string {
   }
   const profile = describeProfile(context.profile);
   if (profile) lines.push(`What you know about the user:\n${profile}`);
+  for (const section of context.sections ?? []) if (section) lines.push(section);
   return lines.join('\n\n');
 }
 

@@ -11,8 +11,11 @@ import {
 import type { ChatService } from '../assistant/chat-service.ts';
 import type { ConversationService } from '../assistant/conversation-service.ts';
 import type { DocumentService } from '../documents/document-service.ts';
+import type { IngestionService } from '../documents/ingestion-service.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
-import type { ReminderRepository } from '../storage/reminder-repository.ts';
+import type { GraphService } from '../graph/graph-service.ts';
+import type { ProfileService } from '../reminders/profile-service.ts';
+import type { ReminderService } from '../reminders/reminder-service.ts';
 import { APP_VERSION } from '../version.ts';
 import type { App } from './app-types.ts';
 import { installBearerAuth } from './auth.ts';
@@ -21,9 +24,12 @@ import { methodNotAllowed } from './method-not-allowed.ts';
 import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
 import { registerDocumentRoutes } from './routes/documents.ts';
 import { registerFeedbackRoutes } from './routes/feedback.ts';
+import { registerGraphRoutes } from './routes/graph.ts';
 import { registerHealthRoutes } from './routes/health.ts';
+import { registerIngestRoutes } from './routes/ingest.ts';
 import { registerReminderRoutes } from './routes/reminders.ts';
 import { registerResetRoutes } from './routes/reset.ts';
+import { registerUserRoutes } from './routes/users.ts';
 import { SOURCE_MAX_CHARS } from './schemas.ts';
 
 export interface HttpDependencies {
@@ -35,7 +41,11 @@ export interface HttpDependencies {
   conversations: ConversationService;
   documents: DocumentService;
   feedback: FeedbackService;
-  reminders: ReminderRepository;
+  ingestion: IngestionService;
+  ingestMaxBytes: number;
+  reminders: ReminderService;
+  profiles: ProfileService;
+  graph: GraphService;
 }
 
 /** A client-supplied request id is kept when it is short and plain, so logs can be joined. */
@@ -100,6 +110,9 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerDocumentRoutes(app, deps.documents);
   registerFeedbackRoutes(app, deps.feedback);
   registerReminderRoutes(app, deps.reminders);
+  registerIngestRoutes(app, deps.ingestion, deps.ingestMaxBytes);
+  registerUserRoutes(app, deps.profiles);
+  registerGraphRoutes(app, deps.graph);
   methods.answer405();
 
   return app;

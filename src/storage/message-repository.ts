@@ -17,9 +17,27 @@ export function turnRows(
     userId,
     runId,
     role: message.role,
-    content: message,
+    content: withoutNul(message),
     interrupted: interrupted && index === turn.length - 1 && message.role === 'assistant',
   }));
+}
+
+/**
+ * PostgreSQL's JSON cannot hold U+0000 (22P05): a model that sends one would lose the whole
+ * turn, so it is stored as U+FFFD, the replacement character. Questions never contain it
+ * (POST /chat refuses them).
+ */
+function withoutNul(message: ModelMessage): ModelMessage {
+  return JSON.stringify(message).includes('\\u0000') ? replaceNul(message) : message;
+}
+
+function replaceNul<T>(value: T): T {
+  if (typeof value === 'string') return value.replaceAll('\u0000', '\ufffd') as T;
+  if (Array.isArray(value)) return value.map(replaceNul) as T;
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceNul(v)])) as T;
+  }
+  return value;
 }
 
 /** Conversation history rows, always scoped by user. */

@@ -2,9 +2,9 @@ import { orm, pgCore } from './orm.ts';
 
 const { sql } = orm;
 const {
+  bigint,
   bigserial,
   boolean,
-  customType,
   date,
   doublePrecision,
   index,
@@ -12,6 +12,7 @@ const {
   jsonb,
   pgTable,
   primaryKey,
+  real,
   text,
   timestamp,
   uniqueIndex,
@@ -27,7 +28,6 @@ const {
  * where it is available) and read them with explicit SQL.
  */
 
-const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 
 /** The user profile: what the assistant knows about the person, injected into prompts. */
@@ -37,6 +37,9 @@ export const users = pgTable('users', {
   timezone: text('timezone'),
   locale: text('locale'),
   telegramChatId: text('telegram_chat_id'),
+  /** SHA-256 of the one-time code the user sends the bot as `/start <code>` (see README). */
+  telegramLinkCodeHash: text('telegram_link_code_hash'),
+  telegramLinkExpiresAt: timestamp('telegram_link_expires_at', { withTimezone: true }),
   /** Free-form facts the assistant keeps about the user (name, preferences…). */
   facts: jsonb('facts').$type<Record<string, string>>().notNull().default({}),
   createdAt: createdAt(),
@@ -116,6 +119,11 @@ export const reminders = pgTable(
     title: text('title').notNull(),
     dueOn: date('due_on', { mode: 'string' }).notNull(),
     createdAt: createdAt(),
+    /** Local time of day, HH:MM, when the reminder has one. */
+    time: text('time'),
+    note: text('note'),
+    /** The timezone the date was meant in: the user's when it was set. */
+    timezone: text('timezone').notNull().default('UTC'),
   },
   (t) => [
     index('reminders_user_id_idx').on(t.userId, t.dueOn),
@@ -136,11 +144,28 @@ export const reminderNotices = pgTable(
     daysBefore: integer('days_before').notNull(),
     claimedAt: timestamp('claimed_at', { withTimezone: true }).notNull().defaultNow(),
     sentAt: timestamp('sent_at', { withTimezone: true }),
+    /**
+     * sending: claimed, its sender owns it until `nextAttemptAt` (then it is sent again);
+     * retry: Telegram failed for a while, due again at `nextAttemptAt`; sent; failed
+     * (refused for good, e.g. bot blocked); undeliverable (no chat to send to).
+     */
+    status: text('status')
+      .$type<'sending' | 'retry' | 'sent' | 'failed' | 'undeliverable'>()
+      .notNull()
+      .default('sent'),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
+    lastError: text('last_error'),
   },
   (t) => [primaryKey({ columns: [t.reminderId, t.daysBefore] })],
 );
 
-/** Knowledge graph triples (spec §2), unique per user. */
+/**
+ * Knowledge graph triples (spec §2). Each term is kept as the user wrote it and as a key
+ * (trimmed, NFKC, case-folded, spaces collapsed: graph/term-key.ts); a triple is unique per
+ * user by its keys, so "Seoul" and " seoul " are stored once. Rows are never updated, so a
+ * user's (count, max id) changes with every change: replicas validate their cache with it.
+ */
 export const graphTriples = pgTable(
   'graph_triples',
   {
@@ -149,46 +174,112 @@ export const graphTriples = pgTable(
     subject: text('subject').notNull(),
     relation: text('relation').notNull(),
     object: text('object').notNull(),
+    subjectKey: text('subject_key').notNull(),
+    relationKey: text('relation_key').notNull(),
+    objectKey: text('object_key').notNull(),
     createdAt: createdAt(),
   },
-  (t) => [uniqueIndex('graph_triples_unique_idx').on(t.userId, t.subject, t.relation, t.object)],
+  (t) => [
+    uniqueIndex('graph_triples_key_idx').on(t.userId, t.subjectKey, t.relationKey, t.objectKey),
+    index('graph_triples_user_id_idx').on(t.userId, t.id),
+  ],
 );
 
 /**
- * An ingested source. Uploaded documents are shared by all users (`userId` null, listed by
- * `GET /documents`); indexed conversations belong to one user and are never listed.
+ * An ingested source. `owner` is '' for uploaded documents, shared by all users and listed by
+ * `GET /documents`; a user's own rows (conversation memories) carry that user's id, which is
+ * never empty, and are visible to that user's searches only. A source is unique per owner.
  */
 export const documents = pgTable(
   'documents',
   {
-    source: text('source').primaryKey(),
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    source: text('source').notNull(),
     kind: text('kind').$type<'document' | 'conversation'>().notNull().default('document'),
-    userId: text('user_id'),
+    owner: text('owner').notNull().default(''),
     filename: text('filename'),
     contentType: text('content_type'),
     bytes: integer('bytes'),
     chunkCount: integer('chunk_count').notNull().default(0),
     createdAt: createdAt(),
   },
-  (t) => [index('documents_kind_idx').on(t.kind, t.source)],
+  (t) => [
+    uniqueIndex('documents_owner_source_idx').on(t.owner, t.source),
+    index('documents_kind_idx').on(t.kind, t.source),
+  ],
 );
 
+/** A piece of a source, the unit of retrieval. `owner` repeats its document's. */
 export const chunks = pgTable(
   'chunks',
   {
     id: bigserial('id', { mode: 'number' }).primaryKey(),
-    source: text('source')
+    documentId: bigint('document_id', { mode: 'number' })
       .notNull()
-      .references(() => documents.source, { onDelete: 'cascade', onUpdate: 'cascade' }),
-    userId: text('user_id'),
+      .references(() => documents.id, { onDelete: 'cascade' }),
+    owner: text('owner').notNull().default(''),
     chunkIndex: integer('chunk_index').notNull(),
     content: text('content').notNull(),
+    /** sha256 of the content: identical text is embedded once, per embedding model. */
+    contentHash: text('content_hash').notNull(),
+    page: integer('page'),
+    /** Lexical terms in the chunk: its length for BM25. */
+    termCount: integer('term_count').notNull(),
+    /** Where it came from: pageEnd, start, end (offsets in the page), heading. */
     metadata: jsonb('metadata').$type<Record<string, unknown>>().notNull().default({}),
-    /** 'simple' config: no language-specific stemming, so Korean and English both tokenize. */
-    tsv: tsvector('tsv').generatedAlwaysAs(sql`to_tsvector('simple', content)`),
   },
   (t) => [
-    index('chunks_source_idx').on(t.source, t.chunkIndex),
-    index('chunks_tsv_idx').using('gin', t.tsv),
+    index('chunks_document_idx').on(t.documentId, t.chunkIndex),
+    index('chunks_content_hash_idx').on(t.contentHash),
   ],
 );
+
+/**
+ * The lexical index: one posting per (chunk, term) with what BM25 needs. The search index is
+ * ordered by `impact` (the posting's BM25 term weight when it was written), so a query reads
+ * only the strongest postings of a very common term instead of all of them.
+ */
+export const chunkTerms = pgTable(
+  'chunk_terms',
+  {
+    chunkId: bigint('chunk_id', { mode: 'number' }).notNull(),
+    owner: text('owner').notNull(),
+    term: text('term').notNull(),
+    tf: integer('tf').notNull(),
+    length: integer('length').notNull(),
+    impact: real('impact').notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.chunkId, t.term] }),
+    index('chunk_terms_search_idx').on(t.owner, t.term, t.impact.desc(), t.chunkId, t.tf, t.length),
+  ],
+);
+
+/** Document frequency of each term, per owner, kept in step with `chunk_terms`. */
+export const termStats = pgTable(
+  'term_stats',
+  {
+    owner: text('owner').notNull(),
+    term: text('term').notNull(),
+    df: integer('df').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.owner, t.term] })],
+);
+
+/** Chunks and total terms per owner: BM25's N and average length. */
+export const corpusStats = pgTable('corpus_stats', {
+  owner: text('owner').primaryKey(),
+  chunks: bigint('chunks', { mode: 'number' }).notNull(),
+  terms: bigint('terms', { mode: 'number' }).notNull(),
+});
+
+/**
+ * A named lease shared by replicas (e.g. the one Telegram poller): whoever holds an unexpired
+ * row does the work; `state` carries what the next holder needs (the getUpdates offset).
+ */
+export const serviceLeases = pgTable('service_leases', {
+  name: text('name').primaryKey(),
+  holder: text('holder').notNull(),
+  expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  state: jsonb('state').$type<Record<string, unknown>>().notNull().default({}),
+});

@@ -119,7 +119,9 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(request?.model).toBe('fake-chat');
     expect(request?.stream).toBe(true);
     expect(request?.tools?.map((t) => t.function.name).sort()).toEqual([
+      'cancel_reminder',
       'list_reminders',
+      'search_documents',
       'set_reminder',
       'update_profile',
     ]);

@@ -230,7 +230,7 @@ describe.each(ENGINES)('endpoints on the %s engine', (engine) => {
     expect(sources).toEqual([{ source: 'notes.txt' }]);
     const chunkSources = await query<{ source: string }>(
       target(),
-      'SELECT DISTINCT source FROM chunks',
+      'SELECT DISTINCT d.source FROM chunks c JOIN documents d ON d.id = c.document_id',
     );
     expect(chunkSources).toEqual([{ source: 'notes.txt' }]);
 

@@ -129,6 +129,7 @@ describe('tracing and feedback with LangSmith configured', () => {
 
     const received = await langsmith.waitForFeedback((item) => item.id === feedback_id, 40_000);
     expect(received).toMatchObject({ run_id: stream.runId, key: 'user_score', score: 1 });
+    await parley.settled();
     const retries = parley.logs.filter((line) => line.msg === 'feedback not forwarded yet');
     expect(retries.map((line) => line.attempts)).toEqual([1]);
   });

@@ -1,13 +1,10 @@
 import pino from 'pino';
 import { parseConfig } from '../../src/config.ts';
+import { DocumentService } from '../../src/documents/document-service.ts';
+import type { ExtractedPage, IngestInput } from '../../src/documents/extracted-document.ts';
 import { openDatabase } from '../../src/storage/database.ts';
-import {
-  chatRuns,
-  chunks,
-  documents,
-  reminderNotices,
-  reminders,
-} from '../../src/storage/schema.ts';
+import { DocumentRepository } from '../../src/storage/document-repository.ts';
+import { chatRuns, reminderNotices, reminders } from '../../src/storage/schema.ts';
 
 const SEED_CONFIG = parseConfig({ DB_POOL_MAX: '2' });
 
@@ -17,7 +14,12 @@ const SEED_CONFIG = parseConfig({ DB_POOL_MAX: '2' });
  * endpoints of later features (ingestion, chat runs, the reminder scheduler).
  */
 export interface Seed {
-  documents?: { source: string; chunks: string[] }[];
+  /**
+   * Stored through the real DocumentService, as POST /ingest stores them: `chunks` become
+   * paragraphs of one text, `pages` are taken as extracted. With `userId`, the source belongs
+   * to that user (a conversation memory) instead of being shared.
+   */
+  documents?: { source: string; chunks?: string[]; pages?: ExtractedPage[]; userId?: string }[];
   runs?: { id: string; userId: string }[];
   reminders?: {
     id: string;
@@ -38,19 +40,27 @@ export async function seed(
   );
   try {
     const { db } = database;
+    const service = new DocumentService({
+      documents: new DocumentRepository(db),
+      chunking: { maxTokens: 256, overlapTokens: 32 },
+      logger: pino({ level: 'silent' }),
+      verbose: false,
+    });
     for (const document of data.documents ?? []) {
-      await db
-        .insert(documents)
-        .values({ source: document.source, chunkCount: document.chunks.length });
-      if (document.chunks.length > 0) {
-        await db.insert(chunks).values(
-          document.chunks.map((content, chunkIndex) => ({
-            source: document.source,
-            chunkIndex,
-            content,
-          })),
-        );
-      }
+      const pages = document.pages ?? [{ page: null, text: (document.chunks ?? []).join('\n\n') }];
+      const input: IngestInput = {
+        source: document.source,
+        filename: document.source.split('/').at(-1) ?? document.source,
+        contentType: 'text/plain',
+        bytes: pages.reduce((sum, page) => sum + Buffer.byteLength(page.text), 0),
+        document: {
+          kind: pages.some((page) => page.page !== null) ? 'pdf' : 'text',
+          pages,
+          ocrPages: [],
+        },
+      };
+      if (document.userId) await service.ingestForUser(document.userId, input);
+      else await service.ingest(input);
     }
     for (const run of data.runs ?? []) {
       await db.insert(chatRuns).values({ id: run.id, userId: run.userId, status: 'completed' });

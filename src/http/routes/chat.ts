@@ -1,44 +1,54 @@
 import { z } from 'zod';
 import { SHUTDOWN } from '../../assistant/chat-events.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
+import type { ImageIntake } from '../../vision/image-intake.ts';
+import { detectImageType, type ImageMediaType } from '../../vision/image-type.ts';
 import type { App } from '../app-types.ts';
+import { errorResponses } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 import { toSseBody } from '../sse.ts';
 
 export interface ChatRouteSettings {
   messageMaxChars: number;
   imageMaxBytes: number;
+  /** Checks and stores a request's image; refuses images when vision is not usable. */
+  images: ImageIntake;
   keepAliveMs: number;
   /** Aborted when the server shuts down and the grace period is over. */
   shutdown: AbortSignal;
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const DATA_URL_PREFIX = /^data:image\/[\w.+-]+;base64,/;
 
 export function registerChatRoutes(
   app: App,
   chats: ChatService,
   settings: ChatRouteSettings,
 ): void {
-  const imageMaxChars = Math.ceil(settings.imageMaxBytes / 3) * 4;
+  const imageMaxChars = Math.ceil(settings.imageMaxBytes / 3) * 4 + 256; // room for a data: prefix
   const body = z.object({
     message: z
       .string()
       .min(1, { message: 'must not be empty' })
       .max(settings.messageMaxChars, {
         message: `must be at most ${settings.messageMaxChars} characters`,
+      })
+      // PostgreSQL cannot store U+0000 in text or JSON: the turn would be lost.
+      .refine((value) => !value.includes('\u0000'), {
+        message: 'must not contain the NUL character (U+0000)',
       }),
     user_id: userIdSchema.default('default'),
     show_thinking: z.boolean().default(false),
     image_base64: z
       .string()
       .max(imageMaxChars, { message: `must encode at most ${settings.imageMaxBytes} bytes` })
-      .transform((value) => value.replace(/^data:[\w/+.-]+;base64,/, '').replace(/\s+/g, ''))
-      .refine((value) => value.length > 0 && value.length % 4 === 0 && BASE64.test(value), {
-        message: 'must be base64-encoded',
-      })
+      .transform((value, ctx) => decodeImage(value, settings, ctx))
       .optional()
-      .describe('An image for the analyze_image tool, used by this request only'),
+      .describe(
+        'A PNG, JPEG, GIF or WebP image, plain base64 or a `data:image/…;base64,` URL, for the ' +
+          'analyze_image tool of this request only',
+      ),
   });
 
   app.post(
@@ -55,6 +65,7 @@ export function registerChatRoutes(
         tags: ['chat'],
         body,
         produces: ['text/event-stream'],
+        response: errorResponses(401, 413, 415, 422),
       },
     },
     async (request, reply) => {
@@ -67,17 +78,27 @@ export function registerChatRoutes(
       });
       settings.shutdown.addEventListener('abort', stop, { once: true });
 
+      const upload = request.body.image_base64;
+      const image = upload ? await settings.images.save(upload.bytes, upload.mediaType) : undefined;
       const events = chats.chat(
         {
           userId: request.body.user_id,
           message: request.body.message,
           showThinking: request.body.show_thinking,
-          imageBase64: request.body.image_base64,
+          image,
         },
         abort.signal,
       );
-      const stream = toSseBody(events, settings.keepAliveMs, reply.raw);
-      stream.on('close', () => settings.shutdown.removeEventListener('abort', stop));
+      // The image file goes when the answer is over: finished, failed or abandoned.
+      const stream = toSseBody(
+        image ? disposeAfter(events, image.dispose) : events,
+        settings.keepAliveMs,
+        reply.raw,
+      );
+      stream.on('close', () => {
+        settings.shutdown.removeEventListener('abort', stop);
+        void image?.dispose();
+      });
       return reply
         .header('content-type', 'text/event-stream; charset=utf-8')
         .header('cache-control', 'no-cache')
@@ -85,4 +106,36 @@ export function registerChatRoutes(
         .send(stream);
     },
   );
+}
+
+/** Decodes `image_base64`; every way it can be wrong is a 422 naming what to fix. */
+function decodeImage(
+  value: string,
+  settings: ChatRouteSettings,
+  ctx: z.RefinementCtx,
+): { bytes: Buffer; mediaType: ImageMediaType } {
+  const refuse = (message: string) => {
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  };
+  if (settings.images.refusal) return refuse(settings.images.refusal);
+  const base64 = value.replace(DATA_URL_PREFIX, '').replace(/\s+/g, '');
+  if (base64.length === 0 || base64.length % 4 !== 0 || !BASE64.test(base64)) {
+    return refuse('must be base64-encoded (plain, or a data:image/...;base64, URL)');
+  }
+  const bytes = Buffer.from(base64, 'base64');
+  if (bytes.length > settings.imageMaxBytes) {
+    return refuse(`must encode at most ${settings.imageMaxBytes} bytes`);
+  }
+  const mediaType = detectImageType(bytes);
+  if (!mediaType) return refuse('must be a PNG, JPEG, GIF or WebP image');
+  return { bytes, mediaType };
+}
+
+async function* disposeAfter<T>(events: AsyncIterable<T>, dispose: () => Promise<void>) {
+  try {
+    yield* events;
+  } finally {
+    await dispose();
+  }
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { FeedbackService } from '../../feedback/feedback-service.ts';
 import type { App } from '../app-types.ts';
+import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
 
 export const FEEDBACK_COMMENT_MAX_CHARS = 4000;
 
@@ -24,7 +25,10 @@ export function registerFeedbackRoutes(app: App, feedback: FeedbackService): voi
         summary: 'Rate a chat run; forwarded to LangSmith when configured',
         tags: ['feedback'],
         body: feedbackBody,
-        response: { 200: z.object({ ok: z.literal(true), feedback_id: z.uuid() }) },
+        response: {
+          200: z.object({ ok: z.literal(true), feedback_id: z.uuid() }),
+          ...errorResponses(...AUTHENTICATED, 404, 413, 415, 422),
+        },
       },
     },
     async (request) => {

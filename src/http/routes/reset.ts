@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ConversationService } from '../../assistant/conversation-service.ts';
 import type { App } from '../app-types.ts';
+import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 
 export function registerResetRoutes(app: App, conversations: ConversationService): void {
@@ -11,7 +12,10 @@ export function registerResetRoutes(app: App, conversations: ConversationService
         summary: "Clear a user's conversation history",
         tags: ['chat'],
         querystring: z.object({ user_id: userIdSchema.default('default') }),
-        response: { 200: z.object({ reset: z.literal(true), user_id: z.string() }) },
+        response: {
+          200: z.object({ reset: z.literal(true), user_id: z.string() }),
+          ...errorResponses(...AUTHENTICATED, 422),
+        },
       },
     },
     async (request) => {
