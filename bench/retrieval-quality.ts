@@ -1,0 +1,183 @@
+/**
+ * Benchmark 1: retrieval quality on SciFact (train split, 809 queries), through the real code
+ * path (DocumentService.ingest, then DocumentService.search), next to a plain BM25 written
+ * here as the baseline (k1 0.9, b 0.4, lower-cased word tokens, English stop-words).
+ *
+ *   node bench/retrieval-quality.ts [embedded|server] [chunkings=256/32] [hybrid]
+ *
+ * `chunkings` is a comma-separated list of maxTokens/overlapTokens to compare, e.g.
+ * `128/16,256/32,512/64`; `hybrid` also runs each with the fake bag-of-words embedder fused.
+ * `BENCH_CAPS=2000,500` also scores the lexical runs with other caps on postings read per
+ * query term (POSTINGS_PER_TERM; the first is the default).
+ */
+import { readFileSync } from 'node:fs';
+import { STOP_WORDS } from '../src/documents/lexical-terms.ts';
+import { type Engine, fakeEmbedder, openBenchStore } from './support/document-store.ts';
+import { machineReport } from './support/machine.ts';
+
+const DATA = new URL('../../shared/data/scifact/', import.meta.url);
+const engine = (process.argv[2] ?? 'embedded') as Engine;
+const chunkings = (process.argv[3] ?? '256/32').split(',').map((pair) => {
+  const [maxTokens, overlapTokens] = pair.split('/').map(Number);
+  return { maxTokens: maxTokens as number, overlapTokens: overlapTokens as number };
+});
+const withHybrid = process.argv.includes('hybrid');
+const caps = (process.env.BENCH_CAPS ?? '2000').split(',').map(Number);
+
+interface Doc {
+  _id: string;
+  title: string;
+  text: string;
+}
+const corpus = readJsonl<Doc>('corpus.jsonl');
+const queries = readJsonl<{ _id: string; text: string }>('queries-train.jsonl');
+const qrels = new Map<string, Set<string>>();
+for (const line of readFileSync(new URL('qrels-train.tsv', DATA), 'utf8').split('\n').slice(1)) {
+  const [query, doc] = line.split('\t');
+  if (!query || !doc) continue;
+  if (!qrels.has(query)) qrels.set(query, new Set());
+  qrels.get(query)?.add(doc);
+}
+const judged = queries.filter((query) => qrels.has(query._id));
+
+function readJsonl<T>(name: string): T[] {
+  return readFileSync(new URL(name, DATA), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as T);
+}
+
+/** nDCG@10 and Recall@10 of ranked document ids, averaged over the judged queries. */
+function evaluate(rankings: Map<string, string[]>): { ndcg: number; recall: number } {
+  let ndcg = 0;
+  let recall = 0;
+  for (const query of judged) {
+    const relevant = qrels.get(query._id) as Set<string>;
+    const ranked = (rankings.get(query._id) ?? []).slice(0, 10);
+    let dcg = 0;
+    ranked.forEach((doc, i) => {
+      if (relevant.has(doc)) dcg += 1 / Math.log2(i + 2);
+    });
+    let ideal = 0;
+    for (let i = 0; i < Math.min(relevant.size, 10); i++) ideal += 1 / Math.log2(i + 2);
+    ndcg += dcg / ideal;
+    recall += ranked.filter((doc) => relevant.has(doc)).length / relevant.size;
+  }
+  return { ndcg: ndcg / judged.length, recall: recall / judged.length };
+}
+
+/** The baseline: textbook BM25 over whole documents (title + abstract), in memory. */
+function baseline(): Map<string, string[]> {
+  const k1 = 0.9;
+  const b = 0.4;
+  const tokens = (text: string) =>
+    (text.toLowerCase().match(/[a-z0-9]+/g) ?? []).filter((word) => !STOP_WORDS.has(word));
+  const postings = new Map<string, Map<string, number>>();
+  const lengths = new Map<string, number>();
+  for (const doc of corpus) {
+    const words = tokens(`${doc.title} ${doc.text}`);
+    lengths.set(doc._id, words.length);
+    for (const word of words) {
+      const list = postings.get(word) ?? new Map<string, number>();
+      postings.set(word, list);
+      list.set(doc._id, (list.get(doc._id) ?? 0) + 1);
+    }
+  }
+  const n = corpus.length;
+  const avgdl = [...lengths.values()].reduce((a, c) => a + c, 0) / n;
+  const rankings = new Map<string, string[]>();
+  for (const query of judged) {
+    const scores = new Map<string, number>();
+    for (const word of new Set(tokens(query.text))) {
+      const list = postings.get(word);
+      if (!list) continue;
+      const idf = Math.log(1 + (n - list.size + 0.5) / (list.size + 0.5));
+      for (const [doc, tf] of list) {
+        const norm = tf + k1 * (1 - b + (b * (lengths.get(doc) as number)) / avgdl);
+        scores.set(doc, (scores.get(doc) ?? 0) + (idf * tf * (k1 + 1)) / norm);
+      }
+    }
+    rankings.set(
+      query._id,
+      [...scores]
+        .sort((x, y) => y[1] - x[1])
+        .slice(0, 10)
+        .map(([doc]) => doc),
+    );
+  }
+  return rankings;
+}
+
+async function parley(maxTokens: number, overlapTokens: number, hybrid: boolean) {
+  const store = await openBenchStore(
+    engine,
+    { maxTokens, overlapTokens },
+    hybrid ? fakeEmbedder() : undefined,
+  );
+  try {
+    const started = performance.now();
+    let chunks = 0;
+    for (const doc of corpus) {
+      const text = `# ${doc.title}\n\n${doc.text}`;
+      const stored = await store.service.ingest({
+        source: doc._id,
+        filename: `${doc._id}.txt`,
+        contentType: 'text/plain',
+        bytes: Buffer.byteLength(text),
+        document: { kind: 'markdown', pages: [{ page: null, text }], ocrPages: [] },
+      });
+      chunks += stored.chunks;
+    }
+    store.indexer?.kick();
+    await store.indexer?.idle();
+    const ingestSeconds = (performance.now() - started) / 1000;
+    const results = [];
+    for (const cap of hybrid ? [caps[0] as number] : caps) {
+      const service = store.withPostingsPerTerm(cap);
+      const rankings = new Map<string, string[]>();
+      let retrieval = '';
+      for (const query of judged) {
+        // Documents are ranked by their best chunk: ask for enough chunks to fill ten.
+        const result = await (hybrid ? store.service : service).search(query.text, { limit: 40 });
+        retrieval = result.retrieval;
+        const docs: string[] = [];
+        for (const hit of result.hits) if (!docs.includes(hit.source)) docs.push(hit.source);
+        rankings.set(query._id, docs.slice(0, 10));
+      }
+      results.push({ ...evaluate(rankings), chunks, ingestSeconds, retrieval, cap });
+    }
+    return results;
+  } finally {
+    await store.close();
+  }
+}
+
+const lines = [
+  `## Retrieval quality: SciFact train (${judged.length} judged queries, ${corpus.length} documents), ${engine} engine`,
+  '',
+  '```',
+  machineReport(),
+  `command: node bench/retrieval-quality.ts ${process.argv.slice(2).join(' ')}`,
+  '```',
+  '',
+  '| retrieval | chunking (max/overlap tokens) | chunks | nDCG@10 | Recall@10 | ingest s |',
+  '| --- | --- | --- | --- | --- | --- |',
+];
+const base = evaluate(baseline());
+lines.push(
+  `| baseline BM25 (whole documents, in memory) | – | ${corpus.length} | ${base.ndcg.toFixed(3)} | ${base.recall.toFixed(3)} | – |`,
+);
+for (const { maxTokens, overlapTokens } of chunkings) {
+  for (const hybrid of withHybrid ? [false, true] : [false]) {
+    for (const result of await parley(maxTokens, overlapTokens, hybrid)) {
+      const name = hybrid
+        ? `Parley ${result.retrieval} (fake embedder)`
+        : `Parley default (${result.retrieval})${caps.length > 1 ? `, ${result.cap} postings/term` : ''}`;
+      lines.push(
+        `| ${name} | ${maxTokens}/${overlapTokens} | ${result.chunks} | ${result.ndcg.toFixed(3)} | ${result.recall.toFixed(3)} | ${result.ingestSeconds.toFixed(1)} |`,
+      );
+      process.stderr.write(`${lines.at(-1)}\n`);
+    }
+  }
+}
+console.log(lines.join('\n'));

@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { parseConfig } from '../../src/config.ts';
+import type { ChunkingOptions } from '../../src/documents/chunker.ts';
+import { DocumentService } from '../../src/documents/document-service.ts';
+import type { Embedder } from '../../src/documents/embedder.ts';
+import { EmbeddingIndexer } from '../../src/documents/embedding-indexer.ts';
+import { type Database, openDatabase } from '../../src/storage/database.ts';
+import { DocumentRepository } from '../../src/storage/document-repository.ts';
+import { VectorStore } from '../../src/storage/vector-store.ts';
+import { embedText } from '../../test/support/fake-llm/embeddings.ts';
+import { createTestDatabase } from '../../test/support/postgres-server.ts';
+
+export type Engine = 'embedded' | 'server';
+
+export interface BenchStore {
+  service: DocumentService;
+  /** The same store searched with another cap on postings per query term. */
+  withPostingsPerTerm(cap: number): DocumentService;
+  database: Database;
+  indexer?: EmbeddingIndexer | undefined;
+  close(): Promise<void>;
+}
+
+/**
+ * The real DocumentService on a fresh database of either engine, in this process (the
+ * benchmark measures retrieval, not HTTP). With `embedder`, hybrid retrieval as in Parley.
+ */
+export async function openBenchStore(
+  engine: Engine,
+  chunking: ChunkingOptions,
+  embedder?: Embedder,
+  postingsPerTerm?: number,
+): Promise<BenchStore> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-docs-'));
+  const server = engine === 'server' ? await createTestDatabase() : undefined;
+  const config = parseConfig({ DATA_DIR: dataDir, DATABASE_URL: server?.url, DB_POOL_MAX: '4' });
+  const logger = pino({ level: 'warn' });
+  const database = await openDatabase(config, logger);
+  const vectors =
+    embedder && database.capabilities.vector ? new VectorStore(database.db) : undefined;
+  const indexer =
+    embedder && vectors
+      ? new EmbeddingIndexer({ embedder, vectors, logger, batchSize: 256, retryMs: 60_000 })
+      : undefined;
+  const service = new DocumentService({
+    documents: new DocumentRepository(database.db, postingsPerTerm),
+    chunking,
+    logger,
+    semantic: embedder && vectors && indexer ? { embedder, vectors, indexer } : undefined,
+    verbose: false,
+  });
+  return {
+    service,
+    withPostingsPerTerm: (cap) =>
+      new DocumentService({
+        documents: new DocumentRepository(database.db, cap),
+        chunking,
+        logger,
+        verbose: false,
+      }),
+    database,
+    indexer,
+    async close() {
+      await indexer?.stop();
+      await database.close();
+      await server?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The fake embeddings server's hashed bag of words, in-process: a stand-in, not a model. */
+export function fakeEmbedder(dimension = 256): Embedder {
+  return {
+    id: `fake:bag-of-words:${dimension}`,
+    available: true,
+    ready: async () => true,
+    embedDocuments: async (texts) => texts.map((text) => embedText(text, dimension)),
+    embedQuery: async (text) => embedText(text, dimension),
+  };
+}
