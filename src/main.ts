@@ -14,6 +14,8 @@ import { graphPromptSection } from './graph/graph-summary.ts';
 import { buildServer } from './http/server.ts';
 import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
+import { ConversationMemory } from './memory/conversation-memory.ts';
+import { createMemoryDecider } from './memory/memory-decider.ts';
 import { createChatModel } from './models/create-chat-model.ts';
 import { createEmbedder } from './models/create-embedder.ts';
 import { fileClock, systemClock } from './reminders/clock.ts';
@@ -29,6 +31,7 @@ import { DocumentRepository } from './storage/document-repository.ts';
 import { FeedbackRepository } from './storage/feedback-repository.ts';
 import { GraphRepository } from './storage/graph-repository.ts';
 import { LeaseRepository } from './storage/lease-repository.ts';
+import { MemoryQueueRepository } from './storage/memory-queue-repository.ts';
 import { MessageRepository } from './storage/message-repository.ts';
 import { NoticeRepository } from './storage/notice-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
@@ -166,6 +169,15 @@ async function main(): Promise<void> {
   if (config.CRAG_ENABLED && !searchWeb) {
     logger.warn('CRAG_ENABLED is set but WEB_SEARCH_PROVIDER is none: there is no web fallback');
   }
+  // The decision uses the chat model; what it keeps is searched by search_documents.
+  const memory = config.CONV_RAG_ENABLED
+    ? new ConversationMemory({
+        queue: new MemoryQueueRepository(db),
+        documents,
+        decide: createMemoryDecider(model),
+        logger: logger.child({ component: 'memory' }),
+      })
+    : undefined;
   const chats = new ChatService({
     model,
     contexts: new ChatContextRepository(db),
@@ -191,6 +203,7 @@ async function main(): Promise<void> {
       ? [graphPromptSection(graph, config.GRAPH_PROMPT_MAX_CHARS)]
       : [],
     tracer: langSmith?.tracer ?? noTracing,
+    onAnswered: memory ? (turn) => memory.enqueue(turn) : undefined,
     logger,
     clock,
     defaultTimezone: config.DEFAULT_TIMEZONE,
@@ -239,6 +252,7 @@ async function main(): Promise<void> {
     ingestMaxBytes: config.INGEST_MAX_BYTES,
     profiles,
     graph,
+    memory,
   });
 
   if (!config.API_TOKEN && !isLoopback(config.HOST)) {
@@ -262,6 +276,7 @@ async function main(): Promise<void> {
     force.unref();
     try {
       await app.close();
+      await memory?.stop();
       await scheduler?.stop();
       await linker?.stop();
       await forwarder?.stop();
@@ -283,6 +298,7 @@ async function main(): Promise<void> {
 
   await app.listen({ host: config.HOST, port: config.PORT });
   forwarder?.start();
+  memory?.start(); // exchanges queued before a restart are decided now
   // Chunks stored while the embedding model was unavailable (or under another model).
   semantic?.indexer.kick();
   scheduler?.start();

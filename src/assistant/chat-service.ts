@@ -63,6 +63,19 @@ export interface ChatServiceDependencies {
   clock?: { now(): Date };
   /** DEFAULT_TIMEZONE: for users whose profile names none; default UTC. */
   defaultTimezone?: string;
+  /**
+   * Called once an answer is stored, before its `__done` is sent (CONV_RAG_ENABLED queues
+   * the exchange here). Should be quick; a failure is logged and the chat still succeeds.
+   */
+  onAnswered?: (turn: AnsweredTurn) => Promise<void>;
+}
+
+/** A completed exchange, as stored. */
+export interface AnsweredTurn {
+  runId: string;
+  userId: string;
+  question: string;
+  answer: string;
 }
 
 /** History rows read per chat before the token budget trims them. */
@@ -280,6 +293,9 @@ export class ChatService {
         [userMessage, ...pruneMessages({ messages: response.messages, reasoning: 'all' })],
       );
       trace.end({ status: 'completed', answer });
+      await this.#deps
+        .onAnswered?.({ runId, userId: request.userId, question: request.message, answer })
+        .catch((error: unknown) => log.warn({ err: error }, 'after-answer work not queued'));
       log.info(
         { ms: Date.now() - run.startedAt.getTime(), tools: [...toolsUsed] },
         'chat answered',

@@ -3,7 +3,12 @@ import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { AppError, notFound } from '../errors.ts';
 import type { ChunkHit } from '../storage/chunk-hit.ts';
-import { type DocumentRepository, type NewChunk, SHARED } from '../storage/document-repository.ts';
+import {
+  type DocumentRepository,
+  type NewChunk,
+  type OwnedSource,
+  SHARED,
+} from '../storage/document-repository.ts';
 import type { VectorStore } from '../storage/vector-store.ts';
 import { type ChunkingOptions, chunkDocument } from './chunker.ts';
 import type { Embedder } from './embedder.ts';
@@ -49,6 +54,16 @@ export class DocumentService {
 
   listSources(): Promise<string[]> {
     return this.#deps.documents.listSources();
+  }
+
+  /** A user's own sources of one kind (conversation memories), newest first. */
+  listForUser(userId: string, kind: 'conversation'): Promise<OwnedSource[]> {
+    return this.#deps.documents.listOwned(userId, kind);
+  }
+
+  /** Deletes one of a user's own sources, or all of that kind; returns how many went. */
+  deleteForUser(userId: string, kind: 'conversation', source?: string): Promise<number> {
+    return this.#deps.documents.deleteOwned(userId, kind, source);
   }
 
   async deleteSource(source: string): Promise<void> {

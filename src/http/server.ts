@@ -14,6 +14,7 @@ import type { DocumentService } from '../documents/document-service.ts';
 import type { IngestionService } from '../documents/ingestion-service.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
 import type { GraphService } from '../graph/graph-service.ts';
+import type { ConversationMemory } from '../memory/conversation-memory.ts';
 import type { ProfileService } from '../reminders/profile-service.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
 import { APP_VERSION } from '../version.ts';
@@ -25,6 +26,7 @@ import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
 import { registerDocumentRoutes } from './routes/documents.ts';
 import { registerFeedbackRoutes } from './routes/feedback.ts';
 import { registerGraphRoutes } from './routes/graph.ts';
+import { registerMemoryRoutes } from './routes/memories.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerIngestRoutes } from './routes/ingest.ts';
 import { registerReminderRoutes } from './routes/reminders.ts';
@@ -46,6 +48,8 @@ export interface HttpDependencies {
   reminders: ReminderService;
   profiles: ProfileService;
   graph: GraphService;
+  /** Present when CONV_RAG_ENABLED. */
+  memory?: ConversationMemory | undefined;
 }
 
 /** A client-supplied request id is kept when it is short and plain, so logs can be joined. */
@@ -113,6 +117,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerIngestRoutes(app, deps.ingestion, deps.ingestMaxBytes);
   registerUserRoutes(app, deps.profiles);
   registerGraphRoutes(app, deps.graph);
+  registerMemoryRoutes(app, deps.memory);
   methods.answer405();
 
   return app;

@@ -20,6 +20,9 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     baseURL: settings.baseURL.replace(/\/+$/, ''),
     apiKey: settings.apiKey,
     includeUsage: true,
+    // Structured output (the memory decision) as a JSON schema in `response_format`, which
+    // Ollama, vLLM, llama.cpp server and OpenAI all enforce; plain `json_object` would not.
+    supportsStructuredOutputs: true,
     // Tokens that arrive together are merged before the SDK's per-chunk pipeline.
     fetch: fetchWithCoalescedBursts(),
   });

@@ -16,6 +16,13 @@ export interface NewDocument {
   bytes: number | null;
 }
 
+export interface OwnedSource {
+  source: string;
+  createdAt: Date;
+  /** The source's chunks joined in order. */
+  text: string;
+}
+
 export interface NewChunk {
   content: string;
   contentHash: string;
@@ -57,6 +64,46 @@ export class DocumentRepository {
     return withTransaction(this.#db.$client, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
       return removeDocument(client, SHARED, source);
+    });
+  }
+
+  /** A user's own sources of one kind (conversation memories), newest first, with their text. */
+  async listOwned(owner: string, kind: NewDocument['kind']): Promise<OwnedSource[]> {
+    if (owner === SHARED) throw new Error('owned sources belong to a user');
+    const { rows } = await this.#db.$client.query<{
+      source: string;
+      created_at: Date;
+      content: string | null;
+    }>(
+      `SELECT d.source, d.created_at,
+              (SELECT string_agg(c.content, ' ' ORDER BY c.chunk_index)
+               FROM chunks c WHERE c.document_id = d.id) AS content
+       FROM documents d WHERE d.owner = $1 AND d.kind = $2
+       ORDER BY d.created_at DESC, d.id DESC`,
+      [owner, kind],
+    );
+    return rows.map((row) => ({
+      source: row.source,
+      createdAt: row.created_at,
+      text: row.content ?? '',
+    }));
+  }
+
+  /**
+   * Deletes a user's own sources of one kind: one (`source`) or all of them. Returns how many
+   * went.
+   */
+  deleteOwned(owner: string, kind: NewDocument['kind'], source?: string): Promise<number> {
+    if (owner === SHARED) throw new Error('owned sources belong to a user');
+    return withTransaction(this.#db.$client, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
+      const { rows } = await client.query<{ source: string }>(
+        `SELECT source FROM documents WHERE owner = $1 AND kind = $2
+         AND ($3::text IS NULL OR source = $3) ORDER BY id`,
+        [owner, kind, source ?? null],
+      );
+      for (const row of rows) await removeDocument(client, owner, row.source);
+      return rows.length;
     });
   }
 

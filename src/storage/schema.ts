@@ -283,3 +283,22 @@ export const serviceLeases = pgTable('service_leases', {
   expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
   state: jsonb('state').$type<Record<string, unknown>>().notNull().default({}),
 });
+
+/**
+ * CONV_RAG_ENABLED: answered exchanges waiting for the model to decide whether they are worth
+ * remembering. Queued in the database, so a restart or a replica's death loses none; a row
+ * is leased by moving `next_attempt_at` ahead, and deleted once decided. One per run.
+ */
+export const memoryDecisions = pgTable(
+  'memory_decisions',
+  {
+    runId: uuid('run_id').primaryKey(),
+    userId: text('user_id').notNull(),
+    question: text('question').notNull(),
+    answer: text('answer').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
+    createdAt: createdAt(),
+  },
+  (t) => [index('memory_decisions_due_idx').on(t.nextAttemptAt)],
+);

@@ -130,3 +130,35 @@ describe('POST /chat while the embedded model is being downloaded', () => {
     expect(noneOverlaps(fetched, done, chunkSize)).toBe(true);
   });
 });
+
+describe('conversation memory with the embedded llama.cpp model', () => {
+  // The scripted model says the same whatever it is asked: as a chat answer, and as the
+  // memory decision, where the schema's grammar constrains it (and lets it through).
+  const DECISION = '{"remember": true, "memory": "The user drinks green tea."}';
+  let dir: string;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'parley-embedded-memory-'));
+    await writeTinyGguf(join(dir, 'tiny.gguf'), { script: DECISION });
+    parley = await startParley({
+      env: { LLM_MODEL_PATH: join(dir, 'tiny.gguf'), LLM_THREADS: '1', CONV_RAG_ENABLED: '1' },
+    });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('decides through the embedded model’s structured output, and keeps the memory', async () => {
+    const stream = await ask(parley, { message: 'I only drink green tea.', user_id: 'tea' });
+    expect(stream.error).toBeUndefined();
+    const decided = await parley.waitForLog(
+      (line) => line.msg === 'memory decided' && line.runId === stream.runId,
+      60_000,
+    );
+    expect(decided.remembered).toBe(true);
+    const listed = await (await parley.fetch('/users/tea/memories')).json();
+    expect(listed).toMatchObject({ memories: [{ text: 'The user drinks green tea.' }] });
+  });
+});
