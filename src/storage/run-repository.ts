@@ -1,7 +1,6 @@
 import type { ModelMessage } from 'ai';
 import type { Db } from './database.ts';
 import { turnRows } from './message-repository.ts';
-import { chatRuns, messages } from './schema.ts';
 
 export interface RunOutcome {
   status: 'completed' | 'failed' | 'interrupted';
@@ -18,37 +17,120 @@ export interface RunRecord {
   startedAt: Date;
 }
 
-/** Chat runs: one per `POST /chat`, referenced by feedback. */
+interface PendingRecord {
+  run: RunRecord;
+  outcome: RunOutcome;
+  turn: ModelMessage[];
+  finishedAt: Date;
+  stored: () => void;
+  failed: (error: unknown) => void;
+}
+
+/** Runs written in one statement at most; more wait for the next one. */
+const MAX_BATCH = 500;
+
+/**
+ * Stores runs and their turns (messages) in one statement, so both are stored or neither.
+ * A named statement: planned once per connection.
+ */
+const RECORD = {
+  name: 'parley-record-runs',
+  text: `
+    WITH stored_runs AS (
+      INSERT INTO chat_runs (id, user_id, status, model, input_tokens, output_tokens,
+                             tools_used, error_code, started_at, finished_at)
+      SELECT id, user_id, status, model, input_tokens, output_tokens,
+             tools_used, error_code, started_at, finished_at
+      FROM json_to_recordset($1::json) AS r(
+        id uuid, user_id text, status text, model text, input_tokens int, output_tokens int,
+        tools_used jsonb, error_code text, started_at timestamptz, finished_at timestamptz)
+    )
+    INSERT INTO messages (user_id, run_id, role, content, interrupted)
+    SELECT m.user_id, m.run_id, m.role, m.content, m.interrupted
+    FROM json_array_elements($2::json) WITH ORDINALITY AS e(message, position),
+         json_to_record(e.message) AS m(
+           user_id text, run_id uuid, role text, content jsonb, interrupted boolean)
+    ORDER BY e.position`,
+};
+
+/**
+ * Chat runs: one per `POST /chat`, referenced by feedback. Runs are written once, at the end,
+ * before the stream's end event carries their id: a client can only send feedback for a
+ * stored run.
+ *
+ * Writes are group-committed: while one statement is storing, the runs that finish meanwhile
+ * wait and then go together in the next one. When chats end one at a time nothing waits;
+ * when a thousand end at once (a burst of users, paced alike) they take a few statements
+ * instead of a thousand, which matters most on the embedded engine, whose one connection
+ * runs statements one after another. Each caller still resolves only once its own turn is
+ * stored.
+ */
 export class RunRepository {
   readonly #db: Db;
+  #pending: PendingRecord[] = [];
+  #writing = false;
 
   constructor(db: Db) {
     this.#db = db;
   }
 
-  /**
-   * Records a finished run and its turn (the user's message and what was answered) in one
-   * statement, so both are stored or neither is. Runs are written once, at the end, before the
-   * stream's end event carries their id: a client can only send feedback for a stored run.
-   */
-  async record(run: RunRecord, outcome: RunOutcome, turn: ModelMessage[]): Promise<void> {
-    const stored = this.#db.$with('stored_run').as(
-      this.#db
-        .insert(chatRuns)
-        .values({
-          ...run,
-          status: outcome.status,
-          inputTokens: outcome.inputTokens ?? null,
-          outputTokens: outcome.outputTokens ?? null,
-          toolsUsed: outcome.toolsUsed,
-          errorCode: outcome.errorCode ?? null,
-          finishedAt: new Date(),
-        })
-        .returning({ id: chatRuns.id }),
+  /** Records a finished run and its turn (the user's message and what was answered). */
+  record(run: RunRecord, outcome: RunOutcome, turn: ModelMessage[]): Promise<void> {
+    return new Promise((stored, failed) => {
+      this.#pending.push({ run, outcome, turn, finishedAt: new Date(), stored, failed });
+      if (!this.#writing) void this.#writeAll();
+    });
+  }
+
+  async #writeAll(): Promise<void> {
+    this.#writing = true;
+    try {
+      while (this.#pending.length > 0) {
+        const batch = this.#pending.splice(0, MAX_BATCH);
+        try {
+          await this.#write(batch);
+          for (const item of batch) item.stored();
+        } catch (error) {
+          if (batch.length === 1) {
+            batch[0]?.failed(error);
+            continue;
+          }
+          // One bad record must not fail the others: each is tried on its own.
+          for (const item of batch) {
+            await this.#write([item]).then(item.stored, item.failed);
+          }
+        }
+      }
+    } finally {
+      this.#writing = false;
+    }
+  }
+
+  async #write(batch: readonly PendingRecord[]): Promise<void> {
+    const runs = batch.map(({ run, outcome, finishedAt }) => ({
+      id: run.id,
+      user_id: run.userId,
+      status: outcome.status,
+      model: run.model,
+      input_tokens: outcome.inputTokens ?? null,
+      output_tokens: outcome.outputTokens ?? null,
+      tools_used: outcome.toolsUsed,
+      error_code: outcome.errorCode ?? null,
+      started_at: run.startedAt.toISOString(),
+      finished_at: finishedAt.toISOString(),
+    }));
+    const messages = batch.flatMap(({ run, outcome, turn }) =>
+      turnRows(run.userId, run.id, turn, outcome.status === 'interrupted').map((row) => ({
+        user_id: row.userId,
+        run_id: row.runId,
+        role: row.role,
+        content: row.content,
+        interrupted: row.interrupted,
+      })),
     );
-    await this.#db
-      .with(stored)
-      .insert(messages)
-      .values(turnRows(run.userId, run.id, turn, outcome.status === 'interrupted'));
+    await this.#db.$client.query({
+      ...RECORD,
+      values: [JSON.stringify(runs), JSON.stringify(messages)],
+    });
   }
 }

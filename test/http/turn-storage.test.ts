@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const USERS = 40;
+
+/**
+ * Turns are group-committed: chats that end together are stored together. Whatever the
+ * grouping, each user's turn is stored whole, in order, under that user only, before the
+ * `__done` that names its run.
+ */
+describe.each(ENGINES)('storing turns of chats that end together on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    storage = await engineEnv(engine);
+    parley = await startParley({
+      env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', ...storage.env },
+    });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  const chat = async (userId: string, message: string) =>
+    readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: userId, message }),
+      }),
+    );
+
+  it('stores every turn whole and in order, and each run can take feedback at once', async () => {
+    // Every answer names its question, so a mixed-up turn would show.
+    llm.respond((body) => {
+      const question = String(body.messages.findLast((m) => m.role === 'user')?.content);
+      return reply.text(`answer to ${question}`, { chunks: 3, delayMs: 20 });
+    });
+    const users = Array.from({ length: USERS }, (_, i) => `together-${i}`);
+    const first = await Promise.all(users.map((user) => chat(user, `first from ${user}`)));
+    // Each run is stored by the time its id arrives: feedback on it is accepted at once.
+    const feedback = await Promise.all(
+      first.map((stream) =>
+        parley.fetch('/feedback', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ run_id: stream.runId, score: 1 }),
+        }),
+      ),
+    );
+    expect(feedback.map((response) => response.status)).toEqual(users.map(() => 200));
+
+    const before = llm.chats.length;
+    await Promise.all(users.map((user) => chat(user, `second from ${user}`)));
+    const sent = llm.chats.slice(before).map((exchange) => exchange.body.messages);
+    for (const user of users) {
+      const messages = sent.find((m) => JSON.stringify(m).includes(`second from ${user}`));
+      const history = messages?.filter((m) => m.role !== 'system').map((m) => m.content);
+      expect(history).toEqual([
+        `first from ${user}`,
+        `answer to first from ${user}`,
+        `second from ${user}`,
+      ]);
+    }
+    llm.assertNoUnexpected();
+  });
+});
