@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { DrainLoop } from '../background/drain-loop.ts';
 import type { FeedbackRepository } from '../storage/feedback-repository.ts';
 import type { FeedbackSink } from './feedback-sink.ts';
 
@@ -30,41 +31,28 @@ const SEND_BUDGET_MS = 2 * 60_000;
  */
 export class FeedbackForwarder {
   readonly #options: Required<FeedbackForwarderOptions>;
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
+  readonly #loop: DrainLoop;
 
   constructor(options: FeedbackForwarderOptions) {
     this.#options = { intervalMs: 30_000, backoffMs: 5_000, maxBackoffMs: 3_600_000, ...options };
+    this.#loop = new DrainLoop(
+      () => this.#drain(),
+      (error) => this.#options.logger.warn({ err: error }, 'feedback forwarding paused'),
+      this.#options.intervalMs,
+    );
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.kick(), this.#options.intervalMs);
-    this.#timer.unref();
-    this.kick();
+    this.#loop.start();
   }
 
   /** Forward what is due now (after a new submission); calls while busy coalesce. */
   kick(): void {
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = this.#drain()
-      .catch((error) => this.#options.logger.warn({ err: error }, 'feedback forwarding paused'))
-      .finally(() => {
-        this.#running = undefined;
-        if (this.#again) {
-          this.#again = false;
-          this.kick();
-        }
-      });
+    this.#loop.kick();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.#timer);
-    this.#again = false;
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#loop.stop();
   }
 
   async #drain(): Promise<void> {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { DrainLoop } from '../background/drain-loop.ts';
 import type { DocumentService } from '../documents/document-service.ts';
 import type { MemoryQueueRepository, PendingExchange } from '../storage/memory-queue-repository.ts';
 import type { MemoryDecider } from './memory-decider.ts';
@@ -43,50 +44,33 @@ const SOURCE_PREFIX = 'memory:';
  */
 export class ConversationMemory {
   readonly #options: Required<ConversationMemoryOptions>;
+  /** Aborts the decision under way when the service stops. */
   readonly #stopping = new AbortController();
-  #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
+  readonly #loop: DrainLoop;
 
   constructor(options: ConversationMemoryOptions) {
     this.#options = { intervalMs: 30_000, backoffMs: 5_000, maxAttempts: 5, ...options };
+    this.#loop = new DrainLoop(
+      () => this.#drain(),
+      (error) => this.#options.logger.warn({ err: error }, 'memory decisions paused'),
+      this.#options.intervalMs,
+    );
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.kick(), this.#options.intervalMs);
-    this.#timer.unref();
-    this.kick();
+    this.#loop.start();
   }
 
   /** Queues an answered exchange (durably) and wakes the worker. */
   async enqueue(exchange: Omit<PendingExchange, 'attempts'>): Promise<void> {
     await this.#options.queue.enqueue(exchange);
-    this.kick();
-  }
-
-  /** Decides what is due now; calls while busy coalesce into one more round. */
-  kick(): void {
-    if (this.#stopping.signal.aborted) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = this.#drain()
-      .catch((error) => this.#options.logger.warn({ err: error }, 'memory decisions paused'))
-      .finally(() => {
-        this.#running = undefined;
-        if (this.#again) {
-          this.#again = false;
-          this.kick();
-        }
-      });
+    this.#loop.kick();
   }
 
   /** Stops deciding; a decision under way is abandoned and stays queued for the next start. */
   async stop(): Promise<void> {
-    clearInterval(this.#timer);
     this.#stopping.abort();
-    await this.#running;
+    await this.#loop.stop();
   }
 
   async list(userId: string): Promise<Memory[]> {
@@ -159,7 +143,7 @@ export class ConversationMemory {
       }
       const delay = backoffMs * 2 ** (attempts - 1);
       await queue.release(exchange.runId, attempts, new Date(Date.now() + delay));
-      setTimeout(() => this.kick(), delay).unref();
+      setTimeout(() => this.#loop.kick(), delay).unref();
       log.warn({ err: error, attempts, retryInMs: delay }, 'memory decision failed; will retry');
     }
   }

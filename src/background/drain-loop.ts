@@ -1,0 +1,52 @@
+/**
+ * Runs a drain of queued work (rows due in an outbox) now and then: at start, on an interval
+ * (work other replicas queued, retries come due) and whenever asked. A call while a drain
+ * runs does not start a second one; it makes the running one go round once more, so work
+ * queued meanwhile is never missed and never taken twice by this process.
+ */
+export class DrainLoop {
+  readonly #drain: () => Promise<void>;
+  readonly #onError: (error: unknown) => void;
+  readonly #intervalMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+  #stopped = false;
+
+  constructor(drain: () => Promise<void>, onError: (error: unknown) => void, intervalMs: number) {
+    this.#drain = drain;
+    this.#onError = onError;
+    this.#intervalMs = intervalMs;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => this.kick(), this.#intervalMs);
+    this.#timer.unref();
+    this.kick();
+  }
+
+  kick(): void {
+    if (this.#stopped) return;
+    if (this.#running) {
+      this.#again = true;
+      return;
+    }
+    this.#running = this.#drain()
+      .catch(this.#onError)
+      .finally(() => {
+        this.#running = undefined;
+        if (this.#again) {
+          this.#again = false;
+          this.kick();
+        }
+      });
+  }
+
+  /** No drain starts after this; resolves once the one under way (if any) has finished. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    this.#again = false;
+    await this.#running;
+  }
+}
