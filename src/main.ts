@@ -1,8 +1,9 @@
+import cluster from 'node:cluster';
 import { join } from 'node:path';
 import { ChatService } from './assistant/chat-service.ts';
 import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
-import { ConfigError, parseConfig, readEnvironment } from './config.ts';
+import type { Config } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
 import { EmbeddingIndexer } from './documents/embedding-indexer.ts';
 import { IngestionService } from './documents/ingestion-service.ts';
@@ -25,7 +26,6 @@ import { ReminderService } from './reminders/reminder-service.ts';
 import { TelegramBotApi } from './reminders/telegram-bot-api.ts';
 import { TelegramLinker } from './reminders/telegram-linker.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
-import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
 import { FeedbackRepository } from './storage/feedback-repository.ts';
@@ -48,18 +48,20 @@ import { webSearchTools } from './tools/web-search-tools.ts';
 import { createImageIntake } from './vision/image-intake.ts';
 import { visionModelFor } from './vision/vision-model.ts';
 import { createWebSearch } from './web-search/web-search.ts';
+import { uploadsDirOf } from './workers.ts';
 
 /** Users whose knowledge graphs stay cached in memory (validated against the table on use). */
 const GRAPH_CACHE_USERS = 1_000;
 
 /**
- * Composition root: configuration → storage → services → HTTP. Nothing else reads the
- * environment or builds long-lived objects.
+ * Composition root: configuration → storage → services → HTTP. Nothing else builds
+ * long-lived objects. Started by start.ts, once per process.
  */
-async function main(): Promise<void> {
+export async function main(config: Config): Promise<void> {
   const startedAt = performance.now();
-  const config = parseConfig(readEnvironment());
-  const logger = createLogger(config.LOG_LEVEL);
+  const logger = cluster.worker
+    ? createLogger(config.LOG_LEVEL).child({ worker: cluster.worker.id })
+    : createLogger(config.LOG_LEVEL);
   // Before the database: a provider chosen without its URL or key stops start-up at once.
   const searchWeb = createWebSearch(config, logger);
 
@@ -221,7 +223,7 @@ async function main(): Promise<void> {
   const ingestion = new IngestionService(
     documents,
     {
-      uploadsDir: join(config.DATA_DIR, 'uploads'),
+      uploadsDir: uploadsDirOf(join(config.DATA_DIR, 'uploads')),
       ocrDir: join(config.DATA_DIR, 'ocr'),
       maxBytes: config.INGEST_MAX_BYTES,
       limits: { timeoutMs: config.INGEST_TIMEOUT_MS, memoryMb: config.INGEST_MEMORY_MB },
@@ -291,6 +293,8 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     } finally {
       clearTimeout(force);
+      // A cluster worker's channel to the primary would keep it alive; the primary sees it exit.
+      cluster.worker?.disconnect();
     }
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
@@ -321,15 +325,3 @@ async function main(): Promise<void> {
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
-
-main().catch((error: unknown) => {
-  // Configuration and lock problems are the operator's to fix: one clear line, no stack.
-  if (error instanceof ConfigError || error instanceof DataDirLockedError) {
-    process.stderr.write(`parley: ${error.message}\n`);
-  } else {
-    process.stderr.write(
-      `parley: could not start: ${error instanceof Error ? error.stack : error}\n`,
-    );
-  }
-  process.exit(1);
-});
