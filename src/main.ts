@@ -17,6 +17,9 @@ import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
 import { ConversationMemory } from './memory/conversation-memory.ts';
 import { createMemoryDecider } from './memory/memory-decider.ts';
+import { clusterMetricsText } from './metrics/cluster-metrics.ts';
+import { meteredTracer } from './metrics/metered-tracer.ts';
+import { Metrics } from './metrics/metrics.ts';
 import { createChatModel } from './models/create-chat-model.ts';
 import { createEmbedder } from './models/create-embedder.ts';
 import { fileClock, systemClock } from './reminders/clock.ts';
@@ -67,6 +70,8 @@ export async function main(config: Config): Promise<void> {
 
   const database = await openDatabase(config, logger);
   const { db } = database;
+  const metrics = config.METRICS_ENABLED ? new Metrics() : undefined;
+  metrics?.watchPool(db.$client);
   const runs = new RunRepository(db);
   const users = new UserRepository(db);
   // The test clock is a developer setting: production never names the file, and gets the
@@ -100,6 +105,7 @@ export async function main(config: Config): Promise<void> {
         logger: logger.child({ component: 'reminders' }),
         intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000,
         defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
+        metrics,
       })
     : undefined;
   const linker =
@@ -122,6 +128,7 @@ export async function main(config: Config): Promise<void> {
         sink: langSmith.feedbackSink,
         logger,
         backoffMs: config.FEEDBACK_RETRY_MS,
+        metrics,
       })
     : undefined;
 
@@ -143,6 +150,7 @@ export async function main(config: Config): Promise<void> {
             logger,
             batchSize: config.EMBEDDINGS_BATCH_SIZE,
             retryMs: config.EMBEDDINGS_RETRY_MS,
+            metrics,
           });
           return { embedder, vectors, indexer };
         })()
@@ -178,6 +186,7 @@ export async function main(config: Config): Promise<void> {
         documents,
         decide: createMemoryDecider(model),
         logger: logger.child({ component: 'memory' }),
+        metrics,
       })
     : undefined;
   const chats = new ChatService({
@@ -204,7 +213,9 @@ export async function main(config: Config): Promise<void> {
     promptSections: config.GRAPH_ENABLED
       ? [graphPromptSection(graph, config.GRAPH_PROMPT_MAX_CHARS)]
       : [],
-    tracer: langSmith?.tracer ?? noTracing,
+    tracer: metrics
+      ? meteredTracer(langSmith?.tracer ?? noTracing, metrics)
+      : (langSmith?.tracer ?? noTracing),
     onAnswered: memory ? (turn) => memory.enqueue(turn) : undefined,
     logger,
     clock,
@@ -245,6 +256,7 @@ export async function main(config: Config): Promise<void> {
       images,
       keepAliveMs: config.SSE_KEEPALIVE_MS,
       shutdown: shutdownSignal.signal,
+      metrics,
     },
     conversations: new ConversationService(new MessageRepository(db)),
     documents,
@@ -255,6 +267,14 @@ export async function main(config: Config): Promise<void> {
     profiles,
     graph,
     memory,
+    metrics: metrics && {
+      metrics,
+      route: {
+        text: clusterMetricsText(metrics.registry),
+        contentType: metrics.registry.contentType,
+        token: config.METRICS_TOKEN,
+      },
+    },
   });
 
   if (!config.API_TOKEN && !isLoopback(config.HOST)) {

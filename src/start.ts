@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, parseConfig, readEnvironment, workerCount } from './config.ts';
 import { createLogger } from './logger.ts';
+import { serveClusterMetrics } from './metrics/cluster-metrics.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { superviseWorkers } from './workers.ts';
 
@@ -21,6 +22,7 @@ async function start(): Promise<void> {
   }
   const uploadsDir = join(config.DATA_DIR, 'uploads');
   await rm(uploadsDir, { recursive: true, force: true }); // what a previous run left
+  if (config.METRICS_ENABLED) serveClusterMetrics();
   superviseWorkers({
     count: workers,
     logger: createLogger(config.LOG_LEVEL).child({ role: 'primary' }),
