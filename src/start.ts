@@ -23,9 +23,16 @@ async function start(): Promise<void> {
   const uploadsDir = join(config.DATA_DIR, 'uploads');
   await rm(uploadsDir, { recursive: true, force: true }); // what a previous run left
   if (config.METRICS_ENABLED) serveClusterMetrics();
+  const logger = createLogger(config.LOG_LEVEL).child({ role: 'primary' });
+  if (!config.LLM_BASE_URL) {
+    logger.warn(
+      { workers },
+      'every worker loads its own copy of the embedded model: set LLM_BASE_URL to share a model server',
+    );
+  }
   superviseWorkers({
     count: workers,
-    logger: createLogger(config.LOG_LEVEL).child({ role: 'primary' }),
+    logger,
     graceMs: config.SHUTDOWN_GRACE_MS,
     uploadsDir,
     onStopped: (code) => process.exit(code),

@@ -37,7 +37,7 @@ function parseMetrics(text: string): Sample[] {
 }
 
 /** The sum of a metric's samples whose labels include `labels`; undefined when none. */
-function valueOf(
+function sampled(
   samples: Sample[],
   name: string,
   labels: Record<string, string> = {},
@@ -118,7 +118,7 @@ describe('GET /metrics', () => {
 
   it('counts a chat, its fragments, tokens and errors, and the background work after it', async () => {
     const before = await scrape(parley);
-    expect(valueOf(before, 'parley_chats_in_flight')).toBe(0);
+    expect(sampled(before, 'parley_chats_in_flight')).toBe(0);
 
     const chat = (message: string) =>
       parley.fetch('/chat', {
@@ -137,7 +137,7 @@ describe('GET /metrics', () => {
     // The memory decision runs after the answer: the next queued reply must wait for it.
     await eventually(
       () => scrape(parley),
-      (s) => valueOf(s, 'parley_jobs_total', { job: 'memory_decision' }) === 1,
+      (s) => sampled(s, 'parley_jobs_total', { job: 'memory_decision' }) === 1,
     );
     llm.enqueue(reply.error(500, { message: 'upstream broke' }));
     expect(answered.text).toBe('one two three four');
@@ -153,10 +153,10 @@ describe('GET /metrics', () => {
     // Memory decisions and feedback forwarding run in the background after the answer.
     const after = await eventually(
       () => scrape(parley),
-      (s) => valueOf(s, 'parley_jobs_total', { job: 'feedback_forward', outcome: 'done' }) === 1,
+      (s) => sampled(s, 'parley_jobs_total', { job: 'feedback_forward', outcome: 'done' }) === 1,
     );
     const count = (name: string, labels: Record<string, string> = {}) =>
-      (valueOf(after, name, labels) ?? 0) - (valueOf(before, name, labels) ?? 0);
+      (sampled(after, name, labels) ?? 0) - (sampled(before, name, labels) ?? 0);
 
     expect(
       count('parley_http_requests_total', { route: '/chat', method: 'POST', status: '200' }),
@@ -164,23 +164,23 @@ describe('GET /metrics', () => {
     expect(count('parley_http_requests_total', { route: '/feedback', status: '200' })).toBe(1);
     expect(count('parley_chats_total', { outcome: 'completed' })).toBe(1);
     expect(count('parley_chats_total', { outcome: 'failed' })).toBe(1);
-    expect(valueOf(after, 'parley_chats_in_flight')).toBe(0);
+    expect(sampled(after, 'parley_chats_in_flight')).toBe(0);
     expect(count('parley_chat_fragments_total')).toBe(answered.fragments.length);
     expect(count('parley_chat_first_fragment_seconds_count')).toBe(1);
     expect(count('parley_chat_errors_total', { code: 'model_error' })).toBe(1);
     // The chat's own call; the memory decision is not a chat and is not counted here.
     expect(count('parley_model_tokens_total', { kind: 'input' })).toBe(41);
     expect(count('parley_model_tokens_total', { kind: 'output' })).toBe(9);
-    expect(valueOf(after, 'parley_jobs_total', { job: 'memory_decision', outcome: 'done' })).toBe(
+    expect(sampled(after, 'parley_jobs_total', { job: 'memory_decision', outcome: 'done' })).toBe(
       1,
     );
     expect(
       after.filter((s) => s.name === 'parley_jobs_total' && s.labels.outcome === 'failed'),
     ).toEqual([]);
-    expect(valueOf(after, 'parley_db_pool_waiting')).toBe(0);
-    expect(valueOf(after, 'parley_db_pool_connections', { state: 'idle' })).toBeGreaterThan(0);
-    expect(valueOf(after, 'parley_reminder_ticks_total', { outcome: 'ok' })).toBeGreaterThan(0);
-    expect(valueOf(after, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(sampled(after, 'parley_db_pool_waiting')).toBe(0);
+    expect(sampled(after, 'parley_db_pool_connections', { state: 'idle' })).toBeGreaterThan(0);
+    expect(sampled(after, 'parley_reminder_ticks_total', { outcome: 'ok' })).toBeGreaterThan(0);
+    expect(sampled(after, 'process_resident_memory_bytes')).toBeGreaterThan(0);
 
     // No label carries a user id, a message or a run id.
     const text = await (await parley.fetch('/metrics')).text();
@@ -240,7 +240,7 @@ describe('GET /metrics', () => {
     expect(answeredBy.size).toBe(2);
     for (let i = 0; i < 4; i++) {
       const samples = await scrape(cluster);
-      expect(valueOf(samples, 'parley_http_requests_total', { route: '/health' })).toBe(10);
+      expect(sampled(samples, 'parley_http_requests_total', { route: '/health' })).toBe(10);
     }
   }, 90_000);
 });
