@@ -296,8 +296,13 @@ export async function main(config: Config): Promise<void> {
       setTimeout(() => app.server.closeAllConnections(), 1_000).unref();
     }, config.SHUTDOWN_GRACE_MS);
     force.unref();
+    // A client's keep-alive connection goes idle when its stream ends; closing it then (not
+    // at the grace period's end) lets the process exit as soon as the last stream is done.
+    const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+    idle.unref();
     try {
       await app.close();
+      clearInterval(idle);
       await memory?.stop();
       await scheduler?.stop();
       await linker?.stop();
@@ -313,6 +318,7 @@ export async function main(config: Config): Promise<void> {
       process.exitCode = 1;
     } finally {
       clearTimeout(force);
+      clearInterval(idle);
       // A cluster worker's channel to the primary would keep it alive; the primary sees it exit.
       cluster.worker?.disconnect();
     }

@@ -1,6 +1,8 @@
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restartDelayMs } from '../../src/workers.ts';
+import { parseChatStream } from '../support/chat-stream.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
 import { spawnParley } from '../support/spawn-parley.ts';
 import { type LogLine, type RunningParley, startParley } from '../support/start-parley.ts';
@@ -17,6 +19,7 @@ const alive = (pid: number) => {
 
 describe('PARLEY_WORKERS on a PostgreSQL server', () => {
   let database: TestDatabase;
+  let llm: FakeLlmServer;
   let parley: RunningParley;
   const workerPids = () => [
     ...new Set(parley.logs.filter(listening).map((line) => line.pid as number)),
@@ -24,8 +27,16 @@ describe('PARLEY_WORKERS on a PostgreSQL server', () => {
 
   beforeAll(async () => {
     database = await createTestDatabase();
+    llm = await startFakeLlmServer();
     parley = await startParley({
-      env: { PARLEY_WORKERS: '2', DATABASE_URL: database.url, EMBEDDINGS_PROVIDER: 'none' },
+      env: {
+        PARLEY_WORKERS: '2',
+        DATABASE_URL: database.url,
+        EMBEDDINGS_PROVIDER: 'none',
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        SHUTDOWN_GRACE_MS: '30000',
+      },
     });
     const first = parley.logs.find(listening)?.pid;
     await parley.waitForLog((line) => listening(line) && line.pid !== first, 60_000);
@@ -33,6 +44,7 @@ describe('PARLEY_WORKERS on a PostgreSQL server', () => {
 
   afterAll(async () => {
     if (parley) await parley.stop('SIGKILL').catch(() => {});
+    await llm?.close();
     await database?.drop();
   });
 
@@ -75,10 +87,32 @@ describe('PARLEY_WORKERS on a PostgreSQL server', () => {
   it('stops every worker on SIGTERM, each draining as one process does', async () => {
     const running = workerPids().filter(alive);
     expect(running).toHaveLength(2);
-    expect(await parley.stop('SIGTERM')).toBe(0);
+    const words = Array.from({ length: 12 }, (_, i) => `w${i}`);
+    llm.enqueue(reply.text(words.join(' '), { delayMs: 80 }));
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'a long answer, please', user_id: 'draining' }),
+    });
+    const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+    const first = await reader.read(); // the answer has started
+    const stopAt = Date.now();
+    const stopped = parley.stop('SIGTERM');
+    // The rest of the answer still arrives, then the stream ends as usual.
+    let raw = new TextDecoder().decode(first.value);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      raw += new TextDecoder().decode(chunk.value);
+    }
+    const stream = parseChatStream(raw);
+    expect(stream.text).toBe(words.join(' '));
+    expect(stream.ended).toBe(true);
+    expect(await stopped).toBe(0);
+    // Once the last stream is done, not when the grace period ends (a keep-alive connection
+    // left open by the client does not hold it).
+    expect(Date.now() - stopAt).toBeLessThan(10_000);
     expect(running.filter(alive)).toEqual([]);
-    const stopped = parley.logs.filter((line) => line.msg === 'stopped').map((line) => line.pid);
-    expect(new Set(stopped)).toEqual(new Set(running));
+    const stoppedPids = parley.logs.filter((l) => l.msg === 'stopped').map((l) => l.pid);
+    expect(new Set(stoppedPids)).toEqual(new Set(running));
     expect(parley.logs.at(-1)).toMatchObject({ msg: 'all workers stopped', clean: true });
   }, 60_000);
 });
