@@ -190,6 +190,31 @@ describe('GET /metrics', () => {
     llm.assertNoUnexpected();
   });
 
+  it('counts a chat the client left as abandoned, and no longer in flight', async () => {
+    const before = await scrape(parley);
+    llm.enqueue(reply.text('slow words that will not all be read', { delayMs: 150 }));
+    const abort = new AbortController();
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'start, then I leave', user_id: 'leaver' }),
+      signal: abort.signal,
+    });
+    const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+    await reader.read();
+    expect(sampled(await scrape(parley), 'parley_chats_in_flight')).toBe(1);
+    abort.abort();
+    await llm.waitForClientClose();
+    const after = await eventually(
+      () => scrape(parley),
+      (s) => sampled(s, 'parley_chats_in_flight') === 0,
+    );
+    expect(sampled(after, 'parley_chats_in_flight')).toBe(0);
+    const abandoned = (s: typeof before) =>
+      sampled(s, 'parley_chats_total', { outcome: 'abandoned' }) ?? 0;
+    expect(abandoned(after) - abandoned(before)).toBe(1);
+  });
+
   it('labels requests with the route template, never the path a client sent', async () => {
     expect((await parley.fetch('/users/carol-5d1e/profile')).status).toBe(200);
     expect((await parley.fetch('/no/such/thing-9c2b')).status).toBe(404);
