@@ -1,7 +1,8 @@
 /**
- * Start-up time: from spawning `node src/main.ts` to the "Parley is listening" log line and to
- * the first 200 from /health, for a fresh embedded data directory (PGlite initdb), the same
- * directory again, and a fresh database on the local PostgreSQL server.
+ * Start-up time: from spawning the `npm start` line (`node src/start.ts`) to the "Parley is
+ * listening" log line and to the first 200 from /health, for a fresh embedded data directory
+ * (PGlite initdb), the same directory again, and a fresh database on the local PostgreSQL
+ * server.
  *
  *   node bench/startup.ts [runs=5]
  */

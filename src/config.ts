@@ -85,6 +85,26 @@ export const configSchema = z.object({
   ),
   API_TOKEN: text(),
   SHUTDOWN_GRACE_MS: integer(10_000, 0, 600_000),
+  /** Processes serving the port (node:cluster); `auto` = one per core. Needs DATABASE_URL. */
+  PARLEY_WORKERS: z.preprocess(
+    (raw) => (typeof raw === 'string' ? emptyAsUndefined(raw.trim().toLowerCase()) : raw),
+    z
+      .string()
+      .default('1')
+      .refine(
+        (value) => value === 'auto' || (/^\d{1,3}$/.test(value) && +value >= 1 && +value <= 256),
+        {
+          message: 'accepts auto or a whole number from 1 to 256',
+        },
+      )
+      .transform((value) => (value === 'auto' ? ('auto' as const) : Number(value))),
+  ),
+
+  // Metrics
+  /** Serve GET /metrics (Prometheus text format). */
+  METRICS_ENABLED: flag(false),
+  /** Bearer token for /metrics instead of API_TOKEN (a scraper need not hold the API token). */
+  METRICS_TOKEN: text(),
 
   // Storage
   DATA_DIR: textOr('./data'),
@@ -247,6 +267,24 @@ export type Config = Readonly<z.infer<typeof configSchema>>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+}
+
+/**
+ * How many processes serve the port: PARLEY_WORKERS resolved (`auto` = the cores this process
+ * may use). Several need a PostgreSQL server: one process owns the embedded data directory.
+ */
+export function workerCount(
+  config: Pick<Config, 'PARLEY_WORKERS' | 'DATABASE_URL'>,
+  cores: number,
+): number {
+  const count = config.PARLEY_WORKERS === 'auto' ? cores : config.PARLEY_WORKERS;
+  if (count > 1 && !config.DATABASE_URL) {
+    throw new ConfigError(
+      `PARLEY_WORKERS=${config.PARLEY_WORKERS} needs DATABASE_URL: the embedded database ` +
+        'belongs to one process; set DATABASE_URL to a PostgreSQL server, or PARLEY_WORKERS=1',
+    );
+  }
+  return count;
 }
 
 /** Reads `.env` (or the file named by ENV_FILE) under the process environment, which wins. */

@@ -1,8 +1,9 @@
+import cluster from 'node:cluster';
 import { join } from 'node:path';
 import { ChatService } from './assistant/chat-service.ts';
 import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
-import { ConfigError, parseConfig, readEnvironment } from './config.ts';
+import type { Config } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
 import { EmbeddingIndexer } from './documents/embedding-indexer.ts';
 import { IngestionService } from './documents/ingestion-service.ts';
@@ -16,6 +17,9 @@ import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
 import { ConversationMemory } from './memory/conversation-memory.ts';
 import { createMemoryDecider } from './memory/memory-decider.ts';
+import { clusterMetricsText } from './metrics/cluster-metrics.ts';
+import { meteredTracer } from './metrics/metered-tracer.ts';
+import { Metrics } from './metrics/metrics.ts';
 import { createChatModel } from './models/create-chat-model.ts';
 import { createEmbedder } from './models/create-embedder.ts';
 import { fileClock, systemClock } from './reminders/clock.ts';
@@ -25,7 +29,6 @@ import { ReminderService } from './reminders/reminder-service.ts';
 import { TelegramBotApi } from './reminders/telegram-bot-api.ts';
 import { TelegramLinker } from './reminders/telegram-linker.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
-import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
 import { FeedbackRepository } from './storage/feedback-repository.ts';
@@ -48,23 +51,27 @@ import { webSearchTools } from './tools/web-search-tools.ts';
 import { createImageIntake } from './vision/image-intake.ts';
 import { visionModelFor } from './vision/vision-model.ts';
 import { createWebSearch } from './web-search/web-search.ts';
+import { uploadsDirOf } from './workers.ts';
 
 /** Users whose knowledge graphs stay cached in memory (validated against the table on use). */
 const GRAPH_CACHE_USERS = 1_000;
 
 /**
- * Composition root: configuration → storage → services → HTTP. Nothing else reads the
- * environment or builds long-lived objects.
+ * Composition root: configuration → storage → services → HTTP. Nothing else builds
+ * long-lived objects. Started by start.ts, once per process.
  */
-async function main(): Promise<void> {
+export async function main(config: Config): Promise<void> {
   const startedAt = performance.now();
-  const config = parseConfig(readEnvironment());
-  const logger = createLogger(config.LOG_LEVEL);
+  const logger = cluster.worker
+    ? createLogger(config.LOG_LEVEL).child({ worker: cluster.worker.id })
+    : createLogger(config.LOG_LEVEL);
   // Before the database: a provider chosen without its URL or key stops start-up at once.
   const searchWeb = createWebSearch(config, logger);
 
   const database = await openDatabase(config, logger);
   const { db } = database;
+  const metrics = config.METRICS_ENABLED ? new Metrics() : undefined;
+  metrics?.watchPool(db.$client);
   const runs = new RunRepository(db);
   const users = new UserRepository(db);
   // The test clock is a developer setting: production never names the file, and gets the
@@ -98,6 +105,7 @@ async function main(): Promise<void> {
         logger: logger.child({ component: 'reminders' }),
         intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000,
         defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
+        metrics,
       })
     : undefined;
   const linker =
@@ -120,6 +128,7 @@ async function main(): Promise<void> {
         sink: langSmith.feedbackSink,
         logger,
         backoffMs: config.FEEDBACK_RETRY_MS,
+        metrics,
       })
     : undefined;
 
@@ -141,6 +150,7 @@ async function main(): Promise<void> {
             logger,
             batchSize: config.EMBEDDINGS_BATCH_SIZE,
             retryMs: config.EMBEDDINGS_RETRY_MS,
+            metrics,
           });
           return { embedder, vectors, indexer };
         })()
@@ -176,6 +186,7 @@ async function main(): Promise<void> {
         documents,
         decide: createMemoryDecider(model),
         logger: logger.child({ component: 'memory' }),
+        metrics,
       })
     : undefined;
   const chats = new ChatService({
@@ -202,7 +213,9 @@ async function main(): Promise<void> {
     promptSections: config.GRAPH_ENABLED
       ? [graphPromptSection(graph, config.GRAPH_PROMPT_MAX_CHARS)]
       : [],
-    tracer: langSmith?.tracer ?? noTracing,
+    tracer: metrics
+      ? meteredTracer(langSmith?.tracer ?? noTracing, metrics)
+      : (langSmith?.tracer ?? noTracing),
     onAnswered: memory ? (turn) => memory.enqueue(turn) : undefined,
     logger,
     clock,
@@ -221,7 +234,7 @@ async function main(): Promise<void> {
   const ingestion = new IngestionService(
     documents,
     {
-      uploadsDir: join(config.DATA_DIR, 'uploads'),
+      uploadsDir: uploadsDirOf(join(config.DATA_DIR, 'uploads')),
       ocrDir: join(config.DATA_DIR, 'ocr'),
       maxBytes: config.INGEST_MAX_BYTES,
       limits: { timeoutMs: config.INGEST_TIMEOUT_MS, memoryMb: config.INGEST_MEMORY_MB },
@@ -243,6 +256,7 @@ async function main(): Promise<void> {
       images,
       keepAliveMs: config.SSE_KEEPALIVE_MS,
       shutdown: shutdownSignal.signal,
+      metrics,
     },
     conversations: new ConversationService(new MessageRepository(db)),
     documents,
@@ -253,6 +267,14 @@ async function main(): Promise<void> {
     profiles,
     graph,
     memory,
+    metrics: metrics && {
+      metrics,
+      route: {
+        text: clusterMetricsText(metrics.registry),
+        contentType: metrics.registry.contentType,
+        token: config.METRICS_TOKEN,
+      },
+    },
   });
 
   if (!config.API_TOKEN && !isLoopback(config.HOST)) {
@@ -274,8 +296,13 @@ async function main(): Promise<void> {
       setTimeout(() => app.server.closeAllConnections(), 1_000).unref();
     }, config.SHUTDOWN_GRACE_MS);
     force.unref();
+    // A client's keep-alive connection goes idle when its stream ends; closing it then (not
+    // at the grace period's end) lets the process exit as soon as the last stream is done.
+    const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+    idle.unref();
     try {
       await app.close();
+      clearInterval(idle);
       await memory?.stop();
       await scheduler?.stop();
       await linker?.stop();
@@ -291,6 +318,9 @@ async function main(): Promise<void> {
       process.exitCode = 1;
     } finally {
       clearTimeout(force);
+      clearInterval(idle);
+      // A cluster worker's channel to the primary would keep it alive; the primary sees it exit.
+      cluster.worker?.disconnect();
     }
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
@@ -321,15 +351,3 @@ async function main(): Promise<void> {
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
-
-main().catch((error: unknown) => {
-  // Configuration and lock problems are the operator's to fix: one clear line, no stack.
-  if (error instanceof ConfigError || error instanceof DataDirLockedError) {
-    process.stderr.write(`parley: ${error.message}\n`);
-  } else {
-    process.stderr.write(
-      `parley: could not start: ${error instanceof Error ? error.stack : error}\n`,
-    );
-  }
-  process.exit(1);
-});

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, readEnvironment } from '../src/config.ts';
+import { ConfigError, parseConfig, readEnvironment, workerCount } from '../src/config.ts';
 
 describe('configuration', () => {
   it('has the documented defaults', () => {
@@ -89,5 +89,31 @@ describe('reminder and Telegram settings', () => {
       expect(message).toContain('TELEGRAM_API_BASE: accepts an http:// or https:// URL');
     }
     expect(parseConfig({ TELEGRAM_BOT_TOKEN: '' }).TELEGRAM_BOT_TOKEN).toBeUndefined();
+  });
+
+  it('reads PARLEY_WORKERS as a count or auto (the cores), and needs DATABASE_URL for more than one', () => {
+    expect(parseConfig({}).PARLEY_WORKERS).toBe(1);
+    expect(parseConfig({ PARLEY_WORKERS: ' Auto ' }).PARLEY_WORKERS).toBe('auto');
+    expect(parseConfig({ PARLEY_WORKERS: '4' }).PARLEY_WORKERS).toBe(4);
+    for (const bad of ['0', '2.5', 'many', '257']) {
+      expect(() => parseConfig({ PARLEY_WORKERS: bad })).toThrow(
+        `PARLEY_WORKERS: accepts auto or a whole number from 1 to 256 (got "${bad}")`,
+      );
+    }
+    const server = 'postgres://parley@db/parley';
+    expect(workerCount(parseConfig({ PARLEY_WORKERS: 'auto', DATABASE_URL: server }), 6)).toBe(6);
+    expect(workerCount(parseConfig({ PARLEY_WORKERS: 'auto' }), 1)).toBe(1);
+    expect(() => workerCount(parseConfig({ PARLEY_WORKERS: 'auto' }), 2)).toThrow(
+      'PARLEY_WORKERS=auto needs DATABASE_URL',
+    );
+  });
+
+  it('serves no metrics unless METRICS_ENABLED', () => {
+    expect(parseConfig({}).METRICS_ENABLED).toBe(false);
+    expect(parseConfig({ METRICS_TOKEN: '' }).METRICS_TOKEN).toBeUndefined();
+    expect(parseConfig({ METRICS_ENABLED: 'yes', METRICS_TOKEN: 's' })).toMatchObject({
+      METRICS_ENABLED: true,
+      METRICS_TOKEN: 's',
+    });
   });
 });

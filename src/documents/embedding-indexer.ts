@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { JobMetrics } from '../metrics/metrics.ts';
 import type { VectorStore } from '../storage/vector-store.ts';
 import type { Embedder } from './embedder.ts';
 
@@ -10,6 +11,7 @@ export interface EmbeddingIndexerOptions {
   batchSize: number;
   /** Delay before trying again after a failure or while the model is unavailable. */
   retryMs: number;
+  metrics?: JobMetrics | undefined;
 }
 
 /**
@@ -72,11 +74,13 @@ export class EmbeddingIndexer {
           embedder.id,
           batch.map((item, i) => ({ hash: item.hash, vector: found[i] as number[] })),
         );
+        this.#options.metrics?.job('embedding_batch', 'done');
         embedded += batch.length;
         if (embedded % (batchSize * 10) === 0) logger.info({ embedded }, 'embedding chunks');
       }
       if (embedded > 0) logger.info({ embedded, model: embedder.id }, 'chunks embedded');
     } catch (error) {
+      this.#options.metrics?.job('embedding_batch', 'failed');
       logger.warn(
         {
           model: embedder.id,

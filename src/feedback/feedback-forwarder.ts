@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { DrainLoop } from '../background/drain-loop.ts';
+import type { JobMetrics } from '../metrics/metrics.ts';
 import type { FeedbackRepository } from '../storage/feedback-repository.ts';
 import type { FeedbackSink } from './feedback-sink.ts';
 
@@ -12,6 +13,7 @@ export interface FeedbackForwarderOptions {
   /** First retry delay; doubles per failure up to `maxBackoffMs`. */
   backoffMs?: number;
   maxBackoffMs?: number;
+  metrics?: JobMetrics | undefined;
 }
 
 const BATCH = 50;
@@ -30,7 +32,8 @@ const SEND_BUDGET_MS = 2 * 60_000;
  * with exponential backoff, from this replica or any other.
  */
 export class FeedbackForwarder {
-  readonly #options: Required<FeedbackForwarderOptions>;
+  readonly #options: Required<Omit<FeedbackForwarderOptions, 'metrics'>> &
+    Pick<FeedbackForwarderOptions, 'metrics'>;
   readonly #loop: DrainLoop;
 
   constructor(options: FeedbackForwarderOptions) {
@@ -56,7 +59,7 @@ export class FeedbackForwarder {
   }
 
   async #drain(): Promise<void> {
-    const { repository, sink, logger, backoffMs, maxBackoffMs } = this.#options;
+    const { repository, sink, logger, backoffMs, maxBackoffMs, metrics } = this.#options;
     while (true) {
       const due = await repository.leaseDue(BATCH, LEASE_MS);
       const lastStart = Date.now() + LEASE_MS - SEND_BUDGET_MS;
@@ -65,7 +68,9 @@ export class FeedbackForwarder {
         try {
           await sink.send(item);
           await repository.markForwarded(item.id);
+          metrics?.job('feedback_forward', 'done');
         } catch (error) {
+          metrics?.job('feedback_forward', 'failed');
           const attempts = item.attempts + 1;
           const delay = Math.min(backoffMs * 2 ** (attempts - 1), maxBackoffMs);
           await repository.markFailed(item.id, attempts, new Date(Date.now() + delay));

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -15,14 +15,23 @@ declare module 'fastify' {
  */
 export function installBearerAuth(app: FastifyInstance, token: string | undefined): void {
   if (!token) return; // development mode: every request passes
-  const expected = digest(`Bearer ${token}`);
+  const authorized = bearerCheck(token);
 
   app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.config.public || request.is404) return;
-    const given = request.headers.authorization;
-    if (given !== undefined && timingSafeEqual(digest(given), expected)) return;
-    return reply.code(401).header('www-authenticate', 'Bearer').send({ detail: 'Unauthorized' });
+    if (authorized(request.headers.authorization)) return;
+    return unauthorized(reply);
   });
+}
+
+/** Whether an Authorization header is exactly `Bearer <token>`, compared in constant time. */
+export function bearerCheck(token: string): (header: string | undefined) => boolean {
+  const expected = digest(`Bearer ${token}`);
+  return (header) => header !== undefined && timingSafeEqual(digest(header), expected);
+}
+
+export function unauthorized(reply: FastifyReply): FastifyReply {
+  return reply.code(401).header('www-authenticate', 'Bearer').send({ detail: 'Unauthorized' });
 }
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();

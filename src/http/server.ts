@@ -15,6 +15,7 @@ import type { IngestionService } from '../documents/ingestion-service.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
 import type { GraphService } from '../graph/graph-service.ts';
 import type { ConversationMemory } from '../memory/conversation-memory.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { ProfileService } from '../reminders/profile-service.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
 import { APP_VERSION } from '../version.ts';
@@ -29,6 +30,7 @@ import { registerGraphRoutes } from './routes/graph.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerIngestRoutes } from './routes/ingest.ts';
 import { registerMemoryRoutes } from './routes/memories.ts';
+import { type MetricsRouteSettings, registerMetricsRoutes } from './routes/metrics.ts';
 import { registerReminderRoutes } from './routes/reminders.ts';
 import { registerResetRoutes } from './routes/reset.ts';
 import { registerUserRoutes } from './routes/users.ts';
@@ -50,6 +52,8 @@ export interface HttpDependencies {
   graph: GraphService;
   /** Present when CONV_RAG_ENABLED. */
   memory?: ConversationMemory | undefined;
+  /** Present when METRICS_ENABLED: requests are counted and GET /metrics is served. */
+  metrics?: { metrics: Metrics; route: MetricsRouteSettings } | undefined;
 }
 
 /** A client-supplied request id is kept when it is short and plain, so logs can be joined. */
@@ -77,6 +81,17 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   });
   installErrorHandling(app);
   installBearerAuth(app, deps.apiToken);
+  const metrics = deps.metrics?.metrics;
+  if (metrics) {
+    // The route's template, never the URL: user ids and sources stay out of the labels.
+    app.addHook('onResponse', async (request, reply) => {
+      metrics.httpRequest(
+        request.routeOptions.url ?? 'unmatched',
+        request.method,
+        reply.statusCode,
+      );
+    });
+  }
 
   // The interactive docs are public, like /openapi.json; the hook must precede the plugin.
   app.addHook('onRoute', (route) => {
@@ -118,6 +133,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerUserRoutes(app, deps.profiles);
   registerGraphRoutes(app, deps.graph);
   registerMemoryRoutes(app, deps.memory);
+  if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route);
   methods.answer405();
 
   return app;

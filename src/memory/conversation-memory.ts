@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { DrainLoop } from '../background/drain-loop.ts';
 import type { DocumentService } from '../documents/document-service.ts';
+import type { JobMetrics } from '../metrics/metrics.ts';
 import type { MemoryQueueRepository, PendingExchange } from '../storage/memory-queue-repository.ts';
 import type { MemoryDecider } from './memory-decider.ts';
 
@@ -15,6 +16,7 @@ export interface ConversationMemoryOptions {
   backoffMs?: number;
   /** Failed decisions after which an exchange is given up (and the log says so). */
   maxAttempts?: number;
+  metrics?: JobMetrics | undefined;
 }
 
 export interface Memory {
@@ -43,7 +45,8 @@ const SOURCE_PREFIX = 'memory:';
  * queue is drained by whichever process is running. Failures are logged, never shown.
  */
 export class ConversationMemory {
-  readonly #options: Required<ConversationMemoryOptions>;
+  readonly #options: Required<Omit<ConversationMemoryOptions, 'metrics'>> &
+    Pick<ConversationMemoryOptions, 'metrics'>;
   /** Aborts the decision under way when the service stops. */
   readonly #stopping = new AbortController();
   readonly #loop: DrainLoop;
@@ -110,7 +113,7 @@ export class ConversationMemory {
   }
 
   async #decide(exchange: PendingExchange, signal: AbortSignal): Promise<void> {
-    const { queue, documents, decide, logger, backoffMs, maxAttempts } = this.#options;
+    const { queue, documents, decide, logger, backoffMs, maxAttempts, metrics } = this.#options;
     const log = logger.child({ runId: exchange.runId, userId: exchange.userId });
     const timeout = AbortSignal.timeout(DECISION_BUDGET_MS);
     try {
@@ -125,6 +128,7 @@ export class ConversationMemory {
         });
       }
       await queue.remove(exchange.runId);
+      metrics?.job('memory_decision', 'done');
       log.info({ remembered: memory !== undefined }, 'memory decided');
     } catch (error) {
       if (signal.aborted) {
@@ -132,6 +136,7 @@ export class ConversationMemory {
         await queue.release(exchange.runId, exchange.attempts, new Date());
         return;
       }
+      metrics?.job('memory_decision', 'failed');
       const attempts = exchange.attempts + 1;
       if (attempts >= maxAttempts) {
         await queue.remove(exchange.runId);

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { SchedulerMetrics } from '../metrics/metrics.ts';
 import type {
   ClaimedNotice,
   NoticeCandidate,
@@ -23,6 +24,7 @@ export interface ReminderSchedulerOptions {
   intervalMs: number;
   /** TELEGRAM_DEFAULT_CHAT_ID: for users who linked no chat (single-user installs). */
   defaultChatId?: string | undefined;
+  metrics?: SchedulerMetrics | undefined;
 }
 
 /** Notices claimed per statement; each batch has its own lease. */
@@ -67,8 +69,12 @@ export class ReminderScheduler {
     this.#stopping = false;
     const loop = () => {
       this.#running = this.tick()
-        .catch((error: unknown) =>
-          this.#options.logger.warn({ err: error }, 'reminder tick failed'),
+        .then(
+          () => this.#options.metrics?.reminderTick('ok'),
+          (error: unknown) => {
+            this.#options.metrics?.reminderTick('failed');
+            this.#options.logger.warn({ err: error }, 'reminder tick failed');
+          },
         )
         .finally(() => {
           this.#running = undefined;
@@ -153,6 +159,7 @@ export class ReminderScheduler {
     if (!chatId) {
       // Recorded once, logged once: the row is settled and never tried again.
       await notices.markFailed(notice, 'undeliverable', 'no Telegram chat linked');
+      this.#options.metrics?.notice('failed');
       log.warn({ userId: reminder.userId }, 'reminder notice undeliverable: no Telegram chat');
       return false;
     }
@@ -166,13 +173,16 @@ export class ReminderScheduler {
     // The crash window: Telegram has the message, the database does not know yet. Nothing
     // else happens between the answer and this one-statement write.
     await notices.markSent(notice, clock.now());
+    this.#options.metrics?.notice('sent');
     log.info('reminder notice sent');
     return true;
   }
 
   async #recordFailure(notice: ClaimedNotice, error: unknown, log: Logger): Promise<void> {
-    const { notices, clock } = this.#options;
+    const { notices, clock, metrics } = this.#options;
     const now = clock.now().getTime();
+    const permanent = error instanceof TelegramError && error.failure === 'permanent';
+    metrics?.notice(permanent ? 'failed' : 'retry');
     if (!(error instanceof TelegramError)) {
       await notices.markRetry(notice, new Date(now + RETRY_BASE_MS), 'unexpected error');
       log.error({ err: error }, 'reminder notice failed unexpectedly');

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { SHUTDOWN } from '../../assistant/chat-events.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
+import { meteredChat } from '../../metrics/metered-chat.ts';
+import type { Metrics } from '../../metrics/metrics.ts';
 import type { ImageIntake } from '../../vision/image-intake.ts';
 import { detectImageType, type ImageMediaType } from '../../vision/image-type.ts';
 import type { App } from '../app-types.ts';
@@ -16,6 +18,8 @@ export interface ChatRouteSettings {
   keepAliveMs: number;
   /** Aborted when the server shuts down and the grace period is over. */
   shutdown: AbortSignal;
+  /** Counts chats for /metrics (METRICS_ENABLED). */
+  metrics?: Pick<Metrics, 'chatStarted'> | undefined;
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -80,7 +84,7 @@ export function registerChatRoutes(
 
       const upload = request.body.image_base64;
       const image = upload ? await settings.images.save(upload.bytes, upload.mediaType) : undefined;
-      const events = chats.chat(
+      const answer = chats.chat(
         {
           userId: request.body.user_id,
           message: request.body.message,
@@ -89,6 +93,7 @@ export function registerChatRoutes(
         },
         abort.signal,
       );
+      const events = settings.metrics ? meteredChat(answer, settings.metrics) : answer;
       // The image file goes when the answer is over: finished, failed or abandoned.
       const stream = toSseBody(
         image ? disposeAfter(events, image.dispose) : events,

@@ -1,0 +1,37 @@
+import type { App } from '../app-types.ts';
+import { bearerCheck, unauthorized } from '../auth.ts';
+import { errorResponses } from '../error-responses.ts';
+
+export interface MetricsRouteSettings {
+  /** The Prometheus text exposition: this process's metrics, or the whole cluster's. */
+  text: () => Promise<string>;
+  contentType: string;
+  /** METRICS_TOKEN: when set, /metrics takes this bearer token instead of API_TOKEN. */
+  token?: string | undefined;
+}
+
+/** GET /metrics (METRICS_ENABLED); not registered otherwise, so it answers 404. */
+export function registerMetricsRoutes(app: App, settings: MetricsRouteSettings): void {
+  const authorized = settings.token ? bearerCheck(settings.token) : undefined;
+  app.get(
+    '/metrics',
+    {
+      // With its own token the API token's check is skipped: a scraper holds only its own.
+      config: { public: authorized !== undefined },
+      schema: {
+        summary: 'Prometheus metrics (text format), when METRICS_ENABLED',
+        description:
+          'Needs `Authorization: Bearer <METRICS_TOKEN>` when that is set, otherwise the API ' +
+          'token. With PARLEY_WORKERS > 1 the figures are the sum over all workers.',
+        tags: ['service'],
+        produces: ['text/plain'],
+        response: errorResponses(401),
+      },
+    },
+    async (request, reply) => {
+      if (authorized && !authorized(request.headers.authorization)) return unauthorized(reply);
+      const text = await settings.text();
+      return reply.header('content-type', settings.contentType).send(text);
+    },
+  );
+}

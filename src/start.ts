@@ -1,0 +1,52 @@
+import cluster from 'node:cluster';
+import { rm } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, parseConfig, readEnvironment, workerCount } from './config.ts';
+import { createLogger } from './logger.ts';
+import { serveClusterMetrics } from './metrics/cluster-metrics.ts';
+import { DataDirLockedError } from './storage/data-dir-lock.ts';
+import { superviseWorkers } from './workers.ts';
+
+/**
+ * The entry point (`npm start`): reads the configuration, then runs the server in this process,
+ * or (PARLEY_WORKERS > 1) becomes a primary that runs that many server processes on one port.
+ * The server's modules are loaded only where it runs, so the primary stays small.
+ */
+async function start(): Promise<void> {
+  const config = parseConfig(readEnvironment());
+  const workers = workerCount(config, availableParallelism());
+  if (workers === 1 || cluster.isWorker) {
+    const { main } = await import('./main.ts');
+    return main(config);
+  }
+  const uploadsDir = join(config.DATA_DIR, 'uploads');
+  await rm(uploadsDir, { recursive: true, force: true }); // what a previous run left
+  if (config.METRICS_ENABLED) serveClusterMetrics();
+  const logger = createLogger(config.LOG_LEVEL).child({ role: 'primary' });
+  if (!config.LLM_BASE_URL) {
+    logger.warn(
+      { workers },
+      'every worker loads its own copy of the embedded model: set LLM_BASE_URL to share a model server',
+    );
+  }
+  superviseWorkers({
+    count: workers,
+    logger,
+    graceMs: config.SHUTDOWN_GRACE_MS,
+    uploadsDir,
+    onStopped: (code) => process.exit(code),
+  });
+}
+
+start().catch((error: unknown) => {
+  // Configuration and lock problems are the operator's to fix: one clear line, no stack.
+  if (error instanceof ConfigError || error instanceof DataDirLockedError) {
+    process.stderr.write(`parley: ${error.message}\n`);
+  } else {
+    process.stderr.write(
+      `parley: could not start: ${error instanceof Error ? error.stack : error}\n`,
+    );
+  }
+  process.exit(1);
+});

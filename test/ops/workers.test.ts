@@ -1,0 +1,144 @@
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { restartDelayMs } from '../../src/workers.ts';
+import { parseChatStream } from '../support/chat-stream.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
+import { spawnParley } from '../support/spawn-parley.ts';
+import { type LogLine, type RunningParley, startParley } from '../support/start-parley.ts';
+
+const listening = (line: LogLine) => line.msg === 'Parley is listening';
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('PARLEY_WORKERS on a PostgreSQL server', () => {
+  let database: TestDatabase;
+  let llm: FakeLlmServer;
+  let parley: RunningParley;
+  const workerPids = () => [
+    ...new Set(parley.logs.filter(listening).map((line) => line.pid as number)),
+  ];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    llm = await startFakeLlmServer();
+    parley = await startParley({
+      env: {
+        PARLEY_WORKERS: '2',
+        DATABASE_URL: database.url,
+        EMBEDDINGS_PROVIDER: 'none',
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        SHUTDOWN_GRACE_MS: '30000',
+      },
+    });
+    const first = parley.logs.find(listening)?.pid;
+    await parley.waitForLog((line) => listening(line) && line.pid !== first, 60_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    if (parley) await parley.stop('SIGKILL').catch(() => {});
+    await llm?.close();
+    await database?.drop();
+  });
+
+  it('serves one port from two processes', async () => {
+    const [a, b] = workerPids();
+    expect(a).not.toBe(b);
+    expect(parley.process.pid).not.toBe(a);
+    for (let i = 0; i < 12; i++) {
+      const response = await parley.fetch('/health', { headers: { 'x-request-id': `rr-${i}` } });
+      expect(response.status).toBe(200);
+    }
+    await parley.settled();
+    const served = new Set(
+      parley.logs
+        .filter((line) => String(line.reqId).startsWith('rr-') && line.msg === 'request completed')
+        .map((line) => line.pid),
+    );
+    expect(served).toEqual(new Set([a, b]));
+  });
+
+  it('replaces a worker that dies', async () => {
+    const [victim] = workerPids();
+    process.kill(victim as number, 'SIGKILL');
+    const exited = await parley.waitForLog(
+      (line) => line.msg === 'worker exited unexpectedly; starting another',
+    );
+    expect(exited).toMatchObject({ workerPid: victim, signal: 'SIGKILL' });
+    await parley.waitForLog(
+      (line) =>
+        listening(line) &&
+        !workerPids()
+          .slice(0, 2)
+          .includes(line.pid as number),
+      60_000,
+    );
+    expect(workerPids()).toHaveLength(3);
+    expect((await parley.fetch('/health')).status).toBe(200);
+  }, 90_000);
+
+  it('stops every worker on SIGTERM, each draining as one process does', async () => {
+    const running = workerPids().filter(alive);
+    expect(running).toHaveLength(2);
+    const words = Array.from({ length: 12 }, (_, i) => `w${i}`);
+    llm.enqueue(reply.text(words.join(' '), { delayMs: 80 }));
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'a long answer, please', user_id: 'draining' }),
+    });
+    const reader = response.body?.getReader() as ReadableStreamDefaultReader<Uint8Array>;
+    const first = await reader.read(); // the answer has started
+    const stopAt = Date.now();
+    const stopped = parley.stop('SIGTERM');
+    // The rest of the answer still arrives, then the stream ends as usual.
+    let raw = new TextDecoder().decode(first.value);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
+      raw += new TextDecoder().decode(chunk.value);
+    }
+    const stream = parseChatStream(raw);
+    expect(stream.text).toBe(words.join(' '));
+    expect(stream.ended).toBe(true);
+    expect(await stopped).toBe(0);
+    // Once the last stream is done, not when the grace period ends (a keep-alive connection
+    // left open by the client does not hold it).
+    expect(Date.now() - stopAt).toBeLessThan(10_000);
+    expect(running.filter(alive)).toEqual([]);
+    // Log lines travel through the pipe and may arrive after the exit.
+    const summary = await parley.waitForLog((l) => l.msg === 'all workers stopped');
+    expect(summary).toMatchObject({ clean: true });
+    const stoppedPids = parley.logs.filter((l) => l.msg === 'stopped').map((l) => l.pid);
+    expect(new Set(stoppedPids)).toEqual(new Set(running));
+  }, 60_000);
+});
+
+describe('PARLEY_WORKERS with the embedded engine', () => {
+  it('refuses to start, in one line naming what to set', async () => {
+    const child = spawnParley({ PARLEY_WORKERS: '2', PORT: '0', DATA_DIR: '/nonexistent' });
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+    });
+    const [code] = await once(child, 'exit');
+    expect(code).toBe(1);
+    expect(stderr).toBe(
+      'parley: PARLEY_WORKERS=2 needs DATABASE_URL: the embedded database belongs to one ' +
+        'process; set DATABASE_URL to a PostgreSQL server, or PARLEY_WORKERS=1\n',
+    );
+  });
+});
+
+describe('restart backoff', () => {
+  it('restarts at once after a long life, then backs off while workers die young', () => {
+    expect([0, 1, 2, 3, 4, 5, 6, 10].map(restartDelayMs)).toEqual([
+      0, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000,
+    ]);
+  });
+});
