@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import { ChatService } from './assistant/chat-service.ts';
 import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
+import { SharedUserChatLock } from './assistant/shared-user-chat-lock.ts';
+import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
 import { ConfigError, parseConfig, readEnvironment } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
 import { EmbeddingIndexer } from './documents/embedding-indexer.ts';
@@ -25,6 +27,7 @@ import { ReminderService } from './reminders/reminder-service.ts';
 import { TelegramBotApi } from './reminders/telegram-bot-api.ts';
 import { TelegramLinker } from './reminders/telegram-linker.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
+import { ChatTurnRepository } from './storage/chat-turn-repository.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
@@ -182,6 +185,15 @@ async function main(): Promise<void> {
     model,
     contexts: new ChatContextRepository(db),
     runs,
+    // One process owns the embedded engine's data, so its own lock is exact there.
+    lock:
+      database.engine === 'server'
+        ? new SharedUserChatLock({
+            queue: new ChatTurnRepository(db),
+            logger: logger.child({ component: 'chat-turns' }),
+            ttlMs: config.CHAT_TURN_TTL_SECONDS * 1000,
+          })
+        : new LocalUserChatLock(),
     tools: ({ userId, image, afterAnswer }) => ({
       ...reminderTools({ userId, reminders }),
       ...profileTools({ userId, users }),

@@ -1,0 +1,135 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { KeyedMutex } from './keyed-mutex.ts';
+import type { ReleaseTurn, UserChatLock } from './user-chat-lock.ts';
+
+/**
+ * Where replicas queue for a user's turn (src/storage/chat-turn-repository.ts). Every call is
+ * one short statement: no connection is held while a chat runs.
+ */
+export interface ChatTurnQueue {
+  /** Joins the user's queue; the ticket orders this chat among the user's others. */
+  join(userId: string, holder: string): Promise<number>;
+  /**
+   * Takes the turn if no live ticket is older than this one and no live ticket holds it.
+   * Also clears the user's dead tickets. True once it holds the turn.
+   */
+  tryTake(userId: string, ticket: number, ttlMs: number): Promise<boolean>;
+  /** Keeps every ticket of `holder` alive; returns the tickets that still exist. */
+  heartbeat(holder: string): Promise<number[]>;
+  /** Leaves the queue (and gives the turn back, if held). */
+  leave(userId: string, ticket: number): Promise<void>;
+}
+
+export interface SharedUserChatLockOptions {
+  queue: ChatTurnQueue;
+  logger: Logger;
+  /** A ticket not refreshed for this long is dead: its replica is gone. */
+  ttlMs: number;
+  /** First and longest pause between two tries while another replica's chat runs. */
+  pollMs?: { min: number; max: number };
+}
+
+/**
+ * Serialises one user's chats across replicas sharing a PostgreSQL server. A chat takes a
+ * ticket on arrival, waits behind the process's own chats for that user in memory (no
+ * polling), then tries to take the turn, polling with a growing pause while another replica
+ * holds it. One heartbeat per process (every ttl/3) keeps all its tickets alive; a replica
+ * that dies stops refreshing them, and its turn passes on once the TTL has run out.
+ */
+export class SharedUserChatLock implements UserChatLock {
+  readonly #queue: ChatTurnQueue;
+  readonly #logger: Logger;
+  readonly #ttlMs: number;
+  readonly #poll: { min: number; max: number };
+  readonly #local = new KeyedMutex();
+  /** This process, as the holder of its tickets. */
+  readonly #holder = randomUUID();
+  readonly #tickets = new Set<number>();
+  #heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(options: SharedUserChatLockOptions) {
+    this.#queue = options.queue;
+    this.#logger = options.logger;
+    this.#ttlMs = options.ttlMs;
+    this.#poll = options.pollMs ?? { min: 20, max: 500 };
+  }
+
+  async acquire(userId: string, signal: AbortSignal): Promise<ReleaseTurn> {
+    signal.throwIfAborted();
+    const ticket = await this.#queue.join(userId, this.#holder);
+    this.#track(ticket);
+    let releaseLocal: (() => void) | undefined;
+    try {
+      releaseLocal = await this.#local.acquire(userId, signal);
+      for (
+        let pause = this.#poll.min;
+        !(await this.#queue.tryTake(userId, ticket, this.#ttlMs));
+      ) {
+        await sleep(pause * (0.75 + Math.random() / 2), signal);
+        pause = Math.min(pause * 2, this.#poll.max);
+      }
+    } catch (error) {
+      releaseLocal?.();
+      await this.#leave(userId, ticket);
+      throw error;
+    }
+    return async () => {
+      await this.#leave(userId, ticket);
+      releaseLocal();
+    };
+  }
+
+  #track(ticket: number): void {
+    this.#tickets.add(ticket);
+    this.#heartbeat ??= setInterval(() => void this.#beat(), Math.max(100, this.#ttlMs / 3));
+    // A waiting chat must not keep a stopping process alive.
+    this.#heartbeat.unref();
+  }
+
+  async #leave(userId: string, ticket: number): Promise<void> {
+    this.#tickets.delete(ticket);
+    if (this.#tickets.size === 0) {
+      clearInterval(this.#heartbeat);
+      this.#heartbeat = undefined;
+    }
+    // Not left in the table: the ticket would block the user until its TTL ran out.
+    await this.#queue.leave(userId, ticket).catch((error: unknown) => {
+      this.#logger.warn(
+        { err: error, userId, ttlMs: this.#ttlMs },
+        'could not leave the chat queue; the user waits until the ticket expires',
+      );
+    });
+  }
+
+  async #beat(): Promise<void> {
+    try {
+      const alive = new Set(await this.#queue.heartbeat(this.#holder));
+      for (const ticket of this.#tickets) {
+        // Only when this process stalled past the TTL: another replica may have taken over.
+        if (!alive.has(ticket)) this.#logger.warn({ ticket }, 'a chat ticket expired while held');
+      }
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'chat tickets not refreshed');
+    }
+  }
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it is aborted. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort);
+    };
+    const onAbort = () => {
+      done();
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      done();
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
