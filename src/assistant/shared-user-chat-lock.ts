@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { KeyedMutex } from './keyed-mutex.ts';
 import type { ReleaseTurn, UserChatLock } from './user-chat-lock.ts';
 
 /**
@@ -32,7 +31,7 @@ export interface SharedUserChatLockOptions {
 
 /**
  * Serialises one user's chats across replicas sharing a PostgreSQL server. A chat takes a
- * ticket on arrival, waits behind the process's own chats for that user in memory (no
+ * ticket on arrival, waits behind the process's own older chats for that user in memory (no
  * polling), then tries to take the turn, polling with a growing pause while another replica
  * holds it. One heartbeat per process (every ttl/3) keeps all its tickets alive; a replica
  * that dies stops refreshing them, and its turn passes on once the TTL has run out.
@@ -42,7 +41,8 @@ export class SharedUserChatLock implements UserChatLock {
   readonly #logger: Logger;
   readonly #ttlMs: number;
   readonly #poll: { min: number; max: number };
-  readonly #local = new KeyedMutex();
+  /** This process's tickets per user, oldest first: only the oldest asks the database. */
+  readonly #lines = new Map<string, LocalLine>();
   /** This process, as the holder of its tickets. */
   readonly #holder = randomUUID();
   readonly #tickets = new Set<number>();
@@ -59,9 +59,11 @@ export class SharedUserChatLock implements UserChatLock {
     signal.throwIfAborted();
     const ticket = await this.#queue.join(userId, this.#holder);
     this.#track(ticket);
-    let releaseLocal: (() => void) | undefined;
+    const line = this.#line(userId);
+    line.tickets.push(ticket);
+    line.tickets.sort((x, y) => x - y);
     try {
-      releaseLocal = await this.#local.acquire(userId, signal);
+      await line.frontIs(ticket, signal);
       for (
         let pause = this.#poll.min;
         !(await this.#queue.tryTake(userId, ticket, this.#ttlMs));
@@ -70,14 +72,19 @@ export class SharedUserChatLock implements UserChatLock {
         pause = Math.min(pause * 2, this.#poll.max);
       }
     } catch (error) {
-      releaseLocal?.();
       await this.#leave(userId, ticket);
       throw error;
     }
-    return async () => {
-      await this.#leave(userId, ticket);
-      releaseLocal();
-    };
+    return () => this.#leave(userId, ticket);
+  }
+
+  #line(userId: string): LocalLine {
+    let line = this.#lines.get(userId);
+    if (!line) {
+      line = new LocalLine();
+      this.#lines.set(userId, line);
+    }
+    return line;
   }
 
   #track(ticket: number): void {
@@ -88,18 +95,21 @@ export class SharedUserChatLock implements UserChatLock {
   }
 
   async #leave(userId: string, ticket: number): Promise<void> {
-    this.#tickets.delete(ticket);
-    if (this.#tickets.size === 0) {
-      clearInterval(this.#heartbeat);
-      this.#heartbeat = undefined;
-    }
-    // Not left in the table: the ticket would block the user until its TTL ran out.
+    // Not left in the table: the ticket would block the user until its TTL ran out. Left in
+    // the database first, so the next chat in line here finds the turn free.
     await this.#queue.leave(userId, ticket).catch((error: unknown) => {
       this.#logger.warn(
         { err: error, userId, ttlMs: this.#ttlMs },
         'could not leave the chat queue; the user waits until the ticket expires',
       );
     });
+    this.#tickets.delete(ticket);
+    if (this.#tickets.size === 0) {
+      clearInterval(this.#heartbeat);
+      this.#heartbeat = undefined;
+    }
+    const line = this.#lines.get(userId);
+    if (line?.remove(ticket) === 0) this.#lines.delete(userId);
   }
 
   async #beat(): Promise<void> {
@@ -112,6 +122,45 @@ export class SharedUserChatLock implements UserChatLock {
     } catch (error) {
       this.#logger.warn({ err: error }, 'chat tickets not refreshed');
     }
+  }
+}
+
+/**
+ * One user's chats in this process, by ticket. Tickets are handed out in arrival order but
+ * their INSERTs answer in any order, so waiters queue by ticket, not by who got back first:
+ * otherwise a newer chat could wait on the database for an older one of the same process
+ * that waits on it in memory.
+ */
+class LocalLine {
+  readonly tickets: number[] = [];
+  readonly #waiters = new Set<() => void>();
+
+  /** Resolves once `ticket` is the oldest of this process's tickets for the user. */
+  async frontIs(ticket: number, signal: AbortSignal): Promise<void> {
+    while (this.tickets[0] !== ticket) {
+      await new Promise<void>((resolve, reject) => {
+        const wake = () => {
+          this.#waiters.delete(wake);
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        const onAbort = () => {
+          this.#waiters.delete(wake);
+          reject(signal.reason);
+        };
+        if (signal.aborted) return reject(signal.reason);
+        this.#waiters.add(wake);
+        signal.addEventListener('abort', onAbort, { once: true });
+      });
+    }
+  }
+
+  /** Drops `ticket`, wakes the waiters to look again; returns how many tickets are left. */
+  remove(ticket: number): number {
+    const index = this.tickets.indexOf(ticket);
+    if (index >= 0) this.tickets.splice(index, 1);
+    for (const wake of [...this.#waiters]) wake();
+    return this.tickets.length;
   }
 }
 
