@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ReplicaStack, startReplicas } from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { type ChatCompletionRequest, reply } from '../support/fake-llm-server.ts';
+import type { RunningParley } from '../support/start-parley.ts';
 
 /** Starting Parley took over 60 s while this machine was shared; a wait, not a speed check. */
 const START_TIMEOUT_MS = 300_000;
@@ -100,6 +101,42 @@ describe('three Parley replicas on one PostgreSQL database', () => {
     stack.llm.assertNoUnexpected();
   });
 
+  it("serializes a burst of one user's chats sent to every replica at once", async () => {
+    const user = 'scale-burst';
+    let mostInFlight = 0;
+    stack.llm.respond((body) => {
+      mostInFlight = Math.max(
+        mostInFlight,
+        stack.llm.chats.filter((c) => c.outcome === 'pending').length,
+      );
+      return reply.text(`answer to ${lastQuestion(body)}`, { chunks: 3, delayMs: 5 });
+    });
+    const questions = Array.from({ length: 18 }, (_, i) => `burst ${i}`);
+    const answers = await Promise.all(
+      questions.map(async (message, i) => {
+        const replica = stack.replicas[i % stack.replicas.length];
+        if (!replica) throw new Error('no replica');
+        return readChat(await stack.chat(replica, { message, user_id: user }));
+      }),
+    );
+    for (const [i, answer] of answers.entries()) {
+      expect(answer.text).toBe(`answer to ${questions[i]}`);
+    }
+    expect(mostInFlight).toBe(1);
+    const first = stack.llm.chats.length;
+    await readChat(
+      await stack.chat(stack.replicas[0] as RunningParley, { message: 'last', user_id: user }),
+    );
+    const history = conversation(stack.llm.chats[first]?.body as ChatCompletionRequest);
+    // Every question is followed by its own answer: no turn interleaved or lost.
+    expect(history).toHaveLength(questions.length * 2 + 1);
+    for (let i = 0; i < questions.length * 2; i += 2) {
+      const question = history[i]?.replace('user: ', '');
+      expect(history[i + 1]).toBe(`assistant: answer to ${question}`);
+    }
+    expect(new Set(history.filter((m) => m.startsWith('user: '))).size).toBe(questions.length + 1);
+  });
+
   it('a /reset through one replica is respected by the next answer of another', async () => {
     const user = 'scale-reset';
     const [a, b] = stack.replicas;
@@ -118,6 +155,37 @@ describe('three Parley replicas on one PostgreSQL database', () => {
     if (!before || !after) throw new Error('missing model requests');
     expect(conversation(before)).toEqual(['user: my cat is Tom']);
     expect(conversation(after)).toEqual(['user: who is my cat?']);
+  });
+
+  it('a client that leaves while waiting for its turn gives its place up at once', async () => {
+    const user = 'scale-leave';
+    const [a, b] = stack.replicas;
+    if (!a || !b) throw new Error('no replicas');
+    stack.llm.enqueue(reply.text('one two three four five six seven eight', { delayMs: 100 }));
+    stack.llm.respond((body) => reply.text(`answer to ${lastQuestion(body)}`));
+    const first = stack.llm.chats.length;
+    const running = stack.chat(a, { message: 'a slow one', user_id: user });
+    while (stack.llm.chats.length === first) await sleep(20);
+
+    const leaving = new AbortController();
+    const waiting = stack.chat(b, { message: 'never mind', user_id: user }, leaving.signal);
+    await sleep(300);
+    leaving.abort();
+    await waiting.then((r) => r.text()).catch(() => {});
+    expect((await readChat(await running)).text).toBe('one two three four five six seven eight');
+
+    // Its ticket is gone: the next chat does not wait for it to expire (TTL_SECONDS).
+    const startedAt = Date.now();
+    const next = await readChat(await stack.chat(b, { message: 'and now?', user_id: user }));
+    expect(next.text).toBe('answer to and now?');
+    expect(Date.now() - startedAt).toBeLessThan(1_500);
+    const last = stack.llm.chats.at(-1)?.body;
+    if (!last) throw new Error('no model request');
+    expect(conversation(last)).toEqual([
+      'user: a slow one',
+      'assistant: one two three four five six seven eight',
+      'user: and now?',
+    ]);
   });
 
   it("a replica killed mid-stream holds the user's turn no longer than the TTL", async () => {
