@@ -308,6 +308,11 @@ export const memoryDecisions = pgTable(
  * src/storage/chat-turn-repository.ts). A ticket is taken on arrival, so `id` orders one
  * user's chats as the database saw them arrive; `holder` (the replica) refreshes
  * `heartbeat_at` while it lives, and a ticket not refreshed within the TTL is dead.
+ *
+ * Both chat-turn tables are UNLOGGED (edited into migration 0006 by hand: Drizzle cannot
+ * declare it): a logged write waits for a WAL flush, which made the lock cost ~11 ms per chat
+ * here instead of ~1 ms (bench/RESULTS.md). What they hold only matters while chats run; a
+ * server crash or fail-over empties them, and the chats they ordered die with the connections.
  */
 export const chatTurns = pgTable(
   'chat_turns',

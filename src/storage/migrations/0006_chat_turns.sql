@@ -1,9 +1,9 @@
-CREATE TABLE "chat_turn_locks" (
+CREATE UNLOGGED TABLE "chat_turn_locks" (
 	"user_id" text PRIMARY KEY NOT NULL,
 	"ticket" bigint NOT NULL
 );
 --> statement-breakpoint
-CREATE TABLE "chat_turns" (
+CREATE UNLOGGED TABLE "chat_turns" (
 	"id" bigserial PRIMARY KEY NOT NULL,
 	"user_id" text NOT NULL,
 	"holder" text NOT NULL,
