@@ -222,4 +222,33 @@ describe('three Parley replicas on one PostgreSQL database', () => {
     if (!last) throw new Error('no model request');
     expect(conversation(last)).toEqual(['user: still there?']);
   });
+
+  it("a replica stopped with SIGTERM mid-stream finishes the answer and frees the user's turn at once", async () => {
+    const user = 'scale-rolling';
+    const [a, b] = stack.replicas;
+    if (!a || !b) throw new Error('no replicas');
+    stack.llm.enqueue(reply.text('one two three four five six', { delayMs: 150 }));
+    stack.llm.respond((body) => reply.text(`answer to ${lastQuestion(body)}`));
+    const first = stack.llm.chats.length;
+    const draining = stack.chat(b, { message: 'before the restart', user_id: user });
+    while (stack.llm.chats.length === first) await sleep(20);
+    const waiting = stack.chat(a, { message: 'during the restart', user_id: user });
+    await sleep(200); // A's chat now waits for B's
+
+    const stopped = b.stop('SIGTERM');
+    expect((await readChat(await draining)).text).toBe('one two three four five six');
+    const drainedAt = Date.now();
+    const next = await readChat(await waiting);
+    expect(next.text).toBe('answer to during the restart');
+    // B left the queue on its way out: A did not wait for the ticket to expire.
+    expect(Date.now() - drainedAt).toBeLessThan(1_500);
+    expect(await stopped).toBe(0);
+    const last = stack.llm.chats.at(-1)?.body;
+    if (!last) throw new Error('no model request');
+    expect(conversation(last)).toEqual([
+      'user: before the restart',
+      'assistant: one two three four five six',
+      'user: during the restart',
+    ]);
+  });
 });
