@@ -10,12 +10,15 @@ export interface ChatTurnQueue {
   /** Joins the user's queue; the ticket orders this chat among the user's others. */
   join(userId: string, holder: string): Promise<number>;
   /**
-   * Takes the turn if no live ticket is older than this one and no live ticket holds it.
-   * Also clears the user's dead tickets. True once it holds the turn.
+   * Takes the turn if no live ticket is older than this one and no live holder has it. Also
+   * clears the user's dead tickets. True once it holds the turn.
    */
-  tryTake(userId: string, ticket: number, ttlMs: number): Promise<boolean>;
-  /** Keeps every ticket of `holder` alive; returns the tickets that still exist. */
-  heartbeat(holder: string): Promise<number[]>;
+  tryTake(userId: string, ticket: number, holder: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Keeps every ticket and turn of `holder` alive and clears other holders' dead ones;
+   * returns the tickets of `holder` that still exist.
+   */
+  heartbeat(holder: string, ttlMs: number): Promise<number[]>;
   /** Leaves the queue (and gives the turn back, if held). */
   leave(userId: string, ticket: number): Promise<void>;
 }
@@ -66,7 +69,7 @@ export class SharedUserChatLock implements UserChatLock {
       await line.frontIs(ticket, signal);
       for (
         let pause = this.#poll.min;
-        !(await this.#queue.tryTake(userId, ticket, this.#ttlMs));
+        !(await this.#queue.tryTake(userId, ticket, this.#holder, this.#ttlMs));
       ) {
         await sleep(pause * (0.75 + Math.random() / 2), signal);
         pause = Math.min(pause * 2, this.#poll.max);
@@ -114,7 +117,7 @@ export class SharedUserChatLock implements UserChatLock {
 
   async #beat(): Promise<void> {
     try {
-      const alive = new Set(await this.#queue.heartbeat(this.#holder));
+      const alive = new Set(await this.#queue.heartbeat(this.#holder, this.#ttlMs));
       for (const ticket of this.#tickets) {
         // Only when this process stalled past the TTL: another replica may have taken over.
         if (!alive.has(ticket)) this.#logger.warn({ ticket }, 'a chat ticket expired while held');

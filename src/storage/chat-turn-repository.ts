@@ -22,37 +22,53 @@ export class ChatTurnRepository implements ChatTurnQueue {
   }
 
   /**
-   * One upsert on the user's lock row: inserting it, or handing it over from a dead ticket,
-   * both require that no older live ticket waits. The row is locked by the upsert, so two
-   * replicas racing for it are serialised by the database and only one gets it.
+   * One upsert on the user's lock row. Inserting it requires that no older live ticket waits
+   * (the order); handing it over requires that its holder stopped refreshing it (the
+   * exclusion). That second condition reads only the row being upserted, which the database
+   * locks and re-reads at its latest version: two replicas racing for it can never both win,
+   * whatever their snapshots saw of the tickets.
    */
-  async tryTake(userId: string, ticket: number, ttlMs: number): Promise<boolean> {
+  async tryTake(userId: string, ticket: number, holder: string, ttlMs: number): Promise<boolean> {
     const { rowCount } = await this.#db.$client.query(
       `WITH dead AS (
          DELETE FROM chat_turns
-          WHERE user_id = $1 AND heartbeat_at < now() - make_interval(secs => $3)
+          WHERE user_id = $1 AND heartbeat_at < now() - make_interval(secs => $4)
        )
-       INSERT INTO chat_turn_locks AS l (user_id, ticket)
-       SELECT $1, $2
+       INSERT INTO chat_turn_locks AS l (user_id, ticket, holder)
+       SELECT $1, $2, $3
         WHERE NOT EXISTS (
           SELECT 1 FROM chat_turns t
            WHERE t.user_id = $1 AND t.id < $2
-             AND t.heartbeat_at >= now() - make_interval(secs => $3))
-       ON CONFLICT (user_id) DO UPDATE SET ticket = EXCLUDED.ticket
+             AND t.heartbeat_at >= now() - make_interval(secs => $4))
+       ON CONFLICT (user_id) DO UPDATE
+          SET ticket = EXCLUDED.ticket, holder = EXCLUDED.holder, heartbeat_at = now()
         WHERE l.ticket = EXCLUDED.ticket
-           OR NOT EXISTS (
-             SELECT 1 FROM chat_turns t
-              WHERE t.id = l.ticket AND t.heartbeat_at >= now() - make_interval(secs => $3))
+           OR l.heartbeat_at < now() - make_interval(secs => $4)
        RETURNING 1`,
-      [userId, ticket, ttlMs / 1000],
+      [userId, ticket, holder, ttlMs / 1000],
     );
     return rowCount === 1;
   }
 
-  async heartbeat(holder: string): Promise<number[]> {
+  /**
+   * Also clears what dead replicas left behind (their tickets, and turns they held), for
+   * users who do not chat again: the tables stay as small as the chats running now.
+   */
+  async heartbeat(holder: string, ttlMs: number): Promise<number[]> {
     const { rows } = await this.#db.$client.query<{ id: string }>(
-      'UPDATE chat_turns SET heartbeat_at = now() WHERE holder = $1 RETURNING id',
-      [holder],
+      `WITH dead AS (
+         DELETE FROM chat_turns
+          WHERE holder <> $1 AND heartbeat_at < now() - make_interval(secs => $2)
+       ),
+       freed AS (
+         DELETE FROM chat_turn_locks
+          WHERE holder <> $1 AND heartbeat_at < now() - make_interval(secs => $2)
+       ),
+       held AS (
+         UPDATE chat_turn_locks SET heartbeat_at = now() WHERE holder = $1
+       )
+       UPDATE chat_turns SET heartbeat_at = now() WHERE holder = $1 RETURNING id`,
+      [holder, ttlMs / 1000],
     );
     return rows.map((row) => Number(row.id));
   }

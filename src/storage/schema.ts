@@ -329,10 +329,13 @@ export const chatTurns = pgTable(
 );
 
 /**
- * Whose chat is running, per user: the ticket that won the turn. One row per user, taken and
- * handed over with a single upsert, so two replicas can never both start.
+ * Whose chat is running, per user: the ticket that won the turn, refreshed by its holder like
+ * the ticket. One row per user, taken and handed over with a single upsert whose condition
+ * reads only this row, so two replicas can never both start.
  */
 export const chatTurnLocks = pgTable('chat_turn_locks', {
   userId: text('user_id').primaryKey(),
   ticket: bigint('ticket', { mode: 'number' }).notNull(),
+  holder: text('holder').notNull(),
+  heartbeatAt: timestamp('heartbeat_at', { withTimezone: true }).notNull().defaultNow(),
 });

@@ -161,7 +161,7 @@ describe('three Parley replicas on one PostgreSQL database', () => {
     const user = 'scale-leave';
     const [a, b] = stack.replicas;
     if (!a || !b) throw new Error('no replicas');
-    stack.llm.enqueue(reply.text('one two three four five six seven eight', { delayMs: 100 }));
+    stack.llm.enqueue(reply.text('one two three four five six seven eight', { delayMs: 250 }));
     stack.llm.respond((body) => reply.text(`answer to ${lastQuestion(body)}`));
     const first = stack.llm.chats.length;
     const running = stack.chat(a, { message: 'a slow one', user_id: user });
@@ -172,6 +172,11 @@ describe('three Parley replicas on one PostgreSQL database', () => {
     await sleep(300);
     leaving.abort();
     await waiting.then((r) => r.text()).catch(() => {});
+    // B's chat left while it waited (it never ran), before A's answer was done.
+    await b.waitForLog(
+      (l) => l.msg === 'client left while waiting for the previous chat of this user',
+    );
+    expect(stack.llm.chats.at(-1)?.outcome).toBe('pending');
     expect((await readChat(await running)).text).toBe('one two three four five six seven eight');
 
     // Its ticket is gone: the next chat does not wait for it to expire (TTL_SECONDS).

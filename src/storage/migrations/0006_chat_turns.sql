@@ -1,6 +1,8 @@
 CREATE UNLOGGED TABLE "chat_turn_locks" (
 	"user_id" text PRIMARY KEY NOT NULL,
-	"ticket" bigint NOT NULL
+	"ticket" bigint NOT NULL,
+	"holder" text NOT NULL,
+	"heartbeat_at" timestamp with time zone DEFAULT now() NOT NULL
 );
 --> statement-breakpoint
 CREATE UNLOGGED TABLE "chat_turns" (
