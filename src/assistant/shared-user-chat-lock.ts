@@ -98,6 +98,7 @@ export class SharedUserChatLock implements UserChatLock {
   }
 
   async #leave(userId: string, ticket: number): Promise<void> {
+    this.#tickets.delete(ticket); // no longer refreshed, nor missed by #beat
     // Not left in the table: the ticket would block the user until its TTL ran out. Left in
     // the database first, so the next chat in line here finds the turn free.
     await this.#queue.leave(userId, ticket).catch((error: unknown) => {
@@ -106,7 +107,6 @@ export class SharedUserChatLock implements UserChatLock {
         'could not leave the chat queue; the user waits until the ticket expires',
       );
     });
-    this.#tickets.delete(ticket);
     if (this.#tickets.size === 0) {
       clearInterval(this.#heartbeat);
       this.#heartbeat = undefined;
@@ -116,11 +116,15 @@ export class SharedUserChatLock implements UserChatLock {
   }
 
   async #beat(): Promise<void> {
+    // Only tickets taken before the refresh: a newer one may not be visible to it yet.
+    const held = [...this.#tickets];
     try {
       const alive = new Set(await this.#queue.heartbeat(this.#holder, this.#ttlMs));
-      for (const ticket of this.#tickets) {
+      for (const ticket of held) {
         // Only when this process stalled past the TTL: another replica may have taken over.
-        if (!alive.has(ticket)) this.#logger.warn({ ticket }, 'a chat ticket expired while held');
+        if (!alive.has(ticket) && this.#tickets.has(ticket)) {
+          this.#logger.warn({ ticket }, 'a chat ticket expired while held');
+        }
       }
     } catch (error) {
       this.#logger.warn({ err: error }, 'chat tickets not refreshed');
