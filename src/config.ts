@@ -110,6 +110,11 @@ export const configSchema = z.object({
   DATA_DIR: textOr('./data'),
   DATABASE_URL: url(/^postgres(ql)?:$/, 'a postgres:// or postgresql:// URL'),
   DB_POOL_MAX: integer(10, 1, 200),
+  /**
+   * With DATABASE_URL: how long a replica that died holding a user's chat turn can keep that
+   * user waiting (its heartbeat, every third of this, stopped).
+   */
+  CHAT_TURN_TTL_SECONDS: integer(20, 2, 300),
   /** Postgres shared_buffers of the embedded engine: memory it keeps for good. */
   EMBEDDED_DB_SHARED_BUFFERS: z.preprocess(
     emptyAsUndefined,

@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { ChatService } from './assistant/chat-service.ts';
 import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
+import { SharedUserChatLock } from './assistant/shared-user-chat-lock.ts';
+import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
 import type { Config } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
 import { EmbeddingIndexer } from './documents/embedding-indexer.ts';
@@ -29,6 +31,7 @@ import { ReminderService } from './reminders/reminder-service.ts';
 import { TelegramBotApi } from './reminders/telegram-bot-api.ts';
 import { TelegramLinker } from './reminders/telegram-linker.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
+import { ChatTurnRepository } from './storage/chat-turn-repository.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
 import { FeedbackRepository } from './storage/feedback-repository.ts';
@@ -193,6 +196,15 @@ export async function main(config: Config): Promise<void> {
     model,
     contexts: new ChatContextRepository(db),
     runs,
+    // One process owns the embedded engine's data, so its own lock is exact there.
+    lock:
+      database.engine === 'server'
+        ? new SharedUserChatLock({
+            queue: new ChatTurnRepository(db),
+            logger: logger.child({ component: 'chat-turns' }),
+            ttlMs: config.CHAT_TURN_TTL_SECONDS * 1000,
+          })
+        : new LocalUserChatLock(),
     tools: ({ userId, image, afterAnswer }) => ({
       ...reminderTools({ userId, reminders }),
       ...profileTools({ userId, users }),

@@ -7,10 +7,10 @@ import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-reposi
 import { type ChatEvent, type ChatRequest, type RequestImage, SHUTDOWN } from './chat-events.ts';
 import { describeChatError } from './describe-chat-error.ts';
 import { fitHistory } from './history-window.ts';
-import { KeyedMutex } from './keyed-mutex.ts';
 import { localDate, resolveTimezone } from './local-time.ts';
 import type { RunTrace, RunTracer } from './run-tracer.ts';
 import { buildSystemPrompt } from './system-prompt.ts';
+import type { ReleaseTurn, UserChatLock } from './user-chat-lock.ts';
 
 export interface ChatSettings {
   maxSteps: number;
@@ -54,6 +54,8 @@ export interface ChatServiceDependencies {
   model: ChatModel;
   contexts: ChatContextRepository;
   runs: RunRepository;
+  /** Whose turn it is: in-process for one process, shared through the database for replicas. */
+  lock: UserChatLock;
   tools: ToolsFor;
   promptSections?: PromptSection[];
   tracer: RunTracer;
@@ -90,7 +92,6 @@ const HISTORY_ROWS = 200;
  */
 export class ChatService {
   readonly #deps: ChatServiceDependencies;
-  readonly #busy = new KeyedMutex();
 
   constructor(deps: ChatServiceDependencies) {
     this.#deps = deps;
@@ -101,17 +102,33 @@ export class ChatService {
     const { logger } = this.#deps;
     const log = logger.child({ runId, userId: request.userId });
 
-    let release: () => void;
+    let release: ReleaseTurn;
     try {
-      release = await this.#busy.acquire(request.userId, signal);
-    } catch {
-      log.info('client left while waiting for the previous chat of this user');
+      release = await this.#deps.lock.acquire(request.userId, signal);
+    } catch (error) {
+      if (signal.aborted) {
+        log.info('client left while waiting for the previous chat of this user');
+        return;
+      }
+      // The shared lock's database could not be reached: nothing ran, but the question is
+      // kept (as a failed run) like any other failure's, and the client is told why.
+      const described = describeChatError(error);
+      log.warn({ err: error, code: described.code }, 'chat failed before its turn');
+      const run = { id: runId, userId: request.userId, model: this.#deps.model.id };
+      await this.#record(
+        { ...run, startedAt: new Date() },
+        [{ role: 'user', content: request.message }],
+        { status: 'failed', toolsUsed: [], errorCode: described.code },
+        log,
+      );
+      yield { type: 'error', ...described };
+      yield { type: 'done', runId };
       return;
     }
     try {
       yield* this.#answer(request, runId, signal, log);
     } finally {
-      release();
+      await release();
     }
   }
 

@@ -302,3 +302,40 @@ export const memoryDecisions = pgTable(
   },
   (t) => [index('memory_decisions_due_idx').on(t.nextAttemptAt)],
 );
+
+/**
+ * Chats waiting for or holding their user's turn, across replicas (see
+ * src/storage/chat-turn-repository.ts). A ticket is taken on arrival, so `id` orders one
+ * user's chats as the database saw them arrive; `holder` (the replica) refreshes
+ * `heartbeat_at` while it lives, and a ticket not refreshed within the TTL is dead.
+ *
+ * Both chat-turn tables are UNLOGGED (edited into migration 0006 by hand: Drizzle cannot
+ * declare it): a logged write waits for a WAL flush, which made the lock cost ~11 ms per chat
+ * here instead of ~1 ms (bench/RESULTS.md). What they hold only matters while chats run; a
+ * server crash or fail-over empties them, and the chats they ordered die with the connections.
+ */
+export const chatTurns = pgTable(
+  'chat_turns',
+  {
+    id: bigserial('id', { mode: 'number' }).primaryKey(),
+    userId: text('user_id').notNull(),
+    holder: text('holder').notNull(),
+    heartbeatAt: timestamp('heartbeat_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    index('chat_turns_user_idx').on(t.userId, t.id),
+    index('chat_turns_holder_idx').on(t.holder),
+  ],
+);
+
+/**
+ * Whose chat is running, per user: the ticket that won the turn, refreshed by its holder like
+ * the ticket. One row per user, taken and handed over with a single upsert whose condition
+ * reads only this row, so two replicas can never both start.
+ */
+export const chatTurnLocks = pgTable('chat_turn_locks', {
+  userId: text('user_id').primaryKey(),
+  ticket: bigint('ticket', { mode: 'number' }).notNull(),
+  holder: text('holder').notNull(),
+  heartbeatAt: timestamp('heartbeat_at', { withTimezone: true }).notNull().defaultNow(),
+});

@@ -38,3 +38,58 @@ export async function startChatStack(
     },
   };
 }
+
+/** Several Parley processes on one fresh database, answering with one shared fake model. */
+export interface ReplicaStack {
+  llm: FakeLlmServer;
+  database: TestDatabase;
+  replicas: RunningParley[];
+  /** Posts a chat request to one replica; the answer streams in the response. */
+  chat(
+    replica: RunningParley,
+    body: Record<string, unknown>,
+    signal?: AbortSignal,
+  ): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+/** Starts `count` replicas at the same moment, as an orchestrator does on a fresh database. */
+export async function startReplicas(
+  count: number,
+  env: Record<string, string | undefined> = {},
+): Promise<ReplicaStack> {
+  const llm = await startFakeLlmServer();
+  const database = await createTestDatabase();
+  const started = await Promise.allSettled(
+    Array.from({ length: count }, () =>
+      startParley({
+        env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', DATABASE_URL: database.url, ...env },
+        startTimeoutMs: 180_000,
+      }),
+    ),
+  );
+  const replicas = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const stop = async () => {
+    await Promise.all(replicas.map((replica) => replica.stop()));
+    await llm.close();
+    await database.drop();
+  };
+  const failed = started.find((s) => s.status === 'rejected');
+  if (failed) {
+    await stop();
+    throw failed.reason;
+  }
+  return {
+    llm,
+    database,
+    replicas,
+    chat: (replica, body, signal) =>
+      replica.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+        ...(signal ? { signal } : {}),
+      }),
+    stop,
+  };
+}
