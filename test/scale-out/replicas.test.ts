@@ -69,16 +69,33 @@ describe('three Parley replicas on one PostgreSQL database', () => {
       // The exchange is tracked before its reply is chosen: count the pending ones.
       inFlight = stack.llm.chats.filter((c) => c.outcome === 'pending').length;
       mostInFlight = Math.max(mostInFlight, inFlight);
-      return reply.text(`answer to ${lastQuestion(body)} in five words`, { delayMs: 25 });
+      const question = lastQuestion(body);
+      // The first answer takes its time, so that every later chat is seen waiting.
+      const delayMs = question === 'question 1' ? 3_000 : 25;
+      return reply.text(`answer to ${question} in five words`, { delayMs });
     });
+    // The order "as far as the database can tell" is the order the chats took their tickets;
+    // on a busy machine a request sent 120 ms later can still get there first, so each chat
+    // is sent once the one before it is seen queued.
+    const client = new pg.Client({ connectionString: stack.database.url });
+    await client.connect();
+    const queued = async () =>
+      Number(
+        (await client.query('SELECT count(*) AS n FROM chat_turns WHERE user_id = $1', [user]))
+          .rows[0]?.n,
+      );
 
     const questions = Array.from({ length: 6 }, (_, i) => `question ${i + 1}`);
     const streams: Promise<Response>[] = [];
-    for (const [i, message] of questions.entries()) {
-      const replica = stack.replicas[i % stack.replicas.length];
-      if (!replica) throw new Error('no replica');
-      streams.push(stack.chat(replica, { message, user_id: user }));
-      await sleep(120); // a clear arrival order, while earlier answers still stream
+    try {
+      for (const [i, message] of questions.entries()) {
+        const replica = stack.replicas[i % stack.replicas.length];
+        if (!replica) throw new Error('no replica');
+        streams.push(stack.chat(replica, { message, user_id: user }));
+        await vi.waitFor(async () => expect(await queued()).toBe(i + 1), { timeout: 20_000 });
+      }
+    } finally {
+      await client.end();
     }
     const answers = await Promise.all(streams.map(async (s) => readChat(await s)));
     for (const [i, answer] of answers.entries()) {
