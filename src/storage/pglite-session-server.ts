@@ -135,7 +135,11 @@ export class PgliteSessionServer {
         return;
       }
       await this.#execute(message, (data) => {
-        if (socket.writable) socket.write(data);
+        // `data` is a view of PGlite's WASM memory, valid only during this call: PGlite writes
+        // its next output there. A write the socket cannot take at once is queued, so it must
+        // own its bytes, or a result larger than the socket's buffer reaches the client
+        // corrupted and the client waits forever.
+        if (socket.writable) socket.write(Buffer.from(data));
       });
     }
   }

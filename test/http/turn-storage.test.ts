@@ -72,4 +72,18 @@ describe.each(ENGINES)('storing turns of chats that end together on the %s engin
     }
     llm.assertNoUnexpected();
   });
+
+  it('answers a user whose stored history is larger than a socket buffer', async () => {
+    // Each answer is 300 KB; the history read before the model call is then megabytes.
+    const long = 'lorem ipsum '.repeat(25_000);
+    llm.respond(() => reply.text(long, { chunks: 10 }));
+    for (let i = 0; i < 5; i++) {
+      const stream = await chat('long-history', `long ${i}`);
+      expect(stream.error).toBeUndefined();
+      expect(stream.text).toBe(long);
+    }
+    llm.respond(() => reply.text('still here'));
+    const last = await chat('long-history', 'are you there?');
+    expect(last.text).toBe('still here');
+  });
 });

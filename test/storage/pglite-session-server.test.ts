@@ -52,6 +52,19 @@ describe('the PGlite session server', () => {
     expect(rows).toEqual([{ name: '' }]);
   });
 
+  it('delivers results far larger than the socket can take at once, intact', async () => {
+    const { client } = await serve();
+    const user = client();
+    await user.connect();
+    // ~10 MB, in rows that each name their number: a byte out of place would show.
+    const { rows } = await user.query<{ n: number; t: string }>(
+      `SELECT n, n::text || ':' || repeat('x', 200) AS t FROM generate_series(1, 50000) AS n`,
+    );
+    expect(rows).toHaveLength(50_000);
+    expect(rows.every((row) => row.t === `${row.n}:${'x'.repeat(200)}`)).toBe(true);
+    expect((await user.query('SELECT 1 AS x')).rows).toEqual([{ x: 1 }]);
+  });
+
   it('reports PGlite failing underneath it once, and serves no one after', async () => {
     const { db, failures, client } = await serve();
     const user = client();
