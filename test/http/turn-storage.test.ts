@@ -62,7 +62,9 @@ describe.each(ENGINES)('storing turns of chats that end together on the %s engin
     await Promise.all(users.map((user) => chat(user, `second from ${user}`)));
     const sent = llm.chats.slice(before).map((exchange) => exchange.body.messages);
     for (const user of users) {
-      const messages = sent.find((m) => JSON.stringify(m).includes(`second from ${user}`));
+      const messages = sent.find((m) =>
+        m.some((message) => message.role === 'user' && message.content === `second from ${user}`),
+      );
       const history = messages?.filter((m) => m.role !== 'system').map((m) => m.content);
       expect(history).toEqual([
         `first from ${user}`,
