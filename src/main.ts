@@ -142,7 +142,7 @@ async function main(): Promise<void> {
             batchSize: config.EMBEDDINGS_BATCH_SIZE,
             retryMs: config.EMBEDDINGS_RETRY_MS,
           });
-          return { embedder, vectors, indexer };
+          return { embedder, vectors, indexer, vectorWeight: config.HYBRID_VECTOR_WEIGHT };
         })()
       : undefined;
   const documents = new DocumentService({
