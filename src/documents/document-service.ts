@@ -108,6 +108,7 @@ export class DocumentService {
   ): Promise<{ chunks: number }> {
     const started = performance.now();
     const prepared = await this.#prepare(input, signal);
+    const preparedAt = performance.now();
     if (prepared.length === 0) {
       throw new AppError('no_text', 422, 'The file contains no text that could be extracted.');
     }
@@ -125,7 +126,13 @@ export class DocumentService {
     );
     this.#deps.semantic?.indexer.kick();
     this.#deps.logger.info(
-      { chunks, pages: input.document.pages.length, ms: Math.round(performance.now() - started) },
+      {
+        chunks,
+        pages: input.document.pages.length,
+        ms: Math.round(performance.now() - started),
+        chunkingMs: Math.round(preparedAt - started),
+        storingMs: Math.round(performance.now() - preparedAt),
+      },
       'document stored',
     );
     return { chunks };
