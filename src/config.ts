@@ -205,7 +205,7 @@ export const configSchema = z.object({
   CHUNK_OVERLAP_TOKENS: integer(32, 0, 4096),
   /**
    * The vector ranking's say against BM25's 1 when hybrid search fuses them (weighted
-   * reciprocal rank); 0 keeps search lexical. Default chosen on SciFact (README).
+   * reciprocal rank); 0 keeps search lexical. Not yet measured on SciFact (README).
    */
   HYBRID_VECTOR_WEIGHT: decimal(0.3, 0, 1),
   /** Chunks `search_documents` returns. */
