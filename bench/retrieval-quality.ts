@@ -6,13 +6,22 @@
  *   node bench/retrieval-quality.ts [embedded|server] [chunkings=256/32] [hybrid]
  *
  * `chunkings` is a comma-separated list of maxTokens/overlapTokens to compare, e.g.
- * `128/16,256/32,512/64`; `hybrid` also runs each with the fake bag-of-words embedder fused.
- * `BENCH_CAPS=2000,500` also scores the lexical runs with other caps on postings read per
- * query term (POSTINGS_PER_TERM; the first is the default).
+ * `128/16,256/32,512/64`; `hybrid` stores each with the fake bag-of-words embedder too and
+ * scores the lexical ranking and the hybrid one at each `BENCH_VECTOR_WEIGHTS` (default
+ * `1,0.5,0.3,0.2,0.1`: HYBRID_VECTOR_WEIGHT, the vector ranking's say against BM25's 1)
+ * from the same store. `BENCH_CAPS=2000,500` scores the lexical runs with other caps on
+ * postings read per query term (POSTINGS_PER_TERM; the first is the default); the hybrid
+ * runs read Parley's default cap.
  */
 import { readFileSync } from 'node:fs';
 import { STOP_WORDS } from '../src/documents/lexical-terms.ts';
-import { type Engine, fakeEmbedder, openBenchStore } from './support/document-store.ts';
+import { VectorStore } from '../src/storage/vector-store.ts';
+import {
+  type BenchStore,
+  type Engine,
+  fakeEmbedder,
+  openBenchStore,
+} from './support/document-store.ts';
 import { machineReport } from './support/machine.ts';
 
 const DATA = new URL('../../shared/data/scifact/', import.meta.url);
@@ -23,13 +32,14 @@ const chunkings = (process.argv[3] ?? '256/32').split(',').map((pair) => {
 });
 const withHybrid = process.argv.includes('hybrid');
 const caps = (process.env.BENCH_CAPS ?? '2000').split(',').map(Number);
+const weights = (process.env.BENCH_VECTOR_WEIGHTS ?? '1,0.5,0.3,0.2,0.1').split(',').map(Number);
 
 interface Doc {
   _id: string;
   title: string;
   text: string;
 }
-const corpus = readJsonl<Doc>('corpus.jsonl');
+const fullCorpus = readJsonl<Doc>('corpus.jsonl');
 const queries = readJsonl<{ _id: string; text: string }>('queries-train.jsonl');
 const qrels = new Map<string, Set<string>>();
 for (const line of readFileSync(new URL('qrels-train.tsv', DATA), 'utf8').split('\n').slice(1)) {
@@ -39,6 +49,13 @@ for (const line of readFileSync(new URL('qrels-train.tsv', DATA), 'utf8').split(
   qrels.get(query)?.add(doc);
 }
 const judged = queries.filter((query) => qrels.has(query._id));
+// BENCH_DOCS=n: every judged document plus the first others up to n in all (a smaller store;
+// its figures compare with each other, not with the full corpus's).
+const relevant = new Set([...qrels.values()].flatMap((docs) => [...docs]));
+const limitDocs = Number(process.env.BENCH_DOCS ?? Number.POSITIVE_INFINITY);
+const corpus = fullCorpus.filter(
+  (doc, i) => relevant.has(doc._id) || i < limitDocs - relevant.size,
+);
 
 function readJsonl<T>(name: string): T[] {
   return readFileSync(new URL(name, DATA), 'utf8')
@@ -108,6 +125,27 @@ function baseline(): Map<string, string[]> {
   return rankings;
 }
 
+/** Embeds every distinct chunk text with the fake embedder, into the real vector store. */
+async function embedAll(store: BenchStore): Promise<void> {
+  const embedder = fakeEmbedder();
+  const vectors = new VectorStore(store.database.db);
+  // Deduplicated here: a DISTINCT ON over all texts sorts ~13 MB, which stalled PGlite (idle,
+  // never answering) in two runs, as the indexer's first round over the backlog did.
+  const all = await store.database.db.$client.query<{ hash: string; content: string }>(
+    'SELECT content_hash AS hash, content FROM chunks',
+  );
+  const rows = [...new Map(all.rows.map((row) => [row.hash, row])).values()];
+  for (let i = 0; i < rows.length; i += 256) {
+    const batch = rows.slice(i, i + 256);
+    const found = await embedder.embedDocuments(batch.map((row) => row.content));
+    await vectors.save(
+      embedder.id,
+      batch.map((row, j) => ({ hash: row.hash, vector: found[j] as number[] })),
+    );
+  }
+  process.stderr.write(`embedded ${rows.length} texts\n`);
+}
+
 async function parley(maxTokens: number, overlapTokens: number, hybrid: boolean) {
   const store = await openBenchStore(
     engine,
@@ -117,34 +155,48 @@ async function parley(maxTokens: number, overlapTokens: number, hybrid: boolean)
   try {
     const started = performance.now();
     let chunks = 0;
+    // Stored without the embedding indexer, then embedded here all at once. (Its rounds after
+    // each document, or every 100, slowed down as vectors accumulated, ~20 min at load ~8:
+    // see RESULTS.md.) The vectors are the same, stored by the same VectorStore.
+    const ingesting = store.withPostingsPerTerm(caps[0] as number);
     for (const doc of corpus) {
       const text = `# ${doc.title}\n\n${doc.text}`;
-      const stored = await store.service.ingest({
+      const result = await ingesting.ingest({
         source: doc._id,
         filename: `${doc._id}.txt`,
         contentType: 'text/plain',
         bytes: Buffer.byteLength(text),
         document: { kind: 'markdown', pages: [{ page: null, text }], ocrPages: [] },
       });
-      chunks += stored.chunks;
+      chunks += result.chunks;
     }
-    store.indexer?.kick();
-    await store.indexer?.idle();
+    process.stderr.write(
+      `stored ${chunks} chunks in ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+    );
+    if (hybrid) await embedAll(store);
     const ingestSeconds = (performance.now() - started) / 1000;
+    const runs = [
+      ...caps.map((cap) => ({ cap, weight: 0, service: store.withPostingsPerTerm(cap) })),
+      ...(hybrid
+        ? weights.map((weight) => ({ cap: 0, weight, service: store.withVectorWeight(weight) }))
+        : []),
+    ];
     const results = [];
-    for (const cap of hybrid ? [caps[0] as number] : caps) {
-      const service = store.withPostingsPerTerm(cap);
+    for (const { cap, weight, service } of runs) {
       const rankings = new Map<string, string[]>();
       let retrieval = '';
       for (const query of judged) {
         // Documents are ranked by their best chunk: ask for enough chunks to fill ten.
-        const result = await (hybrid ? store.service : service).search(query.text, { limit: 40 });
+        const result = await service.search(query.text, { limit: 40 });
         retrieval = result.retrieval;
         const docs: string[] = [];
         for (const hit of result.hits) if (!docs.includes(hit.source)) docs.push(hit.source);
         rankings.set(query._id, docs.slice(0, 10));
       }
-      results.push({ ...evaluate(rankings), chunks, ingestSeconds, retrieval, cap });
+      results.push({ ...evaluate(rankings), chunks, ingestSeconds, retrieval, cap, weight });
+      process.stderr.write(
+        `${retrieval} cap ${cap} weight ${weight}: ${JSON.stringify(results.at(-1))}\n`,
+      );
     }
     return results;
   } finally {
@@ -168,16 +220,15 @@ lines.push(
   `| baseline BM25 (whole documents, in memory) | – | ${corpus.length} | ${base.ndcg.toFixed(3)} | ${base.recall.toFixed(3)} | – |`,
 );
 for (const { maxTokens, overlapTokens } of chunkings) {
-  for (const hybrid of withHybrid ? [false, true] : [false]) {
-    for (const result of await parley(maxTokens, overlapTokens, hybrid)) {
-      const name = hybrid
-        ? `Parley ${result.retrieval} (fake embedder)`
-        : `Parley default (${result.retrieval})${caps.length > 1 ? `, ${result.cap} postings/term` : ''}`;
-      lines.push(
-        `| ${name} | ${maxTokens}/${overlapTokens} | ${result.chunks} | ${result.ndcg.toFixed(3)} | ${result.recall.toFixed(3)} | ${result.ingestSeconds.toFixed(1)} |`,
-      );
-      process.stderr.write(`${lines.at(-1)}\n`);
-    }
+  for (const result of await parley(maxTokens, overlapTokens, withHybrid)) {
+    const name =
+      result.retrieval === 'hybrid'
+        ? `Parley hybrid (fake embedder), vector weight ${result.weight}`
+        : `Parley ${withHybrid ? 'lexical' : 'default'} (${result.retrieval})${caps.length > 1 || withHybrid ? `, ${result.cap} postings/term` : ''}`;
+    lines.push(
+      `| ${name} | ${maxTokens}/${overlapTokens} | ${result.chunks} | ${result.ndcg.toFixed(3)} | ${result.recall.toFixed(3)} | ${result.ingestSeconds.toFixed(1)} |`,
+    );
+    process.stderr.write(`${lines.at(-1)}\n`);
   }
 }
 console.log(lines.join('\n'));

@@ -47,6 +47,15 @@ const integer = (fallback: number, min: number, max: number) =>
       .max(max, { message: `accepts a whole number from ${min} to ${max}` })
       .default(fallback),
   );
+const decimal = (fallback: number, min: number, max: number) =>
+  z.preprocess(
+    emptyAsUndefined,
+    z.coerce
+      .number({ message: `accepts a number from ${min} to ${max}` })
+      .min(min, { message: `accepts a number from ${min} to ${max}` })
+      .max(max, { message: `accepts a number from ${min} to ${max}` })
+      .default(fallback),
+  );
 const url = (protocols: RegExp, hint: string) =>
   z.preprocess(
     emptyAsUndefined,
@@ -219,6 +228,11 @@ export const configSchema = z.object({
   CHUNK_MAX_TOKENS: integer(256, 32, 8192),
   /** Tokens of a chunk repeated at the start of the next one. */
   CHUNK_OVERLAP_TOKENS: integer(32, 0, 4096),
+  /**
+   * The vector ranking's say against BM25's 1 when hybrid search fuses them (weighted
+   * reciprocal rank); 0 keeps search lexical. Not yet measured on SciFact (README).
+   */
+  HYBRID_VECTOR_WEIGHT: decimal(0.3, 0, 1),
   /** Chunks `search_documents` returns. */
   SEARCH_TOP_K: integer(5, 1, 50),
   // Document ingestion (POST /ingest): extraction runs in a child process under these limits.

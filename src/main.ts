@@ -155,7 +155,7 @@ export async function main(config: Config): Promise<void> {
             retryMs: config.EMBEDDINGS_RETRY_MS,
             metrics,
           });
-          return { embedder, vectors, indexer };
+          return { embedder, vectors, indexer, vectorWeight: config.HYBRID_VECTOR_WEIGHT };
         })()
       : undefined;
   const documents = new DocumentService({

@@ -17,8 +17,10 @@ export type Engine = 'embedded' | 'server';
 
 export interface BenchStore {
   service: DocumentService;
-  /** The same store searched with another cap on postings per query term. */
+  /** The same store searched with another cap on postings per query term (lexical only). */
   withPostingsPerTerm(cap: number): DocumentService;
+  /** The same store, hybrid, with another HYBRID_VECTOR_WEIGHT (needs `embedder`). */
+  withVectorWeight(weight: number): DocumentService;
   database: Database;
   indexer?: EmbeddingIndexer | undefined;
   close(): Promise<void>;
@@ -33,6 +35,7 @@ export async function openBenchStore(
   chunking: ChunkingOptions,
   embedder?: Embedder,
   postingsPerTerm?: number,
+  vectorWeight = parseConfig({}).HYBRID_VECTOR_WEIGHT,
 ): Promise<BenchStore> {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-bench-docs-'));
   const server = engine === 'server' ? await createTestDatabase() : undefined;
@@ -45,13 +48,18 @@ export async function openBenchStore(
     embedder && vectors
       ? new EmbeddingIndexer({ embedder, vectors, logger, batchSize: 256, retryMs: 60_000 })
       : undefined;
-  const service = new DocumentService({
-    documents: new DocumentRepository(database.db, postingsPerTerm),
-    chunking,
-    logger,
-    semantic: embedder && vectors && indexer ? { embedder, vectors, indexer } : undefined,
-    verbose: false,
-  });
+  const hybrid = (weight: number) =>
+    new DocumentService({
+      documents: new DocumentRepository(database.db, postingsPerTerm),
+      chunking,
+      logger,
+      semantic:
+        embedder && vectors && indexer
+          ? { embedder, vectors, indexer, vectorWeight: weight }
+          : undefined,
+      verbose: false,
+    });
+  const service = hybrid(vectorWeight);
   return {
     service,
     withPostingsPerTerm: (cap) =>
@@ -61,6 +69,7 @@ export async function openBenchStore(
         logger,
         verbose: false,
       }),
+    withVectorWeight: hybrid,
     database,
     indexer,
     async close() {

@@ -28,6 +28,8 @@ export interface BenchServer {
 export interface ServerOptions {
   env?: Record<string, string | undefined>;
   dataDir?: string;
+  /** Every log line the server prints on stdout (set LOG_LEVEL in `env` to see info lines). */
+  onLogLine?: (text: string) => void;
 }
 
 /**
@@ -56,6 +58,7 @@ export async function startServer(options: ServerOptions = {}): Promise<BenchSer
   child.stderr?.on('data', (chunk: Buffer) => logs.push(chunk.toString('utf8')));
   if (child.stdout) {
     createInterface({ input: child.stdout }).on('line', (text) => {
+      options.onLogLine?.(text);
       if (listeningAt === undefined && text.includes('"Parley is listening"')) {
         listeningAt = performance.now();
         listening = JSON.parse(text) as Record<string, unknown>;

@@ -21,8 +21,14 @@ export interface DocumentServiceDependencies {
   documents: DocumentRepository;
   chunking: ChunkingOptions;
   logger: Logger;
-  /** Present when embeddings are configured and the database has pgvector. */
-  semantic?: { embedder: Embedder; vectors: VectorStore; indexer: EmbeddingIndexer } | undefined;
+  /**
+   * Present when embeddings are configured and the database has pgvector. `vectorWeight`:
+   * the vector ranking's say in the fusion against BM25's 1 (HYBRID_VECTOR_WEIGHT); 0 keeps
+   * search lexical.
+   */
+  semantic?:
+    | { embedder: Embedder; vectors: VectorStore; indexer: EmbeddingIndexer; vectorWeight: number }
+    | undefined;
   /** RAG_VERBOSE: log queries and hits (their content included). */
   verbose: boolean;
 }
@@ -102,6 +108,7 @@ export class DocumentService {
   ): Promise<{ chunks: number }> {
     const started = performance.now();
     const prepared = await this.#prepare(input, signal);
+    const preparedAt = performance.now();
     if (prepared.length === 0) {
       throw new AppError('no_text', 422, 'The file contains no text that could be extracted.');
     }
@@ -119,7 +126,13 @@ export class DocumentService {
     );
     this.#deps.semantic?.indexer.kick();
     this.#deps.logger.info(
-      { chunks, pages: input.document.pages.length, ms: Math.round(performance.now() - started) },
+      {
+        chunks,
+        pages: input.document.pages.length,
+        ms: Math.round(performance.now() - started),
+        chunkingMs: Math.round(preparedAt - started),
+        storingMs: Math.round(performance.now() - preparedAt),
+      },
       'document stored',
     );
     return { chunks };
@@ -135,8 +148,8 @@ export class DocumentService {
     const semantic = this.#deps.semantic;
     // Never wait for a model to load or download here: search lexically meanwhile, and let
     // the indexer load it (and embed what is missing) in the background.
-    const useVectors = semantic?.embedder.available === true;
-    if (semantic && !useVectors) semantic.indexer.kick();
+    const useVectors = semantic?.embedder.available === true && semantic.vectorWeight > 0;
+    if (semantic && !semantic.embedder.available) semantic.indexer.kick();
     const depth = useVectors ? Math.max(FUSION_DEPTH, options.limit) : options.limit;
     const lexical = this.#deps.documents.searchLexical(terms, owners, depth);
     let result: SearchResult;
@@ -144,7 +157,11 @@ export class DocumentService {
       const nearest = semantic.embedder
         .embedQuery(query, options.signal)
         .then((vector) => semantic.vectors.search(semantic.embedder.id, vector, owners, depth));
-      const lists = await Promise.all([lexical, nearest]);
+      const [bm25, vectors] = await Promise.all([lexical, nearest]);
+      const lists = [
+        { hits: bm25, weight: 1 },
+        { hits: vectors, weight: semantic.vectorWeight },
+      ];
       result = { retrieval: 'hybrid', hits: fuseByRank(lists, options.limit) };
     } else {
       result = { retrieval: 'lexical', hits: await lexical };

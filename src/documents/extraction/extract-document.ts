@@ -1,9 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import mammoth from 'mammoth';
 import type { DocumentKind, ExtractedDocument } from '../extracted-document.ts';
 import { decodeText } from './decode-text.ts';
 import { ExtractionFailure } from './extraction-failure.ts';
-import { htmlToText } from './html-to-text.ts';
 import type { PageReader } from './ocr.ts';
 import { pdfToText } from './pdf-to-text.ts';
 
@@ -39,16 +37,26 @@ export async function extractDocument(
 async function textOf(bytes: Uint8Array, kind: Exclude<DocumentKind, 'pdf'>): Promise<string> {
   if (kind === 'docx') return docxToText(bytes);
   const text = decodeText(bytes).text.replace(/\r\n?/g, '\n');
-  if (kind === 'html') return htmlToText(text, { mainContent: true });
+  if (kind === 'html') return (await htmlConverter()).htmlToText(text, { mainContent: true });
   return text
     .replace(/[ \t]+\n/g, '\n')
     .replace(/\n{3,}/g, '\n\n')
     .trim();
 }
 
+/**
+ * The HTML and Word readers are loaded when a file needs them: together they take ~0.5 s to
+ * import (linkedom, mammoth), which every PDF's extraction process would otherwise pay.
+ */
+const htmlConverter = () => import('./html-to-text.ts');
+
 /** DOCX → HTML (mammoth maps Word's heading styles to h1…h6) → text with `#` headings. */
 async function docxToText(bytes: Uint8Array): Promise<string> {
   let html: string;
+  const [{ default: mammoth }, { htmlToText }] = await Promise.all([
+    import('mammoth'),
+    htmlConverter(),
+  ]);
   try {
     html = (await mammoth.convertToHtml({ buffer: Buffer.from(bytes) })).value;
   } catch {

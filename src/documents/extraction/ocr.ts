@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { createWorker, OEM, type Worker } from 'tesseract.js';
+import type { Worker } from 'tesseract.js';
 import { ExtractionFailure } from './extraction-failure.ts';
 
 /** An 8-bit grayscale image, row by row. */
@@ -30,7 +30,8 @@ const require = createRequire(import.meta.url);
 export function tesseractReader(cacheDir: string): PageReader {
   let worker: Promise<Worker> | undefined;
   const start = () => {
-    worker ??= Promise.resolve().then(() =>
+    // Imported here too: a PDF with a text layer never loads the OCR engine.
+    worker ??= import('tesseract.js').then(({ createWorker, OEM }) =>
       createWorker([...OCR_LANGUAGES], OEM.LSTM_ONLY, {
         // One folder holding every language: tesseract.js reads `<langPath>/<code>.traineddata.gz`.
         langPath: linkLanguageData(cacheDir),
