@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
-import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { type EngineStack, startEngineStack } from '../support/chat-stack.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import type { RunningParley } from '../support/start-parley.ts';
 
 /**
  * A statement that fails must not poison the connection it ran on for the next request: on the
@@ -10,37 +10,20 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
  * left behind (a prepared statement, an open transaction) used to break every later chat.
  */
 describe.each(ENGINES)('after a failed statement on the %s engine', (engine) => {
+  let stack: EngineStack;
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    parley = await startParley({
-      env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', ...storage.env },
-    });
+    stack = await startEngineStack(engine);
+    ({ llm, parley } = stack);
   });
   afterAll(async () => {
-    await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await stack?.stop();
   });
 
-  const ask = async (message: string) => {
-    const response = await parley.fetch('/chat', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message, user_id: 'recovery' }),
-    });
-    return readChat(response);
-  };
-  const feedbackFor = (runId: string) =>
-    parley.fetch('/feedback', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ run_id: runId, score: 1 }),
-    });
+  const ask = (message: string) => stack.chat('recovery', message);
+  const feedbackFor = (runId: string) => stack.post('/feedback', { run_id: runId, score: 1 });
 
   it('chats keep working after feedback for an unknown run (a foreign-key violation)', async () => {
     llm.enqueue(reply.text('first answer'));

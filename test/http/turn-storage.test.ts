@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
-import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { type EngineStack, startEngineStack } from '../support/chat-stack.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 
 const USERS = 40;
 
@@ -12,31 +11,18 @@ const USERS = 40;
  * `__done` that names its run.
  */
 describe.each(ENGINES)('storing turns of chats that end together on the %s engine', (engine) => {
+  let stack: EngineStack;
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
-  let parley: RunningParley;
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    parley = await startParley({
-      env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', ...storage.env },
-    });
+    stack = await startEngineStack(engine);
+    ({ llm } = stack);
   });
   afterAll(async () => {
-    await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await stack?.stop();
   });
 
-  const chat = async (userId: string, message: string) =>
-    readChat(
-      await parley.fetch('/chat', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ user_id: userId, message }),
-      }),
-    );
+  const chat = (userId: string, message: string) => stack.chat(userId, message);
 
   it('stores every turn whole and in order, and each run can take feedback at once', async () => {
     // Every answer names its question, so a mixed-up turn would show.
@@ -48,13 +34,7 @@ describe.each(ENGINES)('storing turns of chats that end together on the %s engin
     const first = await Promise.all(users.map((user) => chat(user, `first from ${user}`)));
     // Each run is stored by the time its id arrives: feedback on it is accepted at once.
     const feedback = await Promise.all(
-      first.map((stream) =>
-        parley.fetch('/feedback', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ run_id: stream.runId, score: 1 }),
-        }),
-      ),
+      first.map((stream) => stack.post('/feedback', { run_id: stream.runId, score: 1 })),
     );
     expect(feedback.map((response) => response.status)).toEqual(users.map(() => 200));
 

@@ -1,3 +1,5 @@
+import { type ChatStream, readChat } from './chat-stream.ts';
+import { type Engine, engineEnv } from './engines.ts';
 import { type FakeLlmServer, startFakeLlmServer } from './fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from './postgres-server.ts';
 import { type RunningParley, startParley } from './start-parley.ts';
@@ -91,5 +93,44 @@ export async function startReplicas(
         ...(signal ? { signal } : {}),
       }),
     stop,
+  };
+}
+
+/** Parley on one engine (`engines.ts`), answering with a fake model. */
+export interface EngineStack {
+  llm: FakeLlmServer;
+  parley: RunningParley;
+  /** Posts a chat for the user and reads the whole stream. */
+  chat(userId: string, message: string): Promise<ChatStream>;
+  /** Posts a JSON body (feedback, profile…) as the spec's client does. */
+  post(path: string, body: unknown): Promise<Response>;
+  stop(): Promise<void>;
+}
+
+export async function startEngineStack(
+  engine: Engine,
+  env: Record<string, string | undefined> = {},
+): Promise<EngineStack> {
+  const llm = await startFakeLlmServer();
+  const storage = await engineEnv(engine);
+  const parley = await startParley({
+    env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', ...storage.env, ...env },
+  });
+  const post = (path: string, body: unknown) =>
+    parley.fetch(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+  return {
+    llm,
+    parley,
+    post,
+    chat: async (userId, message) => readChat(await post('/chat', { user_id: userId, message })),
+    async stop() {
+      await parley.stop();
+      await llm.close();
+      await storage.cleanup();
+    },
   };
 }
