@@ -22,7 +22,15 @@ import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
 import { freePort, startServer } from './support/parley.ts';
 import { cpuMsOf } from './support/proc.ts';
-import { type ChatResult, chat, gaps, postSse, succeeded } from './support/sse-client.ts';
+import {
+  addFragment,
+  type ChatResult,
+  chat,
+  gaps,
+  postSse,
+  startResult,
+  succeeded,
+} from './support/sse-client.ts';
 import { ms, sleep, summarize } from './support/stats.ts';
 
 const USERS = Number(process.argv[2] ?? 1_000);
@@ -145,17 +153,7 @@ async function direct(baseUrl: string): Promise<ChatResult> {
     stream: true,
     messages: [{ role: 'user', content: 'Hello there' }],
   });
-  const out: ChatResult = {
-    status: result.status,
-    startedAt: result.startedAt,
-    endedAt: result.endedAt,
-    fragmentTimes: [],
-    tokenTimes: [],
-    text: '',
-    done: false,
-    ended: false,
-    error: result.failure,
-  };
+  const out = startResult(result);
   for (const event of result.events) {
     if (event.data === '[DONE]') {
       out.ended = true;
@@ -165,9 +163,7 @@ async function direct(baseUrl: string): Promise<ChatResult> {
     const chunk = JSON.parse(event.data) as { choices?: { delta?: { content?: string } }[] };
     const content = chunk.choices?.[0]?.delta?.content;
     if (!content) continue;
-    out.fragmentTimes.push(event.at);
-    for (const _ of content.matchAll(/t\d+/g)) out.tokenTimes.push(event.at);
-    out.text += content;
+    addFragment(out, content, event.at);
   }
   return out;
 }

@@ -95,7 +95,28 @@ export async function chat(
   message = 'Hello there',
 ): Promise<ChatResult> {
   const result = await postSse(`${baseUrl}/chat`, { user_id: userId, message });
-  const chatResult: ChatResult = {
+  const chatResult = startResult(result);
+  for (const event of result.events) {
+    if (event.data === '[DONE]') {
+      chatResult.ended = true;
+      continue;
+    }
+    const value = JSON.parse(event.data) as unknown;
+    if (typeof value === 'string') {
+      addFragment(chatResult, value, event.at);
+    } else if (value && typeof value === 'object' && '__done' in value) {
+      chatResult.done = true;
+    } else if (value && typeof value === 'object' && '__error' in value) {
+      chatResult.error = JSON.stringify((value as { __error: unknown }).__error);
+    }
+  }
+  if (result.status !== 200 && !chatResult.error) chatResult.error = `HTTP ${result.status}`;
+  return chatResult;
+}
+
+/** A result with the response's timing and status, before its events are read. */
+export function startResult(result: SseResult): ChatResult {
+  return {
     status: result.status,
     startedAt: result.startedAt,
     endedAt: result.endedAt,
@@ -106,24 +127,13 @@ export async function chat(
     ended: false,
     error: result.failure,
   };
-  for (const event of result.events) {
-    if (event.data === '[DONE]') {
-      chatResult.ended = true;
-      continue;
-    }
-    const value = JSON.parse(event.data) as unknown;
-    if (typeof value === 'string') {
-      chatResult.fragmentTimes.push(event.at);
-      for (const _ of value.matchAll(TOKEN)) chatResult.tokenTimes.push(event.at);
-      chatResult.text += value;
-    } else if (value && typeof value === 'object' && '__done' in value) {
-      chatResult.done = true;
-    } else if (value && typeof value === 'object' && '__error' in value) {
-      chatResult.error = JSON.stringify((value as { __error: unknown }).__error);
-    }
-  }
-  if (result.status !== 200 && !chatResult.error) chatResult.error = `HTTP ${result.status}`;
-  return chatResult;
+}
+
+/** Records one answer fragment: its arrival, and each fake-model token (`t1 t2 …`) it carries. */
+export function addFragment(chatResult: ChatResult, text: string, at: number): void {
+  chatResult.fragmentTimes.push(at);
+  for (const _ of text.matchAll(TOKEN)) chatResult.tokenTimes.push(at);
+  chatResult.text += text;
 }
 
 const TOKEN = /t\d+/g;
