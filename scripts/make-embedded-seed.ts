@@ -1,8 +1,9 @@
 /**
- * Makes the embedded database's seed for the installed PGlite (see
- * src/storage/embedded-seed.ts): creates an empty database with initdb, dumps its data
- * directory, and writes it brotli-compressed next to the loader. Run it after changing the
- * PGlite pin (a test fails until the seed for the pinned version exists):
+ * Makes the embedded database's seed for the installed PGlite and this checkout's migrations
+ * (see src/storage/embedded-seed.ts): opens a new data directory the way Parley does (its
+ * migrations applied), closes it, and writes its files as a brotli-compressed tar next to the
+ * loader. Run it after changing the PGlite pin or adding a migration (a test fails until
+ * the seed matches both):
  *
  *   node scripts/make-embedded-seed.ts
  */
@@ -10,14 +11,31 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { brotliCompressSync, constants } from 'node:zlib';
-import { PGlite } from '@electric-sql/pglite';
+import { pino } from 'pino';
+import { c as createTar } from 'tar';
+import { openDatabase } from '../src/storage/database.ts';
 import { pgliteVersion, SEED_DIR, seedFile } from '../src/storage/embedded-seed.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'parley-seed-'));
 try {
-  const db = await PGlite.create(join(dir, 'pg'));
-  const tar = new Uint8Array(await (await db.dumpDataDir('none')).arrayBuffer());
-  await db.close();
+  // A seed already there for this PGlite is used and brought up to date by the migrations;
+  // without one, initdb makes the database.
+  const database = await openDatabase(
+    {
+      DATA_DIR: dir,
+      DATABASE_URL: undefined,
+      DB_POOL_MAX: 1,
+      EMBEDDED_DB_SHARED_BUFFERS: '16MB',
+    },
+    pino({ level: 'warn' }),
+  );
+  await database.close();
+  const pgDir = join(dir, 'pg');
+  const pieces: Buffer[] = [];
+  for await (const piece of createTar({ cwd: pgDir, portable: true }, readdirSync(pgDir))) {
+    pieces.push(piece as Buffer);
+  }
+  const tar = Buffer.concat(pieces);
   const compressed = brotliCompressSync(tar, {
     params: {
       [constants.BROTLI_PARAM_QUALITY]: 11,

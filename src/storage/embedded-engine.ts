@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { lockDataDir } from './data-dir-lock.ts';
-import { seedFile } from './embedded-seed.ts';
+import { createDataDirFromSeed, hasSeed } from './embedded-seed.ts';
 import type { PgliteWorkerData, PgliteWorkerMessage } from './pglite-worker.ts';
 
 /** The port number only names the socket file (`.s.PGSQL.<port>`), as libpq does. */
@@ -44,12 +44,13 @@ export async function startEmbeddedEngine(
   };
 
   try {
-    const fresh = !existsSync(join(data.dataDir, 'PG_VERSION'));
-    const fromSeed = fresh && existsSync(seedFile());
-    // Without a seed for the installed PGlite, initdb: in a worker that exits once it is
-    // done, since initdb leaves ~450 MB of WASM memory behind that PGlite never returns.
-    if (fresh && !fromSeed) await stopWorker(await startWorker(data));
-    const worker = await startWorker({ ...data, fromSeed });
+    if (!existsSync(join(data.dataDir, 'PG_VERSION'))) {
+      // Without a seed for the installed PGlite, initdb: in a worker that exits once it is
+      // done, since initdb leaves ~450 MB of WASM memory behind that PGlite never returns.
+      if (hasSeed()) await createDataDirFromSeed(data.dataDir);
+      else await stopWorker(await startWorker(data));
+    }
+    const worker = await startWorker(data);
     const exited = once(worker, 'exit').then(([code]) => code as number);
     const failed = new Promise<string>((resolve) => {
       worker.on('message', (message: PgliteWorkerMessage) => {

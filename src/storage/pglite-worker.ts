@@ -1,8 +1,6 @@
-import { renameSync, rmSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
-import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
-import { vector } from '@electric-sql/pglite-pgvector';
-import { readSeed } from './embedded-seed.ts';
+import { PGlite } from '@electric-sql/pglite';
+import { pgliteOptions } from './pglite-options.ts';
 import { PgliteSessionServer } from './pglite-session-server.ts';
 
 /**
@@ -18,8 +16,6 @@ export interface PgliteWorkerData {
   socketPath: string;
   /** Postgres `shared_buffers`, e.g. `16MB`. */
   sharedBuffers: string;
-  /** Create the (new) database from the shipped seed instead of running initdb. */
-  fromSeed?: boolean;
 }
 
 export type PgliteWorkerMessage =
@@ -28,37 +24,13 @@ export type PgliteWorkerMessage =
   /** PGlite stopped working while serving; it answers no more connections. */
   | { type: 'engine-failed'; message: string };
 
-const { dataDir, socketPath, sharedBuffers, fromSeed } = workerData as PgliteWorkerData;
+const { dataDir, socketPath, sharedBuffers } = workerData as PgliteWorkerData;
 const port = parentPort;
 if (!port) throw new Error('pglite-worker must run as a worker thread');
-/**
- * Makes the database from the shipped seed beside the data directory and moves it into place
- * once complete, so a process killed meanwhile leaves nothing that looks like a database.
- * On this thread, not a throw-away one: loading a seed leaves little behind (~10 MB), while
- * every thread that runs PGlite keeps its own compiled WASM and allocator arenas.
- */
-async function createFromSeed(options: PGliteOptions): Promise<void> {
-  const seed = await readSeed();
-  if (!seed) throw new Error('the embedded database seed is missing');
-  const creating = `${dataDir}.creating`;
-  rmSync(creating, { recursive: true, force: true });
-  const seeded = await PGlite.create(creating, { ...options, loadDataDir: new Blob([seed]) });
-  await seeded.close();
-  renameSync(creating, dataDir);
-}
-
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 try {
-  const options = {
-    extensions: { vector },
-    // Postgres' default 128MB of shared buffers lives in PGlite's WASM memory and is never
-    // given back; 16MB cut the process's resident memory by ~125MB (the OS still caches
-    // the data files).
-    postgresqlconf: [`shared_buffers = ${sharedBuffers}`],
-  };
-  if (fromSeed) await createFromSeed(options);
-  const db = await PGlite.create(dataDir, options);
+  const db = await PGlite.create(dataDir, pgliteOptions(sharedBuffers));
   const server = new PgliteSessionServer(db, {
     onEngineFailure: (error) =>
       port.postMessage({

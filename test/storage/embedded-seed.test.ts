@@ -2,8 +2,17 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
+import { drizzle } from 'drizzle-orm/pglite';
+import { migrate } from 'drizzle-orm/pglite/migrator';
 import { afterAll, describe, expect, it } from 'vitest';
-import { pgliteVersion, readSeed, seedFile } from '../../src/storage/embedded-seed.ts';
+import {
+  createDataDirFromSeed,
+  hasSeed,
+  pgliteVersion,
+  seedFile,
+} from '../../src/storage/embedded-seed.ts';
+import { pgliteOptions } from '../../src/storage/pglite-options.ts';
 import { startParley } from '../support/start-parley.ts';
 
 const dirs: string[] = [];
@@ -30,10 +39,24 @@ async function describeDatabase(db: PGlite) {
     schemas: await one('SELECT nspname FROM pg_namespace ORDER BY nspname'),
     relations: await one('SELECT count(*)::int AS n FROM pg_class'),
     settings: await one(
-      "SELECT name, setting FROM pg_settings WHERE name IN ('lc_messages', 'TimeZone', 'DateStyle', 'default_text_search_config') ORDER BY name",
+      "SELECT name, setting FROM pg_settings WHERE name IN ('lc_messages', 'TimeZone', 'DateStyle', 'default_text_search_config', 'shared_buffers') ORDER BY name",
     ),
+    extensions: await one('SELECT extname, extversion FROM pg_extension ORDER BY extname'),
+    columns: await one(
+      `SELECT table_schema, table_name, column_name, data_type, is_nullable, column_default
+       FROM information_schema.columns WHERE table_schema IN ('public', 'drizzle')
+       ORDER BY table_schema, table_name, ordinal_position`,
+    ),
+    indexes: await one(
+      `SELECT schemaname, indexname, indexdef FROM pg_indexes
+       WHERE schemaname IN ('public', 'drizzle') ORDER BY schemaname, indexname`,
+    ),
+    migrations: await one('SELECT hash FROM drizzle.__drizzle_migrations ORDER BY created_at'),
   };
 }
+
+const MIGRATIONS = 'src/storage/migrations';
+const OPTIONS = pgliteOptions('16MB');
 
 /**
  * The embedded engine creates a new database from a seed shipped with Parley (initdb's output,
@@ -46,19 +69,26 @@ describe('the embedded database seed', () => {
     };
     expect(manifest.dependencies['@electric-sql/pglite']).toBe(pgliteVersion());
     expect(seedFile().pathname).toContain(`pglite-${pgliteVersion()}`);
-    expect(await readSeed()).toBeInstanceOf(Uint8Array);
+    expect(hasSeed()).toBe(true);
   });
 
-  it('is the database initdb makes with the installed PGlite', async () => {
-    const seed = await readSeed();
-    const seeded = await PGlite.create(join(tempDir(), 'pg'), {
-      loadDataDir: new Blob([seed as Uint8Array]),
-    });
+  it("is the database initdb and this checkout's migrations make (rerun the script after adding one)", async () => {
+    const seededDir = join(tempDir(), 'pg');
+    await createDataDirFromSeed(seededDir);
+    // Opened as a database that exists: PGlite neither runs initdb nor loads a tarball.
+    const seeded = await PGlite.create(seededDir, OPTIONS);
     const fromSeed = await describeDatabase(seeded);
     await seeded.close();
-    const created = await PGlite.create(join(tempDir(), 'pg'));
+
+    // The long way, independent of Parley's start-up code: initdb, then Drizzle's migrator.
+    const created = await PGlite.create(join(tempDir(), 'pg'), OPTIONS);
+    await migrate(drizzle({ client: created }), { migrationsFolder: MIGRATIONS });
     const fromInitdb = await describeDatabase(created);
     await created.close();
+
+    expect(fromSeed.migrations).toEqual(
+      readMigrationFiles({ migrationsFolder: MIGRATIONS }).map(({ hash }) => ({ hash })),
+    );
     expect(fromSeed).toEqual(fromInitdb);
   });
 
