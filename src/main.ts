@@ -249,7 +249,11 @@ export async function main(config: Config): Promise<void> {
       uploadsDir: uploadsDirOf(join(config.DATA_DIR, 'uploads')),
       ocrDir: join(config.DATA_DIR, 'ocr'),
       maxBytes: config.INGEST_MAX_BYTES,
-      limits: { timeoutMs: config.INGEST_TIMEOUT_MS, memoryMb: config.INGEST_MEMORY_MB },
+      limits: {
+        timeoutMs: config.INGEST_TIMEOUT_MS,
+        memoryMb: config.INGEST_MEMORY_MB,
+        idleMs: config.INGEST_PROCESS_IDLE_MS,
+      },
       concurrency: config.INGEST_CONCURRENCY,
       ocrEnabled: config.OCR_ENABLED,
     },
@@ -315,6 +319,7 @@ export async function main(config: Config): Promise<void> {
     try {
       await app.close();
       clearInterval(idle);
+      ingestion.stop();
       await memory?.stop();
       await scheduler?.stop();
       await linker?.stop();

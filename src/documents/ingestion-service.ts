@@ -5,7 +5,7 @@ import { AppError } from '../errors.ts';
 import type { DocumentService } from './document-service.ts';
 import { CONTENT_TYPES, detectType, SNIFF_BYTES } from './extraction/detect-type.ts';
 import { ExtractionFailure } from './extraction/extraction-failure.ts';
-import { type ExtractionLimits, runExtraction } from './extraction/run-extraction.ts';
+import { type ExtractionLimits, ExtractionProcesses } from './extraction/run-extraction.ts';
 import { Slots } from './slots.ts';
 import { type ReceivedFile, receiveUpload } from './upload-file.ts';
 import { checkName } from './upload-names.ts';
@@ -51,18 +51,25 @@ export class IngestionService {
   readonly #settings: IngestionSettings;
   readonly #logger: Logger;
   readonly #slots: Slots;
+  readonly #extraction: ExtractionProcesses;
 
   constructor(documents: DocumentService, settings: IngestionSettings, logger: Logger) {
     this.#documents = documents;
     this.#settings = settings;
     this.#logger = logger;
     this.#slots = new Slots(settings.concurrency);
+    this.#extraction = new ExtractionProcesses(settings.limits);
   }
 
   /** Empties the uploads folder: files left by a crash or a kill are removed here. */
   async start(): Promise<void> {
     await rm(this.#settings.uploadsDir, { recursive: true, force: true });
     await mkdir(this.#settings.uploadsDir, { recursive: true });
+  }
+
+  /** Stops the extraction processes (an upload still being read fails). */
+  stop(): void {
+    this.#extraction.close();
   }
 
   async ingest(parts: AsyncIterable<UploadPart>, signal?: AbortSignal): Promise<IngestResult> {
@@ -122,21 +129,22 @@ export class IngestionService {
     const started = performance.now();
     const log = this.#logger.child({ kind, bytes: upload.bytes });
     const document = await this.#slots.run(() =>
-      runExtraction(
-        {
-          path: upload.path,
-          kind,
-          password: fields.get('password') || undefined,
-          ocrEnabled: this.#settings.ocrEnabled,
-          cacheDir: this.#settings.ocrDir,
-        },
-        this.#settings.limits,
-        { signal, onProgress: progressLogger(log) },
-      ).catch((error: unknown) => {
-        if (!(error instanceof ExtractionFailure)) throw error;
-        log.info({ code: error.code }, 'extraction refused the file');
-        throw new AppError(error.code, error.code === 'unsupported' ? 415 : 422, error.message);
-      }),
+      this.#extraction
+        .run(
+          {
+            path: upload.path,
+            kind,
+            password: fields.get('password') || undefined,
+            ocrEnabled: this.#settings.ocrEnabled,
+            cacheDir: this.#settings.ocrDir,
+          },
+          { signal, onProgress: progressLogger(log) },
+        )
+        .catch((error: unknown) => {
+          if (!(error instanceof ExtractionFailure)) throw error;
+          log.info({ code: error.code }, 'extraction refused the file');
+          throw new AppError(error.code, error.code === 'unsupported' ? 415 : 422, error.message);
+        }),
     );
     const extractedMs = Math.round(performance.now() - started);
     const { chunks } = await this.#documents.ingest(

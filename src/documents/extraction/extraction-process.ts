@@ -1,7 +1,9 @@
 /**
- * Entry point of the extraction child process (started by run-extraction.ts): reads one file,
- * reports progress, sends the text back and exits. Parsing, decompression and OCR run here, so
- * a hostile file can at worst exhaust this process, which the parent kills, never the server.
+ * Entry point of an extraction child process (started by run-extraction.ts): reads the files
+ * it is sent, one at a time, reporting progress and sending each one's text back. Parsing,
+ * decompression and OCR run here, so a hostile file can at worst exhaust this process, which
+ * the parent kills, never the server. The parent decides how long it lives; it exits by
+ * itself when the parent goes.
  */
 import type { DocumentKind, ExtractedDocument } from '../extracted-document.ts';
 import { extractDocument } from './extract-document.ts';
@@ -25,7 +27,9 @@ export type ExtractionMessage =
 const send = (message: ExtractionMessage) =>
   new Promise<void>((resolve) => process.send?.(message, undefined, {}, () => resolve()));
 
-process.once('message', async (job: ExtractionJob) => {
+process.on('disconnect', () => process.exit(0));
+
+process.on('message', async (job: ExtractionJob) => {
   const reader: PageReader | null = job.ocrEnabled ? tesseractReader(job.cacheDir) : null;
   const unavailable =
     'OCR is turned off (OCR_ENABLED=false), and this PDF has scanned pages without a text layer; set OCR_ENABLED=true to read them.';
@@ -49,6 +53,5 @@ process.once('message', async (job: ExtractionJob) => {
     }
   } finally {
     await reader?.close().catch(() => {});
-    process.disconnect?.();
   }
 });
