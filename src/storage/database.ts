@@ -4,12 +4,13 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import { startEmbeddedEngine } from './embedded-engine.ts';
 import { migrator, nodePostgres } from './orm.ts';
+import { PriorityPool } from './priority-pool.ts';
 import * as schema from './schema.ts';
 
 const { drizzle } = nodePostgres;
 const { migrate } = migrator;
 
-export type Db = NodePgDatabase<typeof schema> & { $client: pg.Pool };
+export type Db = NodePgDatabase<typeof schema> & { $client: PriorityPool };
 
 export interface Database {
   readonly db: Db;
@@ -48,7 +49,7 @@ export async function openDatabase(
   const embedded = config.DATABASE_URL
     ? undefined
     : await startEmbeddedEngine(config.DATA_DIR, config.EMBEDDED_DB_SHARED_BUFFERS);
-  const pool = new pg.Pool({
+  const pool = new PriorityPool({
     ...(embedded
       ? // PGlite serves one connection at a time, so under load queries queue for it.
         { ...embedded.connection, max: 1 }
