@@ -50,12 +50,12 @@ const signal = new AbortController().signal;
 /** Acquire + release, one chat after another (no contention): wall and main-thread time. */
 async function uncontended(lock: UserChatLock, users: number) {
   const walls: number[] = [];
-  for (let i = 0; i < 100; i++) await (await lock.acquire(`warm-${i % users}`, signal))();
+  for (let i = 0; i < 100; i++) await (await lock.acquire(`warm-${i % users}`, signal)).release();
   const elu = performance.eventLoopUtilization();
   const startedAt = performance.now();
   for (let i = 0; i < CHATS; i++) {
     const t = performance.now();
-    const release = await lock.acquire(`user-${i % users}`, signal);
+    const { release } = await lock.acquire(`user-${i % users}`, signal);
     await release();
     walls.push(performance.now() - t);
   }
@@ -85,7 +85,7 @@ if (shared.length === 2) {
   const startedAt = performance.now();
   const run = async (lock: SharedUserChatLock) => {
     for (let i = 0; i < HANDOVERS / 2; i++) {
-      const release = await lock.acquire('contended', signal);
+      const { release } = await lock.acquire('contended', signal);
       waits.push(performance.now() - lastRelease);
       await sleep(HOLD_MS);
       lastRelease = performance.now();

@@ -16,6 +16,7 @@ export type ChatErrorCode =
   | 'model_bad_response'
   | 'database_unavailable'
   | 'shutting_down'
+  | 'turn_lost'
   | 'internal_error';
 
 /** The abort reason the HTTP edge gives when the server is stopping (not the client leaving). */

@@ -10,7 +10,7 @@ import { fitHistory } from './history-window.ts';
 import { localDate, resolveTimezone } from './local-time.ts';
 import type { RunTrace, RunTracer } from './run-tracer.ts';
 import { buildSystemPrompt } from './system-prompt.ts';
-import type { ReleaseTurn, UserChatLock } from './user-chat-lock.ts';
+import { type HeldTurn, TurnLostError, type UserChatLock } from './user-chat-lock.ts';
 
 export interface ChatSettings {
   maxSteps: number;
@@ -102,9 +102,9 @@ export class ChatService {
     const { logger } = this.#deps;
     const log = logger.child({ runId, userId: request.userId });
 
-    let release: ReleaseTurn;
+    let turn: HeldTurn;
     try {
-      release = await this.#deps.lock.acquire(request.userId, signal);
+      turn = await this.#deps.lock.acquire(request.userId, signal);
     } catch (error) {
       if (signal.aborted) {
         log.info('client left while waiting for the previous chat of this user');
@@ -126,15 +126,16 @@ export class ChatService {
       return;
     }
     try {
-      yield* this.#answer(request, runId, signal, log);
+      yield* this.#answer(request, runId, turn.ticket, signal, log);
     } finally {
-      await release();
+      await turn.release();
     }
   }
 
   async *#answer(
     request: ChatRequest,
     runId: string,
+    ticket: number | undefined,
     signal: AbortSignal,
     log: Logger,
   ): AsyncGenerator<ChatEvent> {
@@ -145,6 +146,7 @@ export class ChatService {
       userId: request.userId,
       model: model.id,
       startedAt: new Date(),
+      ticket,
     };
     const toolsUsed = new Set<string>();
     let answer = '';
@@ -319,6 +321,26 @@ export class ChatService {
       );
       yield { type: 'done', runId };
     } catch (error) {
+      if (error instanceof TurnLostError) {
+        // Another chat of this user went ahead while this process stood still: its messages
+        // would interleave the history, so only the run is kept (failed, no messages) for the
+        // run id the end event names.
+        log.warn({ code: 'turn_lost' }, "chat not stored: this user's turn passed to another chat");
+        trace?.end({ status: 'failed', answer, error: 'turn_lost' });
+        await this.#record(
+          { ...run, ticket: undefined },
+          [],
+          {
+            status: 'failed',
+            toolsUsed: [...toolsUsed],
+            errorCode: 'turn_lost',
+          },
+          log,
+        );
+        yield { type: 'error', code: 'turn_lost', message: TURN_LOST_MESSAGE };
+        yield { type: 'done', runId };
+        return;
+      }
       if (signal.aborted) {
         yield* this.#interrupted(run, userMessage, answer, toolsUsed, signal, log);
         trace?.end({ status: 'interrupted', answer });
@@ -391,10 +413,14 @@ export class ChatService {
     try {
       await this.#deps.runs.record(run, outcome, turn);
     } catch (error) {
-      log.error({ err: error }, 'could not record the chat turn');
+      if (error instanceof TurnLostError) log.warn({ code: 'turn_lost' }, 'chat turn not stored');
+      else log.error({ err: error }, 'could not record the chat turn');
     }
   }
 }
+
+const TURN_LOST_MESSAGE =
+  'This answer was not saved: the server stalled and your next message was answered first. Send this message again.';
 
 /** What one model call of the agent loop did, for the trace and the verbose logs. */
 const newStep = (index: number) => ({

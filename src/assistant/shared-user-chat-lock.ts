@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { ReleaseTurn, UserChatLock } from './user-chat-lock.ts';
+import type { HeldTurn, UserChatLock } from './user-chat-lock.ts';
 
 /**
  * Where replicas queue for a user's turn (src/storage/chat-turn-repository.ts). Every call is
@@ -58,7 +58,7 @@ export class SharedUserChatLock implements UserChatLock {
     this.#poll = options.pollMs ?? { min: 20, max: 500 };
   }
 
-  async acquire(userId: string, signal: AbortSignal): Promise<ReleaseTurn> {
+  async acquire(userId: string, signal: AbortSignal): Promise<HeldTurn> {
     signal.throwIfAborted();
     const ticket = await this.#queue.join(userId, this.#holder);
     this.#track(ticket);
@@ -78,7 +78,7 @@ export class SharedUserChatLock implements UserChatLock {
       await this.#leave(userId, ticket);
       throw error;
     }
-    return () => this.#leave(userId, ticket);
+    return { release: () => this.#leave(userId, ticket), ticket };
   }
 
   #line(userId: string): LocalLine {

@@ -1,4 +1,5 @@
 import type { ModelMessage } from 'ai';
+import { TurnLostError } from '../assistant/user-chat-lock.ts';
 import type { Db } from './database.ts';
 import { turnRows } from './message-repository.ts';
 
@@ -15,6 +16,8 @@ export interface RunRecord {
   userId: string;
   model: string;
   startedAt: Date;
+  /** The shared lock's ticket: the run is stored only while it still holds the user's turn. */
+  ticket?: number | undefined;
 }
 
 interface PendingRecord {
@@ -30,8 +33,11 @@ interface PendingRecord {
 const MAX_BATCH = 500;
 
 /**
- * Stores runs and their turns (messages) in one statement, so both are stored or neither.
- * A named statement: planned once per connection.
+ * Stores runs and their turns (messages) in one statement, so both are stored or neither, and
+ * answers the ids stored. A run with a ticket is stored only if that ticket still holds its
+ * user's turn (the fence against a replica that stalled past the lock's TTL); `FOR SHARE`
+ * makes a replica taking the turn over wait until this statement is done, so its chat reads a
+ * history that has this turn or never will. A named statement: planned once per connection.
  */
 const RECORD = {
   name: 'parley-record-runs',
@@ -43,14 +49,24 @@ const RECORD = {
              tools_used, error_code, started_at, finished_at
       FROM json_to_recordset($1::json) AS r(
         id uuid, user_id text, status text, model text, input_tokens int, output_tokens int,
-        tools_used jsonb, error_code text, started_at timestamptz, finished_at timestamptz)
+        tools_used jsonb, error_code text, started_at timestamptz, finished_at timestamptz,
+        ticket bigint)
+      WHERE r.ticket IS NULL OR EXISTS (
+        SELECT 1 FROM chat_turn_locks l
+         WHERE l.user_id = r.user_id AND l.ticket = r.ticket
+           FOR SHARE)
+      RETURNING id
+    ),
+    stored_messages AS (
+      INSERT INTO messages (user_id, run_id, role, content, interrupted)
+      SELECT m.user_id, m.run_id, m.role, m.content, m.interrupted
+      FROM json_array_elements($2::json) WITH ORDINALITY AS e(message, position),
+           json_to_record(e.message) AS m(
+             user_id text, run_id uuid, role text, content jsonb, interrupted boolean)
+      WHERE m.run_id IN (SELECT id FROM stored_runs)
+      ORDER BY e.position
     )
-    INSERT INTO messages (user_id, run_id, role, content, interrupted)
-    SELECT m.user_id, m.run_id, m.role, m.content, m.interrupted
-    FROM json_array_elements($2::json) WITH ORDINALITY AS e(message, position),
-         json_to_record(e.message) AS m(
-           user_id text, run_id uuid, role text, content jsonb, interrupted boolean)
-    ORDER BY e.position`,
+    SELECT id FROM stored_runs`,
 };
 
 /**
@@ -88,8 +104,8 @@ export class RunRepository {
       while (this.#pending.length > 0) {
         const batch = this.#pending.splice(0, MAX_BATCH);
         try {
-          await this.#write(batch);
-          for (const item of batch) item.stored();
+          const stored = await this.#write(batch);
+          for (const item of batch) settle(item, stored);
         } catch (error) {
           if (batch.length === 1) {
             batch[0]?.failed(error);
@@ -97,7 +113,7 @@ export class RunRepository {
           }
           // One bad record must not fail the others: each is tried on its own.
           for (const item of batch) {
-            await this.#write([item]).then(item.stored, item.failed);
+            await this.#write([item]).then((stored) => settle(item, stored), item.failed);
           }
         }
       }
@@ -106,7 +122,8 @@ export class RunRepository {
     }
   }
 
-  async #write(batch: readonly PendingRecord[]): Promise<void> {
+  /** Writes a batch; answers the ids of the runs stored (a fenced-off run is not). */
+  async #write(batch: readonly PendingRecord[]): Promise<Set<string>> {
     const runs = batch.map(({ run, outcome, finishedAt }) => ({
       id: run.id,
       user_id: run.userId,
@@ -118,6 +135,7 @@ export class RunRepository {
       error_code: outcome.errorCode ?? null,
       started_at: run.startedAt.toISOString(),
       finished_at: finishedAt.toISOString(),
+      ticket: run.ticket ?? null,
     }));
     const messages = batch.flatMap(({ run, outcome, turn }) =>
       turnRows(run.userId, run.id, turn, outcome.status === 'interrupted').map((row) => ({
@@ -128,9 +146,16 @@ export class RunRepository {
         interrupted: row.interrupted,
       })),
     );
-    await this.#db.$client.query({
+    // Ahead of queries still waiting for a connection: the end events wait for this one.
+    const { rows } = await this.#db.$client.queryFirst<{ id: string }>({
       ...RECORD,
       values: [JSON.stringify(runs), JSON.stringify(messages)],
     });
+    return new Set(rows.map((row) => row.id));
   }
+}
+
+function settle(item: PendingRecord, stored: ReadonlySet<string>): void {
+  if (stored.has(item.run.id)) item.stored();
+  else item.failed(new TurnLostError());
 }

@@ -210,6 +210,54 @@ describe('three Parley replicas on one PostgreSQL database', () => {
     ]);
   });
 
+  it("a replica frozen past the TTL loses the user's turn: its late answer is not stored", async () => {
+    const user = 'scale-frozen';
+    const [a, , frozen] = stack.replicas;
+    if (!a || !frozen) throw new Error('no replicas');
+    // The frozen replica's answer takes ~3 s; the other replica's chats answer at once.
+    stack.llm.enqueue(reply.text('one two three four five six seven eight', { delayMs: 400 }));
+    stack.llm.respond((body) => reply.text(`answer to ${lastQuestion(body)}`));
+    const first = stack.llm.chats.length;
+    const late = stack.chat(frozen, { message: 'a slow one', user_id: user });
+    while (stack.llm.chats.length === first) await sleep(20); // it holds the turn
+
+    // A stall longer than the TTL (a long GC pause, a suspended VM): the turn passes on.
+    frozen.process.kill('SIGSTOP');
+    let meanwhile: Awaited<ReturnType<typeof readChat>>;
+    try {
+      meanwhile = await readChat(await stack.chat(a, { message: 'meanwhile', user_id: user }));
+    } finally {
+      frozen.process.kill('SIGCONT');
+    }
+    expect(meanwhile.text).toBe('answer to meanwhile');
+    expect(meanwhile.ended).toBe(true);
+
+    // Resumed, the frozen replica finishes its stream but may not store its messages: they
+    // would land after an answer that never saw them. The user is told; the run is kept.
+    const stalled = await readChat(await late);
+    expect(stalled.error?.code).toBe('turn_lost');
+    expect(stalled.ended).toBe(true);
+    const feedback = await a.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run_id: stalled.runId, score: 0 }),
+    });
+    expect(feedback.status).toBe(200);
+    await frozen.waitForLog(
+      (l) => l.msg === "chat not stored: this user's turn passed to another chat",
+    );
+
+    const next = await readChat(await stack.chat(a, { message: 'and now?', user_id: user }));
+    expect(next.text).toBe('answer to and now?');
+    const last = stack.llm.chats.at(-1)?.body;
+    if (!last) throw new Error('no model request');
+    expect(conversation(last)).toEqual([
+      'user: meanwhile',
+      'assistant: answer to meanwhile',
+      'user: and now?',
+    ]);
+  });
+
   it("a replica killed mid-stream holds the user's turn no longer than the TTL", async () => {
     const user = 'scale-kill';
     const [a, , victim] = stack.replicas;
