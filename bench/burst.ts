@@ -7,11 +7,15 @@
  *   reference  ../shared/bench/fastapi_relay.py (FastAPI relay, history in memory, no database)
  *   embedded   Parley as `npm start` runs it, embedded engine
  *   server     Parley on the local PostgreSQL server
+ *   server-workers2  the same with PARLEY_WORKERS=2 (two processes on one port, node:cluster)
  *
  * Every figure is also given as a ratio to the direct row of the same run, since absolute
  * times on a shared 2-core machine move from run to run.
  *
  *   node bench/burst.ts [users=1000] [tokens=100] [paceMs=50] [rows=direct,reference,embedded,server]
+ *
+ * (rows may also name server-workers2). Throughput is completed chats per second of wall time:
+ * with paceMs=0 the model answers at full speed and the server's CPU is the limit.
  *
  * The reference relay needs Debian's python3-fastapi, python3-uvicorn and python3-httpx.
  */
@@ -21,7 +25,7 @@ import { createTestDatabase } from '../test/support/postgres-server.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
 import { freePort, startServer } from './support/parley.ts';
-import { cpuMsOf } from './support/proc.ts';
+import { cpuMsOfTree } from './support/proc.ts';
 import {
   addFragment,
   type ChatResult,
@@ -59,13 +63,13 @@ let run = 0;
 /** All users at once; every one of them new to the target (ids never used before). */
 async function burst(name: string, send: (userId: string) => Promise<ChatResult>, pid?: number) {
   run += 1;
-  const before = pid === undefined ? 0 : cpuMsOf(pid);
+  const before = pid === undefined ? 0 : cpuMsOfTree(pid);
   const started = performance.now();
   const results = await Promise.all(
     Array.from({ length: USERS }, (_, i) => send(`burst-${run}-${i}`)),
   );
   const row: Row = { name, results, wallMs: performance.now() - started };
-  if (pid !== undefined) row.cpuMs = cpuMsOf(pid) - before;
+  if (pid !== undefined) row.cpuMs = cpuMsOfTree(pid) - before;
   rows.push(row);
   console.error(`${name}: done in ${ms(row.wallMs)} ms (${load()})`);
 }
@@ -91,15 +95,22 @@ if (ROWS.includes('reference')) {
   await once(relay.process, 'exit');
 }
 
-for (const engine of ['embedded', 'server'] as const) {
-  if (!ROWS.includes(engine)) continue;
-  const database = engine === 'server' ? await createTestDatabase() : undefined;
+const parleyRows = [
+  { row: 'embedded', name: 'Parley, embedded engine', server: false, workers: undefined },
+  { row: 'server', name: 'Parley, server engine', server: true, workers: undefined },
+  { row: 'server-workers2', name: 'Parley, server, 2 workers', server: true, workers: '2' },
+];
+for (const { row, name, server: onServer, workers } of parleyRows) {
+  if (!ROWS.includes(row)) continue;
+  const database = onServer ? await createTestDatabase() : undefined;
   const server = await startServer({
-    env: { LLM_BASE_URL: fake.url, DATABASE_URL: database?.url },
+    env: { LLM_BASE_URL: fake.url, DATABASE_URL: database?.url, PARLEY_WORKERS: workers },
   });
   const send = (userId: string) => chat(server.url, userId);
+  // With workers, warm every one of them: connections are spread by the primary.
   await warm(send);
-  await burst(`Parley, ${engine} engine`, send, server.pid);
+  if (workers) await warm(send);
+  await burst(name, send, server.pid);
   await server.stop();
   await database?.drop();
 }
@@ -122,13 +133,14 @@ const stats = rows.map((row) => {
 const direct0 = stats.find((s) => s.row === base);
 
 console.log(
-  '| | completed | wall | first fragment p50 / p99 | gap between fragments p99 | last fragment → end p99 | CPU per chat |',
+  '| | completed | wall | chats/s | first fragment p50 / p99 | gap between fragments p99 | last fragment → end p99 | CPU per chat |',
 );
-console.log('| --- | --- | --- | --- | --- | --- | --- |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const s of stats) {
   const cpu = s.row.cpuMs === undefined ? '–' : `${ms(s.row.cpuMs / USERS)} ms`;
   console.log(
     `| ${s.row.name} | ${s.complete}/${USERS} | ${(s.row.wallMs / 1000).toFixed(1)} s${ratio(s.row.wallMs, base?.wallMs)} ` +
+      `| ${(s.complete / (s.row.wallMs / 1000)).toFixed(0)} ` +
       `| ${(s.first.p50 / 1000).toFixed(2)} / ${(s.first.p99 / 1000).toFixed(2)} s ` +
       `| ${ms(s.gap.p99)} ms${ratio(s.gap.p99, direct0?.gap.p99)} ` +
       `| ${(s.end.p99 / 1000).toFixed(2)} s | ${cpu} |`,

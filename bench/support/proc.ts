@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** VmRSS / VmHWM of a process in bytes (0 once it is gone). */
 export function memoryOf(pid: number): { rss: number; hwm: number } {
@@ -38,4 +38,29 @@ export function cpuMsOf(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * CPU time (ms) of a process and every process below it that is still running: a cluster's
+ * primary and its workers (a worker's time reaches its parent's counters only once it exits).
+ */
+export function cpuMsOfTree(pid: number): number {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+      const parent = Number(fields[1]); // ppid (field 4)
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = 0;
+  const pending = [pid];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    total += cpuMsOf(next) || 0;
+    pending.push(...(children.get(next) ?? []));
+  }
+  return total;
 }
