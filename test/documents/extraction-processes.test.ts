@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { extractionProcesses, isRunning, waitFor } from '../support/extraction-processes.ts';
+import { extractionProcesses, isRunning } from '../support/extraction-processes.ts';
 import { file, ingest, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const START_TIMEOUT_MS = 120_000;
 const IDLE_MS = 3_000;

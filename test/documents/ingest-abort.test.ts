@@ -2,10 +2,11 @@ import { readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { extractionProcesses, isRunning, waitFor } from '../support/extraction-processes.ts';
+import { extractionProcesses, isRunning } from '../support/extraction-processes.ts';
 import { file, ingest, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * A client that hangs up while its upload is being read: the extraction process is killed,

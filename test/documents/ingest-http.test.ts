@@ -7,6 +7,7 @@ import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { file, ingest, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
 import { makeDocx } from '../support/make-docx.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const MAX_BYTES = 3 * 1024 * 1024;
 const KOREAN =
@@ -271,12 +272,4 @@ async function abortMidUpload(parley: RunningParley): Promise<void> {
   req.write(Buffer.alloc(256 * 1024, 'a'));
   await waitFor(() => leftoverUploads(parley).length === 1);
   req.destroy();
-}
-
-async function waitFor(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }

@@ -31,11 +31,3 @@ export function isRunning(pid: number): boolean {
     return false;
   }
 }
-
-export async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not reached in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
