@@ -32,4 +32,4 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8000)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
 
 # The node flags of package.json's start script (test/ops/deploy.test.ts keeps them equal).
-CMD ["node", "--max-semi-space-size=8", "--heap-growing-percent=30", "src/start.ts"]
+CMD ["node", "--max-semi-space-size=8", "--heap-growing-percent=30", "--liftoff-only", "src/start.ts"]
