@@ -25,7 +25,7 @@ export function temporaryName(filename: string): string {
 
 /**
  * Streams an upload into `dir`. The stream stops at `maxBytes` (the multipart parser
- * truncates it there): the partial file is removed and 413 thrown. On any failure, a client's
+ * signals the limit there): the partial file is removed and 413 thrown at once. On any failure, a client's
  * abort included, the file is removed before the error propagates.
  */
 export async function receiveUpload(
@@ -45,15 +45,18 @@ export async function receiveUpload(
       headLength += chunk.length;
     }
   });
+  const tooLarge = () =>
+    new AppError(
+      'upload_too_large',
+      413,
+      `The file is larger than ${options.maxBytes} bytes (INGEST_MAX_BYTES).`,
+    );
+  // The parser emits 'limit' when the file reaches maxBytes, but ends the stream only when the
+  // part ends: stop here, or an upload declared far larger would be read to its end first.
+  stream.once('limit', () => stream.destroy(tooLarge()));
   try {
     await pipeline(stream, createWriteStream(path, { flags: 'wx' }));
-    if (stream.truncated || bytes > options.maxBytes) {
-      throw new AppError(
-        'upload_too_large',
-        413,
-        `The file is larger than ${options.maxBytes} bytes (INGEST_MAX_BYTES).`,
-      );
-    }
+    if (stream.truncated || bytes > options.maxBytes) throw tooLarge();
   } catch (error) {
     await rm(path, { force: true });
     throw error;

@@ -1,7 +1,8 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
 import { isDatabaseUnavailable } from '../storage/database-errors.ts';
+import { readsRestOf } from './over-limit.ts';
 import { toValidationDetails } from './validation-errors.ts';
 
 /**
@@ -30,27 +31,19 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     const clientError = describeClientError(error);
     if (clientError) {
-      if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') keepReadingIfSmall(request, reply);
+      // Without `connection: close` (Fastify's answer to any unparsed body) Node reads the
+      // rest of the body off the socket and keeps the connection, so the client gets the 413.
+      if (
+        error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' &&
+        readsRestOf(request, request.routeOptions.bodyLimit ?? 0)
+      ) {
+        reply.removeHeader('connection');
+      }
       return reply.code(clientError.status).send({ detail: clientError.detail });
     }
     request.log.error({ err: error }, 'unhandled error');
     return reply.code(500).send({ detail: 'Internal Server Error', request_id: request.id });
   });
-}
-
-/**
- * Over-limit bodies up to this size are read to their end and dropped after the 413. Closing at
- * once, as Fastify does, resets the connection under a client still sending, and the reset can
- * discard the 413 before the client reads it ("fetch failed: EPIPE"). Larger bodies still get
- * the connection closed; Node's request timeout bounds the reading in any case.
- */
-const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
-
-function keepReadingIfSmall(request: FastifyRequest, reply: FastifyReply): void {
-  const declared = Number(request.headers['content-length']);
-  // Without `connection: close` Node reads the rest of the body off the socket and then
-  // keeps the connection, as after any response sent before its request was read.
-  if (declared <= DRAIN_MAX_BYTES) reply.removeHeader('connection');
 }
 
 /** Fastify's own 4xx errors (body parsing, limits, media types) with their client-facing text. */

@@ -6,6 +6,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { file, ingest, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
 import { makeDocx } from '../support/make-docx.ts';
+import { multipartBody } from '../support/multipart.ts';
+import { sendOverRawSocket } from '../support/raw-http.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -243,6 +245,45 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
       body: { detail: expect.stringContaining('INGEST_MAX_BYTES') },
     });
     expect(await listedSources(parley)).not.toContain('big.txt');
+  });
+
+  it('answers 413 to a client still sending an upload over INGEST_MAX_BYTES, and keeps the connection', async () => {
+    // A client writes its whole upload before it reads (as curl does): the 413 must reach it,
+    // not a reset connection, and the connection must serve its next request.
+    const { body, contentType } = multipartBody([
+      file('bigger.txt', Buffer.alloc(MAX_BYTES + 4 * 1024 * 1024, 'a')),
+    ]);
+    const replies = await sendOverRawSocket(parley.url, [
+      {
+        head: `POST /ingest HTTP/1.1\r\nHost: parley\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length}\r\n\r\n`,
+        body,
+      },
+      { head: 'GET /health HTTP/1.1\r\nHost: parley\r\n\r\n' },
+    ]);
+    expect(replies.error).toBeUndefined();
+    expect(replies.text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(replies.text).toContain('INGEST_MAX_BYTES');
+    expect(replies.text).toMatch(/\r\n\r\n[\s\S]*HTTP\/1\.1 200 /);
+    expect(replies.closedByServer).toBe(false);
+    expect(await listedSources(parley)).not.toContain('bigger.txt');
+    await waitFor(() => leftoverUploads(parley).length === 0);
+  });
+
+  it('stops reading an upload declared far over INGEST_MAX_BYTES: 413, then the connection closes', async () => {
+    const { body, contentType } = multipartBody([
+      file('huge.txt', Buffer.alloc(MAX_BYTES + 1024 * 1024, 'a')),
+    ]);
+    const declared = body.length + 64 * 1024 * 1024; // the client says there is far more to come
+    const replies = await sendOverRawSocket(parley.url, [
+      {
+        head: `POST /ingest HTTP/1.1\r\nHost: parley\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\n\r\n`,
+        body: body.subarray(0, MAX_BYTES + 512 * 1024),
+      },
+    ]);
+    expect(replies.text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(replies.text).toContain('INGEST_MAX_BYTES');
+    expect(replies.closedByServer).toBe(true);
+    await waitFor(() => leftoverUploads(parley).length === 0);
   });
 
   it('removes the partial file when the client aborts mid-upload, and keeps serving', async () => {

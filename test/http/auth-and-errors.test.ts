@@ -1,9 +1,7 @@
-import { once } from 'node:events';
-import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { sendOverRawSocket } from '../support/raw-http.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { waitFor } from '../support/wait-for.ts';
 
 const TOKEN = 's3cret-token-value';
 
@@ -193,14 +191,27 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
     const replies = await sendOverRawSocket(parley.url, [
       {
         head: `POST /feedback HTTP/1.1\r\nHost: parley\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${4 * 1024 * 1024}\r\n\r\n`,
-        bodyBytes: 4 * 1024 * 1024,
+        body: Buffer.alloc(4 * 1024 * 1024, 'a'),
       },
-      { head: 'GET /health HTTP/1.1\r\nHost: parley\r\n\r\n', bodyBytes: 0 },
+      { head: 'GET /health HTTP/1.1\r\nHost: parley\r\n\r\n' },
     ]);
     expect(replies.error).toBeUndefined();
     expect(replies.text).toMatch(/^HTTP\/1\.1 413 /);
     expect(replies.text).toContain('{"detail":"The request body is too large"}');
     expect(replies.text).toMatch(/\r\n\r\n[\s\S]*HTTP\/1\.1 200 /);
+    expect(replies.closedByServer).toBe(false);
+  });
+
+  it('answers a body declared far over the limit with the 413 at once and closes, reading no more', async () => {
+    const replies = await sendOverRawSocket(parley.url, [
+      {
+        head: `POST /feedback HTTP/1.1\r\nHost: parley\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`,
+        body: Buffer.alloc(64 * 1024, 'a'),
+      },
+    ]);
+    expect(replies.text).toMatch(/^HTTP\/1\.1 413 /);
+    expect(replies.text).toContain('{"detail":"The request body is too large"}');
+    expect(replies.closedByServer).toBe(true);
   });
 
   it('answers 404 with a detail for an unknown route', async () => {
@@ -234,56 +245,6 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
     expect(parley.output()).not.toContain('wrong-token-also-secret');
   });
 });
-
-/**
- * Writes each request (head, then its body in 64 KB pieces) on one socket without reading in
- * between, as a simple client does, then collects whatever the server answered.
- */
-async function sendOverRawSocket(
-  url: string,
-  requests: { head: string; bodyBytes: number }[],
-): Promise<{ text: string; error?: string }> {
-  const { hostname, port } = new URL(url);
-  const socket = connect(Number(port), hostname);
-  const received: Buffer[] = [];
-  let error: string | undefined;
-  socket.on('data', (chunk: Buffer) => received.push(chunk));
-  socket.on('error', (cause: NodeJS.ErrnoException) => {
-    error ??= cause.code ?? cause.message;
-  });
-  await once(socket, 'connect');
-  const piece = Buffer.alloc(64 * 1024, 'a');
-  try {
-    for (const { head, bodyBytes } of requests) {
-      await write(socket, Buffer.from(head));
-      for (let sent = 0; sent < bodyBytes; sent += piece.length) {
-        await write(socket, piece.subarray(0, Math.min(piece.length, bodyBytes - sent)));
-      }
-    }
-    // Both answers, or the server closing, end the wait.
-    await waitFor(
-      () =>
-        (
-          Buffer.concat(received)
-            .toString()
-            .match(/HTTP\/1\.1 /g) ?? []
-        ).length >= 2 || socket.destroyed,
-      10_000,
-    );
-  } catch (cause) {
-    error ??= (cause as NodeJS.ErrnoException).code ?? String(cause);
-  } finally {
-    socket.destroy();
-  }
-  const text = Buffer.concat(received).toString();
-  return error === undefined ? { text } : { text, error };
-}
-
-function write(socket: Socket, data: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => {
-    socket.write(data, (cause) => (cause ? reject(cause) : resolve()));
-  });
-}
 
 describe('development mode', () => {
   it('lets every request through when API_TOKEN is unset', async () => {
