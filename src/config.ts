@@ -94,6 +94,12 @@ export const configSchema = z.object({
   ),
   API_TOKEN: text(),
   SHUTDOWN_GRACE_MS: integer(10_000, 0, 600_000),
+  /**
+   * Longest a client may take to send a whole request (headers and body, an upload included);
+   * then 408 and the connection is closed. Answers are not limited by it: a chat's stream
+   * starts once its small request has arrived.
+   */
+  REQUEST_TIMEOUT_MS: integer(600_000, 1_000, 86_400_000),
   /** Processes serving the port (node:cluster); `auto` = one per core. Needs DATABASE_URL. */
   PARLEY_WORKERS: z.preprocess(
     (raw) => (typeof raw === 'string' ? emptyAsUndefined(raw.trim().toLowerCase()) : raw),

@@ -280,6 +280,7 @@ export async function main(config: Config): Promise<void> {
     reminders,
     ingestion,
     ingestMaxBytes: config.INGEST_MAX_BYTES,
+    requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     profiles,
     graph,
     memory,

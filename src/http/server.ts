@@ -21,6 +21,7 @@ import type { ReminderService } from '../reminders/reminder-service.ts';
 import { APP_VERSION } from '../version.ts';
 import type { App } from './app-types.ts';
 import { installBearerAuth } from './auth.ts';
+import { clientErrorHandler } from './client-errors.ts';
 import { installErrorHandling } from './error-handler.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
 import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
@@ -47,6 +48,8 @@ export interface HttpDependencies {
   feedback: FeedbackService;
   ingestion: IngestionService;
   ingestMaxBytes: number;
+  /** Longest a client may take to send a whole request (REQUEST_TIMEOUT_MS). */
+  requestTimeoutMs: number;
   reminders: ReminderService;
   profiles: ProfileService;
   graph: GraphService;
@@ -70,6 +73,16 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     },
     routerOptions: { maxParamLength: SOURCE_MAX_CHARS * 3 + 16 }, // room for percent-encoding
     bodyLimit: 1024 * 1024,
+    // A request still arriving after this (a stalled upload, a body that never ends) is
+    // answered 408 and its connection closed. Node enforces it only while its headers limit
+    // is not longer (as Node's own default has it), and checks at an interval (30 s by
+    // default) that a short limit shortens.
+    requestTimeout: deps.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(60_000, deps.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(30_000, Math.ceil(deps.requestTimeoutMs / 4)),
+    },
+    clientErrorHandler: clientErrorHandler(deps.logger),
   }).withTypeProvider<ZodTypeProvider>();
 
   // Every body is JSON (or multipart for uploads): anything else is a 415, not a string.

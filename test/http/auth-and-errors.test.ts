@@ -214,6 +214,24 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
     expect(replies.closedByServer).toBe(true);
   });
 
+  it.each([
+    ['malformed HTTP', 'NOT HTTP AT ALL\r\n\r\n', 400, 'The request is not valid HTTP.'],
+    [
+      'headers over 16 KB',
+      `GET /health HTTP/1.1\r\nHost: parley\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`,
+      431,
+      'The request headers are too large.',
+    ],
+  ])(
+    'answers %s with its status and a JSON detail, then closes',
+    async (_case, head, status, detail) => {
+      const replies = await sendOverRawSocket(parley.url, [{ head }]);
+      expect(replies.text).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
+      expect(replies.text).toContain(JSON.stringify({ detail }));
+      expect(replies.closedByServer).toBe(true);
+    },
+  );
+
   it('answers 404 with a detail for an unknown route', async () => {
     const response = await parley.fetch('/nowhere');
     expect(response.status).toBe(404);

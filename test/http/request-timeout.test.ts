@@ -1,0 +1,82 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { file, leftoverUploads } from '../support/ingest-client.ts';
+import { multipartBody } from '../support/multipart.ts';
+import { sendOverRawSocket } from '../support/raw-http.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+const TIMEOUT_MS = 1_500;
+
+// A client that stops sending must not hold a connection, or an upload's file, for ever.
+describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
+  let storage: EngineEnv;
+  let llm: FakeLlmServer;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    storage = await engineEnv(engine);
+    llm = await startFakeLlmServer();
+    parley = await startParley({
+      env: {
+        ...storage.env,
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        REQUEST_TIMEOUT_MS: String(TIMEOUT_MS),
+      },
+    });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  it('answers a JSON body that stops arriving with 408 and closes the connection', async () => {
+    const started = Date.now();
+    const replies = await sendOverRawSocket(parley.url, [
+      {
+        head: 'POST /chat HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n',
+        body: Buffer.from('{"message": "hel'),
+      },
+    ]);
+    expect(replies.text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(replies.text).toContain(
+      '{"detail":"The request did not arrive in time (REQUEST_TIMEOUT_MS); send it again."}',
+    );
+    expect(replies.closedByServer).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
+    expect(llm.chats).toHaveLength(0);
+  });
+
+  it('answers an upload that stalls with 408, closes, and removes its partial file', async () => {
+    const { body, contentType } = multipartBody([
+      file('stalled.txt', Buffer.alloc(1024 * 1024, 'a')),
+    ]);
+    const replies = await sendOverRawSocket(parley.url, [
+      {
+        head: `POST /ingest HTTP/1.1\r\nHost: parley\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length}\r\n\r\n`,
+        body: body.subarray(0, 256 * 1024),
+      },
+    ]);
+    expect(replies.text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(replies.closedByServer).toBe(true);
+    await waitFor(() => leftoverUploads(parley).length === 0);
+    expect((await parley.fetch('/health')).status).toBe(200);
+  });
+
+  it('lets an answer stream for longer than the limit: it only bounds receiving the request', async () => {
+    llm.enqueue(reply.text('one two three four five six seven eight', { chunks: 8, delayMs: 350 }));
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'count slowly', user_id: 'slow-reader' }),
+    });
+    const stream = await readChat(response);
+    expect(stream.error).toBeUndefined();
+    expect(stream.text).toBe('one two three four five six seven eight');
+    expect(stream.ended).toBe(true);
+  });
+});
