@@ -274,12 +274,16 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
       file('huge.txt', Buffer.alloc(MAX_BYTES + 1024 * 1024, 'a')),
     ]);
     const declared = body.length + 64 * 1024 * 1024; // the client says there is far more to come
-    const replies = await sendOverRawSocket(parley.url, [
-      {
-        head: `POST /ingest HTTP/1.1\r\nHost: parley\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\n\r\n`,
-        body: body.subarray(0, MAX_BYTES + 512 * 1024),
-      },
-    ]);
+    const replies = await sendOverRawSocket(
+      parley.url,
+      [
+        {
+          head: `POST /ingest HTTP/1.1\r\nHost: parley\r\nContent-Type: ${contentType}\r\nContent-Length: ${declared}\r\n\r\n`,
+          body: body.subarray(0, MAX_BYTES + 512 * 1024),
+        },
+      ],
+      { untilClosed: true },
+    );
     expect(replies.text).toMatch(/^HTTP\/1\.1 413 /);
     expect(replies.text).toContain('INGEST_MAX_BYTES');
     expect(replies.closedByServer).toBe(true);

@@ -203,12 +203,16 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
   });
 
   it('answers a body declared far over the limit with the 413 at once and closes, reading no more', async () => {
-    const replies = await sendOverRawSocket(parley.url, [
-      {
-        head: `POST /feedback HTTP/1.1\r\nHost: parley\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`,
-        body: Buffer.alloc(64 * 1024, 'a'),
-      },
-    ]);
+    const replies = await sendOverRawSocket(
+      parley.url,
+      [
+        {
+          head: `POST /feedback HTTP/1.1\r\nHost: parley\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${64 * 1024 * 1024}\r\n\r\n`,
+          body: Buffer.alloc(64 * 1024, 'a'),
+        },
+      ],
+      { untilClosed: true },
+    );
     expect(replies.text).toMatch(/^HTTP\/1\.1 413 /);
     expect(replies.text).toContain('{"detail":"The request body is too large"}');
     expect(replies.closedByServer).toBe(true);
@@ -225,7 +229,7 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
   ])(
     'answers %s with its status and a JSON detail, then closes',
     async (_case, head, status, detail) => {
-      const replies = await sendOverRawSocket(parley.url, [{ head }]);
+      const replies = await sendOverRawSocket(parley.url, [{ head }], { untilClosed: true });
       expect(replies.text).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `));
       expect(replies.text).toContain(JSON.stringify({ detail }));
       expect(replies.closedByServer).toBe(true);

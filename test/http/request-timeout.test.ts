@@ -36,12 +36,16 @@ describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
 
   it('answers a JSON body that stops arriving with 408 and closes the connection', async () => {
     const started = Date.now();
-    const replies = await sendOverRawSocket(parley.url, [
-      {
-        head: 'POST /chat HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n',
-        body: Buffer.from('{"message": "hel'),
-      },
-    ]);
+    const replies = await sendOverRawSocket(
+      parley.url,
+      [
+        {
+          head: 'POST /chat HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n',
+          body: Buffer.from('{"message": "hel'),
+        },
+      ],
+      { untilClosed: true },
+    );
     expect(replies.text).toMatch(/^HTTP\/1\.1 408 /);
     expect(replies.text).toContain(
       '{"detail":"The request did not arrive in time (REQUEST_TIMEOUT_MS); send it again."}',
@@ -55,12 +59,16 @@ describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
     const { body, contentType } = multipartBody([
       file('stalled.txt', Buffer.alloc(1024 * 1024, 'a')),
     ]);
-    const replies = await sendOverRawSocket(parley.url, [
-      {
-        head: `POST /ingest HTTP/1.1\r\nHost: parley\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length}\r\n\r\n`,
-        body: body.subarray(0, 256 * 1024),
-      },
-    ]);
+    const replies = await sendOverRawSocket(
+      parley.url,
+      [
+        {
+          head: `POST /ingest HTTP/1.1\r\nHost: parley\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length}\r\n\r\n`,
+          body: body.subarray(0, 256 * 1024),
+        },
+      ],
+      { untilClosed: true },
+    );
     expect(replies.text).toMatch(/^HTTP\/1\.1 408 /);
     expect(replies.closedByServer).toBe(true);
     await waitFor(() => leftoverUploads(parley).length === 0);

@@ -5,7 +5,7 @@ import { waitFor } from './wait-for.ts';
 export interface RawReplies {
   /** Everything the server sent. */
   text: string;
-  /** The server ended the connection (after its answers). */
+  /** The server closed the connection (after its answers), by ending or resetting it. */
   closedByServer: boolean;
   /** A write or read failed (EPIPE, ECONNRESET): the client may have lost answers. */
   error?: string;
@@ -20,9 +20,15 @@ export interface RawRequest {
 /**
  * Writes each request (head, then its body in 64 KB pieces) on one keep-alive socket without
  * reading in between, as a simple client does, then collects whatever the server answered:
- * one answer per request, or fewer if the server closed or reset the connection first.
+ * one answer per request, or fewer if the server closed or reset the connection first (with
+ * `untilClosed`, until the server closes it).
  */
-export async function sendOverRawSocket(url: string, requests: RawRequest[]): Promise<RawReplies> {
+export async function sendOverRawSocket(
+  url: string,
+  requests: RawRequest[],
+  /** Wait for the server to close the connection, not just for the answers. */
+  { untilClosed = false }: { untilClosed?: boolean } = {},
+): Promise<RawReplies> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
   const received: Buffer[] = [];
@@ -49,10 +55,15 @@ export async function sendOverRawSocket(url: string, requests: RawRequest[]): Pr
         await write(socket, body.subarray(at, at + 64 * 1024));
       }
     }
-    await waitFor(() => answers() >= requests.length || socket.destroyed, 10_000);
+    await waitFor(
+      () => closedByServer || socket.destroyed || (!untilClosed && answers() >= requests.length),
+      10_000,
+    );
   } catch (cause) {
     error ??= (cause as NodeJS.ErrnoException).code ?? String(cause);
   } finally {
+    // Gone before we hang up: the server closed it, with a FIN ('end') or a reset.
+    if (socket.destroyed) closedByServer = true;
     socket.destroy();
   }
   const text = Buffer.concat(received).toString();
