@@ -24,9 +24,9 @@ export function temporaryName(filename: string): string {
 }
 
 /**
- * Streams an upload into `dir`. The stream stops at `maxBytes` (the multipart parser
- * signals the limit there): the partial file is removed and 413 thrown at once. On any failure, a client's
- * abort included, the file is removed before the error propagates.
+ * Streams an upload into `dir`. The stream stops at `maxBytes` (the multipart parser signals
+ * the limit there): the partial file is removed and 413 thrown at once. On any failure, a
+ * client's abort included, the file is removed before the error propagates.
  */
 export async function receiveUpload(
   stream: Readable & { truncated?: boolean },

@@ -2,7 +2,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
 import { isDatabaseUnavailable } from '../storage/database-errors.ts';
-import { readsRestOf } from './over-limit.ts';
+import { afterBodyOverLimit } from './over-limit.ts';
 import { toValidationDetails } from './validation-errors.ts';
 
 /**
@@ -31,13 +31,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     const clientError = describeClientError(error);
     if (clientError) {
-      // Without `connection: close` (Fastify's answer to any unparsed body) Node reads the
-      // rest of the body off the socket and keeps the connection, so the client gets the 413.
-      if (
-        error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' &&
-        readsRestOf(request, request.routeOptions.bodyLimit ?? 0)
-      ) {
-        reply.removeHeader('connection');
+      if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+        afterBodyOverLimit(request, reply, request.routeOptions.bodyLimit ?? 0);
       }
       return reply.code(clientError.status).send({ detail: clientError.detail });
     }

@@ -5,7 +5,7 @@ import type { IngestionService, UploadPart } from '../../documents/ingestion-ser
 import { AppError } from '../../errors.ts';
 import type { App } from '../app-types.ts';
 import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
-import { readsRestOf } from '../over-limit.ts';
+import { afterBodyOverLimit } from '../over-limit.ts';
 
 /** Room for a 1,024-character source in any script (UTF-8) and a password. */
 const FIELD_MAX_BYTES = 8 * 1024;
@@ -50,13 +50,7 @@ export function registerIngestRoutes(
           if (request.raw.socket?.destroyed) {
             throw new AppError('client_disconnected', 499, 'The client disconnected.');
           }
-          if (statusOf(error) === 413) {
-            // A little over the limit, the rest is read and dropped, so that a client still
-            // sending gets the 413 and keeps its connection; far over, reading stops here
-            // and the connection closes after the 413.
-            if (readsRestOf(request, maxBytes)) request.raw.resume();
-            else reply.header('connection', 'close');
-          }
+          if (statusOf(error) === 413) afterBodyOverLimit(request, reply, maxBytes);
           throw error;
         }
       },
