@@ -80,6 +80,9 @@ export class ExtractionProcesses {
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
     });
+    // Between jobs nobody else listens: an 'error' with no listener (a failed kill or IPC
+    // write) would be thrown in the server. A process in that state is not kept.
+    child.on('error', () => child.kill('SIGKILL'));
     try {
       // Below the server's own priority: on a small machine, chat streams go first.
       if (child.pid !== undefined) setPriority(child.pid, 10);
