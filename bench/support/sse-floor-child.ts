@@ -1,0 +1,68 @@
+/**
+ * The floor under Parley's per-token cost (bench/sse-floor.ts): the least a Node server can
+ * do per streamed token. `write`: writes one SSE fragment per tick of its own timer, no
+ * upstream. `relay`: reads the fake model's stream with fetch and writes one fragment per
+ * token it finds, no SDK, no database. Prints its port on stdout.
+ *
+ *   node bench/support/sse-floor-child.ts write|relay [fakeUrl]
+ */
+import { createServer } from 'node:http';
+
+const [mode, fakeUrl] = process.argv.slice(2);
+
+const server = createServer((req, res) => {
+  let body = '';
+  req.setEncoding('utf8');
+  req.on('data', (text: string) => {
+    body += text;
+  });
+  req.on('end', () => {
+    const { tokens, delayMs } = JSON.parse(body) as { tokens: number; delayMs: number };
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    if (mode === 'relay') void relay(res);
+    else write(res, tokens, delayMs);
+  });
+});
+
+function write(res: import('node:http').ServerResponse, tokens: number, delayMs: number) {
+  let sent = 0;
+  const timer = setInterval(() => {
+    res.write(`data: ${JSON.stringify(` t${++sent}`)}\n\n`);
+    if (sent === tokens) {
+      clearInterval(timer);
+      res.end('data: [DONE]\n\n');
+    }
+  }, delayMs);
+}
+
+async function relay(res: import('node:http').ServerResponse) {
+  const upstream = await fetch(`${fakeUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const decoder = new TextDecoder();
+  let pending = '';
+  if (!upstream.ok) throw new Error(`upstream ${upstream.status}`);
+  for await (const bytes of upstream.body as AsyncIterable<Uint8Array>) {
+    pending += decoder.decode(bytes, { stream: true });
+    let end = pending.indexOf('\n\n');
+    let out = '';
+    while (end !== -1) {
+      const event = pending.slice(0, end);
+      pending = pending.slice(end + 2);
+      end = pending.indexOf('\n\n');
+      if (!event.startsWith('data: {')) continue;
+      const chunk = JSON.parse(event.slice(6)) as { choices?: { delta?: { content?: string } }[] };
+      const text = chunk.choices?.[0]?.delta?.content;
+      if (text) out += `data: ${JSON.stringify(text)}\n\n`;
+    }
+    if (out) res.write(out);
+  }
+  res.end('data: [DONE]\n\n');
+}
+
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  if (address && typeof address === 'object') console.log(address.port);
+});
