@@ -6,7 +6,8 @@
  *   node bench/retrieval-quality.ts [embedded|server] [chunkings=256/32] [hybrid]
  *
  * `chunkings` is a comma-separated list of maxTokens/overlapTokens to compare, e.g.
- * `128/16,256/32,512/64`; `hybrid` stores each with the fake bag-of-words embedder too and
+ * `128/16,256/32,512/64`; `hybrid` stores each with the fake bag-of-words embedder too (or,
+ * with `BENCH_EMBEDDER=use`, a real sentence encoder: see support/sentence-encoder.ts) and
  * scores the lexical ranking and the hybrid one at each `BENCH_VECTOR_WEIGHTS` (default
  * `1,0.5,0.3,0.2,0.1`: HYBRID_VECTOR_WEIGHT, the vector ranking's say against BM25's 1)
  * from the same store. `BENCH_CAPS=2000,500` scores the lexical runs with other caps on
@@ -23,6 +24,7 @@ import {
   openBenchStore,
 } from './support/document-store.ts';
 import { machineReport } from './support/machine.ts';
+import { sentenceEncoder } from './support/sentence-encoder.ts';
 
 const DATA = new URL('../../shared/data/scifact/', import.meta.url);
 const engine = (process.argv[2] ?? 'embedded') as Engine;
@@ -32,6 +34,10 @@ const chunkings = (process.argv[3] ?? '256/32').split(',').map((pair) => {
 });
 const withHybrid = process.argv.includes('hybrid');
 const caps = (process.env.BENCH_CAPS ?? '2000').split(',').map(Number);
+// BENCH_EMBEDDER=use: a real sentence encoder instead of the fake bag of words (hybrid only).
+const realEmbedder = process.env.BENCH_EMBEDDER === 'use';
+const embedder = withHybrid ? await (realEmbedder ? sentenceEncoder() : fakeEmbedder()) : undefined;
+const embedderName = realEmbedder ? 'Universal Sentence Encoder' : 'fake embedder';
 const weights = (process.env.BENCH_VECTOR_WEIGHTS ?? '1,0.5,0.3,0.2,0.1').split(',').map(Number);
 
 interface Doc {
@@ -125,9 +131,9 @@ function baseline(): Map<string, string[]> {
   return rankings;
 }
 
-/** Embeds every distinct chunk text with the fake embedder, into the real vector store. */
+/** Embeds every distinct chunk text with the benchmark's embedder, into the real vector store. */
 async function embedAll(store: BenchStore): Promise<void> {
-  const embedder = fakeEmbedder();
+  if (!embedder) throw new Error('no embedder');
   const vectors = new VectorStore(store.database.db);
   // Deduplicated here: a DISTINCT ON over all texts sorts ~13 MB, which stalled PGlite (idle,
   // never answering) in two runs, as the indexer's first round over the backlog did.
@@ -150,7 +156,7 @@ async function parley(maxTokens: number, overlapTokens: number, hybrid: boolean)
   const store = await openBenchStore(
     engine,
     { maxTokens, overlapTokens },
-    hybrid ? fakeEmbedder() : undefined,
+    hybrid ? embedder : undefined,
   );
   try {
     const started = performance.now();
@@ -223,7 +229,7 @@ for (const { maxTokens, overlapTokens } of chunkings) {
   for (const result of await parley(maxTokens, overlapTokens, withHybrid)) {
     const name =
       result.retrieval === 'hybrid'
-        ? `Parley hybrid (fake embedder), vector weight ${result.weight}`
+        ? `Parley hybrid (${embedderName}), vector weight ${result.weight}`
         : `Parley ${withHybrid ? 'lexical' : 'default'} (${result.retrieval})${caps.length > 1 || withHybrid ? `, ${result.cap} postings/term` : ''}`;
     lines.push(
       `| ${name} | ${maxTokens}/${overlapTokens} | ${result.chunks} | ${result.ndcg.toFixed(3)} | ${result.recall.toFixed(3)} | ${result.ingestSeconds.toFixed(1)} |`,
