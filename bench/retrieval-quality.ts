@@ -9,7 +9,7 @@
  * `128/16,256/32,512/64`; `hybrid` stores each with the fake bag-of-words embedder too (or,
  * with `BENCH_EMBEDDER=use`, a real sentence encoder: see support/sentence-encoder.ts) and
  * scores the lexical ranking and the hybrid one at each `BENCH_VECTOR_WEIGHTS` (default
- * `1,0.5,0.3,0.2,0.1`: HYBRID_VECTOR_WEIGHT, the vector ranking's say against BM25's 1)
+ * `1,0.5,0.3,0.2,0.1`: HYBRID_VECTOR_WEIGHT, the vector scores' share of the fused score)
  * from the same store. `BENCH_CAPS=2000,500` scores the lexical runs with other caps on
  * postings read per query term (POSTINGS_PER_TERM; the first is the default); the hybrid
  * runs read Parley's default cap.

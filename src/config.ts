@@ -235,10 +235,10 @@ export const configSchema = z.object({
   /** Tokens of a chunk repeated at the start of the next one. */
   CHUNK_OVERLAP_TOKENS: integer(32, 0, 4096),
   /**
-   * The vector ranking's say against BM25's 1 when hybrid search fuses them (weighted
-   * reciprocal rank); 0 keeps search lexical. Not yet measured on SciFact (README).
+   * The vector scores' share of the fused score when hybrid search combines them with BM25's
+   * (normalised scores, convex combination; README); 0 keeps search lexical, 1 vectors only.
    */
-  HYBRID_VECTOR_WEIGHT: decimal(0.3, 0, 1),
+  HYBRID_VECTOR_WEIGHT: decimal(0.5, 0, 1),
   /** Chunks `search_documents` returns. */
   SEARCH_TOP_K: integer(5, 1, 50),
   // Document ingestion (POST /ingest): extraction runs in a child process under these limits.

@@ -15,7 +15,7 @@ import type { Embedder } from './embedder.ts';
 import type { EmbeddingIndexer } from './embedding-indexer.ts';
 import type { IngestInput } from './extracted-document.ts';
 import { lexicalTerms, termFrequencies } from './lexical-terms.ts';
-import { fuseByRank } from './rank-fusion.ts';
+import { fuseByScore } from './score-fusion.ts';
 
 export interface DocumentServiceDependencies {
   documents: DocumentRepository;
@@ -23,8 +23,8 @@ export interface DocumentServiceDependencies {
   logger: Logger;
   /**
    * Present when embeddings are configured and the database has pgvector. `vectorWeight`:
-   * the vector ranking's say in the fusion against BM25's 1 (HYBRID_VECTOR_WEIGHT); 0 keeps
-   * search lexical.
+   * the vector scores' share of the fused score, BM25's being the rest (HYBRID_VECTOR_WEIGHT);
+   * 0 keeps search lexical.
    */
   semantic?:
     | { embedder: Embedder; vectors: VectorStore; indexer: EmbeddingIndexer; vectorWeight: number }
@@ -139,7 +139,7 @@ export class DocumentService {
   }
 
   /**
-   * The chunks best matching a query: BM25 alone, or fused by rank with vector search when
+   * The chunks best matching a query: BM25 alone, or fused by score with vector search when
    * the embedding model is available and has embedded documents.
    */
   async search(query: string, options: SearchOptions): Promise<SearchResult> {
@@ -159,10 +159,10 @@ export class DocumentService {
         .then((vector) => semantic.vectors.search(semantic.embedder.id, vector, owners, depth));
       const [bm25, vectors] = await Promise.all([lexical, nearest]);
       const lists = [
-        { hits: bm25, weight: 1 },
-        { hits: vectors, weight: semantic.vectorWeight },
+        { hits: bm25, weight: 1 - semantic.vectorWeight, floor: 0 },
+        { hits: vectors, weight: semantic.vectorWeight, floor: -1 }, // cosine similarity
       ];
-      result = { retrieval: 'hybrid', hits: fuseByRank(lists, options.limit) };
+      result = { retrieval: 'hybrid', hits: fuseByScore(lists, options.limit) };
     } else {
       result = { retrieval: 'lexical', hits: await lexical };
     }

@@ -25,7 +25,7 @@ export interface DocumentHit {
   source: string;
   /** 1-based page for paged documents (PDF), else null. */
   page: number | null;
-  /** Relevance: BM25 (lexical) or reciprocal-rank-fusion (hybrid) score; higher is better. */
+  /** Relevance: BM25 (lexical) or fused score in [0, 1] (hybrid); higher is better. */
   score: number;
   text: string;
 }
