@@ -1,0 +1,186 @@
+/**
+ * Supporting (issue 9): how hybrid fusion behaves over its whole range, on SciFact (train,
+ * 809 queries). Stores the corpus through the real DocumentService, embeds every chunk with
+ * the fake bag of words or (`use`) the Universal Sentence Encoder into the real VectorStore,
+ * then keeps, per query, the two lists Parley's search fuses: BM25's and the vectors' top 50
+ * (the real repository and vector store). Those lists are scored with Parley's fusion
+ * (`fuseByScore`) at every vector share, and, for comparison, with weighted reciprocal rank
+ * fusion (k = 60) written here, which Parley used before.
+ *
+ *   node bench/fusion-grid.ts [fake|use] [lists.json]
+ *
+ * Storing and embedding take ~10 min (fake) to ~40 min (use); with `lists.json` the lists
+ * are kept there, and a later run that finds the file only scores them again.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { lexicalTerms, termFrequencies } from '../src/documents/lexical-terms.ts';
+import { fuseByScore } from '../src/documents/score-fusion.ts';
+import type { ChunkHit } from '../src/storage/chunk-hit.ts';
+import { DocumentRepository, SHARED } from '../src/storage/document-repository.ts';
+import { VectorStore } from '../src/storage/vector-store.ts';
+import { fakeEmbedder, openBenchStore } from './support/document-store.ts';
+import { machineReport } from './support/machine.ts';
+import { sentenceEncoder } from './support/sentence-encoder.ts';
+
+const which = process.argv[2] === 'use' ? 'use' : 'fake';
+const listsFile = process.argv[3];
+const DEPTH = 50; // FUSION_DEPTH in document-service.ts
+
+const DATA = new URL('../../shared/data/scifact/', import.meta.url);
+const readJsonl = <T>(name: string): T[] =>
+  readFileSync(new URL(name, DATA), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as T);
+
+/** One hit as kept: chunk id, source (the SciFact document), score. */
+type Kept = [number, string, number];
+interface QueryLists {
+  relevant: string[];
+  lexical: Kept[];
+  vector: Kept[];
+}
+
+async function collectLists(): Promise<QueryLists[]> {
+  const corpus = readJsonl<{ _id: string; title: string; text: string }>('corpus.jsonl');
+  const queries = readJsonl<{ _id: string; text: string }>('queries-train.jsonl');
+  const qrels = new Map<string, string[]>();
+  for (const line of readFileSync(new URL('qrels-train.tsv', DATA), 'utf8').split('\n').slice(1)) {
+    const [query, doc] = line.split('\t');
+    if (query && doc) qrels.set(query, [...(qrels.get(query) ?? []), doc]);
+  }
+  const embedder = which === 'use' ? await sentenceEncoder() : fakeEmbedder();
+  const store = await openBenchStore('embedded', { maxTokens: 256, overlapTokens: 32 }, embedder);
+  try {
+    for (const doc of corpus) {
+      const text = `# ${doc.title}\n\n${doc.text}`;
+      await store.service.ingest({
+        source: doc._id,
+        filename: `${doc._id}.txt`,
+        contentType: 'text/plain',
+        bytes: Buffer.byteLength(text),
+        document: { kind: 'markdown', pages: [{ page: null, text }], ocrPages: [] },
+      });
+    }
+    const vectors = new VectorStore(store.database.db);
+    const all = await store.database.db.$client.query<{ hash: string; content: string }>(
+      'SELECT content_hash AS hash, content FROM chunks',
+    );
+    const rows = [...new Map(all.rows.map((row) => [row.hash, row])).values()];
+    for (let i = 0; i < rows.length; i += 256) {
+      const batch = rows.slice(i, i + 256);
+      const found = await embedder.embedDocuments(batch.map((row) => row.content));
+      await vectors.save(
+        embedder.id,
+        batch.map((row, j) => ({ hash: row.hash, vector: found[j] as number[] })),
+      );
+      process.stderr.write(`embedded ${Math.min(i + 256, rows.length)} of ${rows.length}\r`);
+    }
+    const repository = new DocumentRepository(store.database.db);
+    const keep = (hit: ChunkHit): Kept => [hit.chunkId, hit.source, hit.score];
+    const lists: QueryLists[] = [];
+    for (const query of queries) {
+      const relevant = qrels.get(query._id);
+      if (!relevant) continue;
+      const terms = termFrequencies(lexicalTerms(query.text));
+      const vector = await embedder.embedQuery(query.text);
+      lists.push({
+        relevant,
+        lexical: (await repository.searchLexical(terms, [SHARED], DEPTH)).map(keep),
+        vector: (await vectors.search(embedder.id, vector, [SHARED], DEPTH)).map(keep),
+      });
+    }
+    return lists;
+  } finally {
+    await store.close();
+  }
+}
+
+const lists =
+  listsFile && existsSync(listsFile)
+    ? (JSON.parse(readFileSync(listsFile, 'utf8')) as QueryLists[])
+    : await collectLists();
+if (listsFile && !existsSync(listsFile)) writeFileSync(listsFile, JSON.stringify(lists));
+
+const asHits = (kept: Kept[]): ChunkHit[] =>
+  kept.map(([chunkId, source, score]) => ({
+    chunkId,
+    source,
+    score,
+    chunkIndex: 0,
+    page: null,
+    content: '',
+    metadata: {},
+  }));
+
+/** nDCG@10 and Recall@10 of documents ranked by their best chunk, as retrieval-quality. */
+function evaluate(rank: (lexical: ChunkHit[], vector: ChunkHit[]) => ChunkHit[]) {
+  let ndcg = 0;
+  let recall = 0;
+  for (const query of lists) {
+    const relevant = new Set(query.relevant);
+    const docs: string[] = [];
+    for (const hit of rank(asHits(query.lexical), asHits(query.vector))) {
+      if (!docs.includes(hit.source)) docs.push(hit.source);
+    }
+    const top = docs.slice(0, 10);
+    let dcg = 0;
+    top.forEach((doc, i) => {
+      if (relevant.has(doc)) dcg += 1 / Math.log2(i + 2);
+    });
+    let ideal = 0;
+    for (let i = 0; i < Math.min(relevant.size, 10); i++) ideal += 1 / Math.log2(i + 2);
+    ndcg += dcg / ideal;
+    recall += top.filter((doc) => relevant.has(doc)).length / relevant.size;
+  }
+  return `${(ndcg / lists.length).toFixed(3)} | ${(recall / lists.length).toFixed(3)}`;
+}
+
+/** Weighted reciprocal rank fusion (k = 60): what Parley did before `fuseByScore`. */
+const reciprocalRank =
+  (weight: number) =>
+  (lexical: ChunkHit[], vector: ChunkHit[]): ChunkHit[] => {
+    const fused = new Map<number, ChunkHit>();
+    for (const [hits, w] of [
+      [lexical, 1],
+      [vector, weight],
+    ] as const) {
+      hits.forEach((hit, rank) => {
+        const seen = fused.get(hit.chunkId);
+        fused.set(hit.chunkId, { ...(seen ?? hit), score: (seen?.score ?? 0) + w / (61 + rank) });
+      });
+    }
+    return [...fused.values()].sort((a, b) => b.score - a.score || a.chunkId - b.chunkId);
+  };
+
+const name = which === 'use' ? 'Universal Sentence Encoder' : 'fake bag-of-words embedder';
+const out = [
+  `## fusion-grid: SciFact train (${lists.length} judged queries), ${name}, embedded engine`,
+  '',
+  '```',
+  machineReport(),
+  `command: node bench/fusion-grid.ts ${process.argv.slice(2).join(' ')}`,
+  '```',
+  '',
+  '| ranking | nDCG@10 | Recall@10 |',
+  '| --- | ---: | ---: |',
+  `| BM25 alone (Parley lexical) | ${evaluate((lexical) => lexical)} |`,
+  `| vectors alone | ${evaluate((_, vector) => vector)} |`,
+];
+for (const share of [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]) {
+  const fuse = (lexical: ChunkHit[], vector: ChunkHit[]) =>
+    fuseByScore(
+      [
+        { hits: lexical, weight: 1 - share, floor: 0 },
+        { hits: vector, weight: share, floor: -1 },
+      ],
+      40,
+    );
+  out.push(`| Parley's fusion by scores, vector share ${share} | ${evaluate(fuse)} |`);
+}
+for (const weight of [1, 0.5, 0.3, 0.1]) {
+  out.push(
+    `| reciprocal rank fusion, vector weight ${weight} | ${evaluate(reciprocalRank(weight))} |`,
+  );
+}
+console.log(out.join('\n'));
