@@ -8,7 +8,7 @@
  *   node bench/sdk-layers.ts [tokens=200] [parallel=20] [delayMs=5]
  */
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import { streamText } from 'ai';
+import { experimental_streamTextLowMemory, streamText } from 'ai';
 import { createOpenAICompatibleModel } from '../src/models/openai-compatible-model.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
@@ -35,6 +35,15 @@ const layers: Record<string, () => Promise<number>> = {
   },
   'streamText fullStream': async () => {
     const result = streamText({ model, messages: [{ role: 'user', content: 'hi' }] });
+    let deltas = 0;
+    for await (const part of result.fullStream) if (part.type === 'text-delta') deltas++;
+    return deltas;
+  },
+  'streamTextLowMemory fullStream (one consumer, no replay)': async () => {
+    const result = experimental_streamTextLowMemory({
+      model,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     let deltas = 0;
     for await (const part of result.fullStream) if (part.type === 'text-delta') deltas++;
     return deltas;

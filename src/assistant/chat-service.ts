@@ -1,5 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { type ModelMessage, pruneMessages, stepCountIs, streamText, type ToolSet } from 'ai';
+import {
+  type ModelMessage,
+  pruneMessages,
+  stepCountIs,
+  experimental_streamTextLowMemory as streamTextOneConsumer,
+  type ToolSet,
+} from 'ai';
 import type { Logger } from 'pino';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
@@ -187,7 +193,12 @@ export class ChatService {
       // The first chat may wait minutes for the embedded model to download: not past the
       // client leaving or the server stopping.
       const languageModel = await unlessAborted(model.get(), signal);
-      const result = streamText({
+      /** What the last model call said, given by the SDK just before the stream closes. */
+      let finalResponse: { messages: ModelMessage[] } | undefined;
+      // The SDK's tool loop with one consumer: the same engine as `streamText`, without the
+      // replay branch that lets a result be read several times (this reads it once). That
+      // branch cost ~1–2 ms a chat and ~20 µs a paced token (bench/RESULTS.md, issue 12).
+      const result = streamTextOneConsumer({
         model: languageModel,
         instructions: await system(),
         // Capabilities' sections are read again before each later model call; without any,
@@ -212,6 +223,9 @@ export class ChatService {
         // conversation) included. It reaches us as the stream's 'error' part instead, and is
         // logged below as codes only.
         onError: () => {},
+        onEnd: ({ response }) => {
+          finalResponse = response;
+        },
       });
 
       let thinking = false;
@@ -299,7 +313,9 @@ export class ChatService {
       }
 
       signal.throwIfAborted(); // the client left or the server is stopping: handled below
-      const [response, usage] = await Promise.all([result.response, result.totalUsage]);
+      const usage = await result.totalUsage; // rejects as the stream did, if it failed
+      if (!finalResponse) throw new Error('the model stream closed without its end');
+      const response = finalResponse;
       await runs.record(
         run,
         {
