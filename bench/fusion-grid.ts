@@ -18,20 +18,14 @@ import { fuseByScore } from '../src/documents/score-fusion.ts';
 import type { ChunkHit } from '../src/storage/chunk-hit.ts';
 import { DocumentRepository, SHARED } from '../src/storage/document-repository.ts';
 import { VectorStore } from '../src/storage/vector-store.ts';
-import { fakeEmbedder, openBenchStore } from './support/document-store.ts';
+import { embedAllChunks, fakeEmbedder, openBenchStore } from './support/document-store.ts';
 import { machineReport } from './support/machine.ts';
+import { loadSciFact, scoreAt10, storeCorpus, topDocuments } from './support/scifact.ts';
 import { sentenceEncoder } from './support/sentence-encoder.ts';
 
 const which = process.argv[2] === 'use' ? 'use' : 'fake';
 const listsFile = process.argv[3];
 const DEPTH = 50; // FUSION_DEPTH in document-service.ts
-
-const DATA = new URL('../../shared/data/scifact/', import.meta.url);
-const readJsonl = <T>(name: string): T[] =>
-  readFileSync(new URL(name, DATA), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as T);
 
 /** One hit as kept: chunk id, source (the SciFact document), score. */
 type Kept = [number, string, number];
@@ -42,46 +36,18 @@ interface QueryLists {
 }
 
 async function collectLists(): Promise<QueryLists[]> {
-  const corpus = readJsonl<{ _id: string; title: string; text: string }>('corpus.jsonl');
-  const queries = readJsonl<{ _id: string; text: string }>('queries-train.jsonl');
-  const qrels = new Map<string, string[]>();
-  for (const line of readFileSync(new URL('qrels-train.tsv', DATA), 'utf8').split('\n').slice(1)) {
-    const [query, doc] = line.split('\t');
-    if (query && doc) qrels.set(query, [...(qrels.get(query) ?? []), doc]);
-  }
+  const { corpus, judged, qrels } = loadSciFact();
   const embedder = which === 'use' ? await sentenceEncoder() : fakeEmbedder();
   const store = await openBenchStore('embedded', { maxTokens: 256, overlapTokens: 32 }, embedder);
   try {
-    for (const doc of corpus) {
-      const text = `# ${doc.title}\n\n${doc.text}`;
-      await store.service.ingest({
-        source: doc._id,
-        filename: `${doc._id}.txt`,
-        contentType: 'text/plain',
-        bytes: Buffer.byteLength(text),
-        document: { kind: 'markdown', pages: [{ page: null, text }], ocrPages: [] },
-      });
-    }
+    await storeCorpus(store.service, corpus);
+    await embedAllChunks(store, embedder);
     const vectors = new VectorStore(store.database.db);
-    const all = await store.database.db.$client.query<{ hash: string; content: string }>(
-      'SELECT content_hash AS hash, content FROM chunks',
-    );
-    const rows = [...new Map(all.rows.map((row) => [row.hash, row])).values()];
-    for (let i = 0; i < rows.length; i += 256) {
-      const batch = rows.slice(i, i + 256);
-      const found = await embedder.embedDocuments(batch.map((row) => row.content));
-      await vectors.save(
-        embedder.id,
-        batch.map((row, j) => ({ hash: row.hash, vector: found[j] as number[] })),
-      );
-      process.stderr.write(`embedded ${Math.min(i + 256, rows.length)} of ${rows.length}\r`);
-    }
     const repository = new DocumentRepository(store.database.db);
     const keep = (hit: ChunkHit): Kept => [hit.chunkId, hit.source, hit.score];
     const lists: QueryLists[] = [];
-    for (const query of queries) {
-      const relevant = qrels.get(query._id);
-      if (!relevant) continue;
+    for (const query of judged) {
+      const relevant = [...(qrels.get(query._id) ?? [])];
       const terms = termFrequencies(lexicalTerms(query.text));
       const vector = await embedder.embedQuery(query.text);
       lists.push({
@@ -115,25 +81,18 @@ const asHits = (kept: Kept[]): ChunkHit[] =>
 
 /** nDCG@10 and Recall@10 of documents ranked by their best chunk, as retrieval-quality. */
 function evaluate(rank: (lexical: ChunkHit[], vector: ChunkHit[]) => ChunkHit[]) {
-  let ndcg = 0;
-  let recall = 0;
-  for (const query of lists) {
-    const relevant = new Set(query.relevant);
-    const docs: string[] = [];
-    for (const hit of rank(asHits(query.lexical), asHits(query.vector))) {
-      if (!docs.includes(hit.source)) docs.push(hit.source);
-    }
-    const top = docs.slice(0, 10);
-    let dcg = 0;
-    top.forEach((doc, i) => {
-      if (relevant.has(doc)) dcg += 1 / Math.log2(i + 2);
-    });
-    let ideal = 0;
-    for (let i = 0; i < Math.min(relevant.size, 10); i++) ideal += 1 / Math.log2(i + 2);
-    ndcg += dcg / ideal;
-    recall += top.filter((doc) => relevant.has(doc)).length / relevant.size;
-  }
-  return `${(ndcg / lists.length).toFixed(3)} | ${(recall / lists.length).toFixed(3)}`;
+  const rankings = new Map<string, string[]>();
+  const qrels = new Map<string, Set<string>>();
+  lists.forEach((query, i) => {
+    rankings.set(String(i), topDocuments(rank(asHits(query.lexical), asHits(query.vector))));
+    qrels.set(String(i), new Set(query.relevant));
+  });
+  const { ndcg, recall } = scoreAt10(
+    rankings,
+    [...qrels.keys()].map((_id) => ({ _id })),
+    qrels,
+  );
+  return `${ndcg.toFixed(3)} | ${recall.toFixed(3)}`;
 }
 
 /** Weighted reciprocal rank fusion (k = 60): what Parley did before `fuseByScore`. */

@@ -14,19 +14,17 @@
  * postings read per query term (POSTINGS_PER_TERM; the first is the default); the hybrid
  * runs read Parley's default cap.
  */
-import { readFileSync } from 'node:fs';
 import { STOP_WORDS } from '../src/documents/lexical-terms.ts';
-import { VectorStore } from '../src/storage/vector-store.ts';
 import {
-  type BenchStore,
   type Engine,
+  embedAllChunks,
   fakeEmbedder,
   openBenchStore,
 } from './support/document-store.ts';
 import { machineReport } from './support/machine.ts';
+import { loadSciFact, scoreAt10, storeCorpus, topDocuments } from './support/scifact.ts';
 import { sentenceEncoder } from './support/sentence-encoder.ts';
 
-const DATA = new URL('../../shared/data/scifact/', import.meta.url);
 const engine = (process.argv[2] ?? 'embedded') as Engine;
 const chunkings = (process.argv[3] ?? '256/32').split(',').map((pair) => {
   const [maxTokens, overlapTokens] = pair.split('/').map(Number);
@@ -40,21 +38,7 @@ const embedder = withHybrid ? await (realEmbedder ? sentenceEncoder() : fakeEmbe
 const embedderName = realEmbedder ? 'Universal Sentence Encoder' : 'fake embedder';
 const weights = (process.env.BENCH_VECTOR_WEIGHTS ?? '1,0.5,0.3,0.2,0.1').split(',').map(Number);
 
-interface Doc {
-  _id: string;
-  title: string;
-  text: string;
-}
-const fullCorpus = readJsonl<Doc>('corpus.jsonl');
-const queries = readJsonl<{ _id: string; text: string }>('queries-train.jsonl');
-const qrels = new Map<string, Set<string>>();
-for (const line of readFileSync(new URL('qrels-train.tsv', DATA), 'utf8').split('\n').slice(1)) {
-  const [query, doc] = line.split('\t');
-  if (!query || !doc) continue;
-  if (!qrels.has(query)) qrels.set(query, new Set());
-  qrels.get(query)?.add(doc);
-}
-const judged = queries.filter((query) => qrels.has(query._id));
+const { corpus: fullCorpus, judged, qrels } = loadSciFact();
 // BENCH_DOCS=n: every judged document plus the first others up to n in all (a smaller store;
 // its figures compare with each other, not with the full corpus's).
 const relevant = new Set([...qrels.values()].flatMap((docs) => [...docs]));
@@ -63,31 +47,7 @@ const corpus = fullCorpus.filter(
   (doc, i) => relevant.has(doc._id) || i < limitDocs - relevant.size,
 );
 
-function readJsonl<T>(name: string): T[] {
-  return readFileSync(new URL(name, DATA), 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as T);
-}
-
-/** nDCG@10 and Recall@10 of ranked document ids, averaged over the judged queries. */
-function evaluate(rankings: Map<string, string[]>): { ndcg: number; recall: number } {
-  let ndcg = 0;
-  let recall = 0;
-  for (const query of judged) {
-    const relevant = qrels.get(query._id) as Set<string>;
-    const ranked = (rankings.get(query._id) ?? []).slice(0, 10);
-    let dcg = 0;
-    ranked.forEach((doc, i) => {
-      if (relevant.has(doc)) dcg += 1 / Math.log2(i + 2);
-    });
-    let ideal = 0;
-    for (let i = 0; i < Math.min(relevant.size, 10); i++) ideal += 1 / Math.log2(i + 2);
-    ndcg += dcg / ideal;
-    recall += ranked.filter((doc) => relevant.has(doc)).length / relevant.size;
-  }
-  return { ndcg: ndcg / judged.length, recall: recall / judged.length };
-}
+const evaluate = (rankings: Map<string, string[]>) => scoreAt10(rankings, judged, qrels);
 
 /** The baseline: textbook BM25 over whole documents (title + abstract), in memory. */
 function baseline(): Map<string, string[]> {
@@ -131,27 +91,6 @@ function baseline(): Map<string, string[]> {
   return rankings;
 }
 
-/** Embeds every distinct chunk text with the benchmark's embedder, into the real vector store. */
-async function embedAll(store: BenchStore): Promise<void> {
-  if (!embedder) throw new Error('no embedder');
-  const vectors = new VectorStore(store.database.db);
-  // Deduplicated here: a DISTINCT ON over all texts sorts ~13 MB, which stalled PGlite (idle,
-  // never answering) in two runs, as the indexer's first round over the backlog did.
-  const all = await store.database.db.$client.query<{ hash: string; content: string }>(
-    'SELECT content_hash AS hash, content FROM chunks',
-  );
-  const rows = [...new Map(all.rows.map((row) => [row.hash, row])).values()];
-  for (let i = 0; i < rows.length; i += 256) {
-    const batch = rows.slice(i, i + 256);
-    const found = await embedder.embedDocuments(batch.map((row) => row.content));
-    await vectors.save(
-      embedder.id,
-      batch.map((row, j) => ({ hash: row.hash, vector: found[j] as number[] })),
-    );
-  }
-  process.stderr.write(`embedded ${rows.length} texts\n`);
-}
-
 async function parley(maxTokens: number, overlapTokens: number, hybrid: boolean) {
   const store = await openBenchStore(
     engine,
@@ -160,26 +99,13 @@ async function parley(maxTokens: number, overlapTokens: number, hybrid: boolean)
   );
   try {
     const started = performance.now();
-    let chunks = 0;
-    // Stored without the embedding indexer, then embedded here all at once. (Its rounds after
-    // each document, or every 100, slowed down as vectors accumulated, ~20 min at load ~8:
-    // see RESULTS.md.) The vectors are the same, stored by the same VectorStore.
-    const ingesting = store.withPostingsPerTerm(caps[0] as number);
-    for (const doc of corpus) {
-      const text = `# ${doc.title}\n\n${doc.text}`;
-      const result = await ingesting.ingest({
-        source: doc._id,
-        filename: `${doc._id}.txt`,
-        contentType: 'text/plain',
-        bytes: Buffer.byteLength(text),
-        document: { kind: 'markdown', pages: [{ page: null, text }], ocrPages: [] },
-      });
-      chunks += result.chunks;
-    }
+    // Stored without the embedding indexer, then embedded all at once (embedAllChunks): the
+    // vectors are the same, stored by the same VectorStore.
+    const chunks = await storeCorpus(store.withPostingsPerTerm(caps[0] as number), corpus);
     process.stderr.write(
       `stored ${chunks} chunks in ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
     );
-    if (hybrid) await embedAll(store);
+    if (hybrid && embedder) await embedAllChunks(store, embedder);
     const ingestSeconds = (performance.now() - started) / 1000;
     const runs = [
       ...caps.map((cap) => ({ cap, weight: 0, service: store.withPostingsPerTerm(cap) })),
@@ -195,9 +121,7 @@ async function parley(maxTokens: number, overlapTokens: number, hybrid: boolean)
         // Documents are ranked by their best chunk: ask for enough chunks to fill ten.
         const result = await service.search(query.text, { limit: 40 });
         retrieval = result.retrieval;
-        const docs: string[] = [];
-        for (const hit of result.hits) if (!docs.includes(hit.source)) docs.push(hit.source);
-        rankings.set(query._id, docs.slice(0, 10));
+        rankings.set(query._id, topDocuments(result.hits));
       }
       results.push({ ...evaluate(rankings), chunks, ingestSeconds, retrieval, cap, weight });
       process.stderr.write(

@@ -91,3 +91,27 @@ export function fakeEmbedder(dimension = 256): Embedder {
     embedQuery: async (text) => embedText(text, dimension),
   };
 }
+
+/**
+ * Embeds every distinct chunk text of the store into the real vector store, all at once.
+ * (The embedding indexer's rounds after each document slowed down as vectors accumulated,
+ * ~20 min at load ~8: see RESULTS.md.) Deduplicated here: a DISTINCT ON over all texts sorts
+ * ~13 MB, which stalled PGlite in two runs, as the indexer's first round over a backlog did.
+ */
+export async function embedAllChunks(store: BenchStore, embedder: Embedder): Promise<void> {
+  const vectors = new VectorStore(store.database.db);
+  const all = await store.database.db.$client.query<{ hash: string; content: string }>(
+    'SELECT content_hash AS hash, content FROM chunks',
+  );
+  const rows = [...new Map(all.rows.map((row) => [row.hash, row])).values()];
+  for (let i = 0; i < rows.length; i += 256) {
+    const batch = rows.slice(i, i + 256);
+    const found = await embedder.embedDocuments(batch.map((row) => row.content));
+    await vectors.save(
+      embedder.id,
+      batch.map((row, j) => ({ hash: row.hash, vector: found[j] as number[] })),
+    );
+    process.stderr.write(`embedded ${Math.min(i + 256, rows.length)} of ${rows.length}\r`);
+  }
+  process.stderr.write('\n');
+}
