@@ -196,8 +196,9 @@ export class ChatService {
       /** What the last model call said, given by the SDK just before the stream closes. */
       let finalResponse: { messages: ModelMessage[] } | undefined;
       // The SDK's tool loop with one consumer: the same engine as `streamText`, without the
-      // replay branch that lets a result be read several times (this reads it once). That
-      // branch cost ~1–2 ms a chat and ~20 µs a paced token (bench/RESULTS.md, issue 12).
+      // replay branch that lets a result be read several times (this reads it once). Without
+      // it, the embedded engine spent 3–5 ms less a chat and 13–40 µs less a paced token
+      // (bench/RESULTS.md, issue 12).
       const result = streamTextOneConsumer({
         model: languageModel,
         instructions: await system(),
