@@ -178,7 +178,8 @@ describe('three Parley replicas on one PostgreSQL database', () => {
     const user = 'scale-leave';
     const [a, b] = stack.replicas;
     if (!a || !b) throw new Error('no replicas');
-    stack.llm.enqueue(reply.text('one two three four five six seven eight', { delayMs: 250 }));
+    // Slow enough (4 s) that A is still answering when B, on a busy machine, gets queued.
+    stack.llm.enqueue(reply.text('one two three four five six seven eight', { delayMs: 500 }));
     stack.llm.respond((body) => reply.text(`answer to ${lastQuestion(body)}`));
     const first = stack.llm.chats.length;
     const running = stack.chat(a, { message: 'a slow one', user_id: user });
@@ -186,7 +187,24 @@ describe('three Parley replicas on one PostgreSQL database', () => {
 
     const leaving = new AbortController();
     const waiting = stack.chat(b, { message: 'never mind', user_id: user }, leaving.signal);
-    await sleep(300);
+    // Leave once B's chat is seen waiting (its ticket queued behind A's), not after a fixed
+    // pause: on a busy machine B's request can take longer than any pause to get there.
+    const client = new pg.Client({ connectionString: stack.database.url });
+    await client.connect();
+    try {
+      await vi.waitFor(
+        async () => {
+          const { rows } = await client.query(
+            'SELECT count(*) AS n FROM chat_turns WHERE user_id = $1',
+            [user],
+          );
+          expect(Number(rows[0]?.n)).toBe(2);
+        },
+        { timeout: 20_000 },
+      );
+    } finally {
+      await client.end();
+    }
     leaving.abort();
     await waiting.then((r) => r.text()).catch(() => {});
     // B's chat left while it waited (it never ran), before A's answer was done.
