@@ -197,7 +197,7 @@ export class ChatService {
       let finalResponse: { messages: ModelMessage[] } | undefined;
       // The SDK's tool loop with one consumer: the same engine as `streamText`, without the
       // replay branch that lets a result be read several times (this reads it once). Without
-      // it, the embedded engine spent 3–5 ms less a chat and 13–40 µs less a paced token
+      // it, the embedded engine spent 2.6–5.4 ms less a chat and 13–40 µs less a paced token
       // (bench/RESULTS.md, issue 12).
       const result = streamTextOneConsumer({
         model: languageModel,
