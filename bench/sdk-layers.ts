@@ -8,7 +8,11 @@
  *   node bench/sdk-layers.ts [tokens=200] [parallel=20] [delayMs=5]
  */
 import type { LanguageModelV4 } from '@ai-sdk/provider';
-import { experimental_streamTextLowMemory, streamText } from 'ai';
+import {
+  experimental_streamLanguageModelCall,
+  experimental_streamTextLowMemory,
+  streamText,
+} from 'ai';
 import { createOpenAICompatibleModel } from '../src/models/openai-compatible-model.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
@@ -29,6 +33,15 @@ const prompt = [{ role: 'user' as const, content: [{ type: 'text' as const, text
 const layers: Record<string, () => Promise<number>> = {
   'provider doStream': async () => {
     const { stream } = await model.doStream({ prompt });
+    let deltas = 0;
+    for await (const part of stream) if (part.type === 'text-delta') deltas++;
+    return deltas;
+  },
+  'streamLanguageModelCall (one model call, tool calls parsed)': async () => {
+    const { stream } = await experimental_streamLanguageModelCall({
+      model,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     let deltas = 0;
     for await (const part of stream) if (part.type === 'text-delta') deltas++;
     return deltas;
