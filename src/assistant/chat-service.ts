@@ -1,11 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import {
-  type ModelMessage,
-  pruneMessages,
-  stepCountIs,
-  experimental_streamTextLowMemory as streamTextOneConsumer,
-  type ToolSet,
-} from 'ai';
+import { type ModelMessage, pruneMessages, type ToolSet } from 'ai';
+import { resolveLanguageModel } from 'ai/internal';
 import type { Logger } from 'pino';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
@@ -16,6 +11,7 @@ import { fitHistory } from './history-window.ts';
 import { localDate, resolveTimezone } from './local-time.ts';
 import type { RunTrace, RunTracer } from './run-tracer.ts';
 import { buildSystemPrompt } from './system-prompt.ts';
+import { runToolLoop, type ToolLoopPart } from './tool-loop.ts';
 import { type HeldTurn, TurnLostError, type UserChatLock } from './user-chat-lock.ts';
 
 export interface ChatSettings {
@@ -192,47 +188,29 @@ export class ChatService {
 
       // The first chat may wait minutes for the embedded model to download: not past the
       // client leaving or the server stopping.
-      const languageModel = await unlessAborted(model.get(), signal);
-      /** What the last model call said, given by the SDK just before the stream closes. */
-      let finalResponse: { messages: ModelMessage[] } | undefined;
-      // The SDK's tool loop with one consumer: the same engine as `streamText`, without the
-      // replay branch that lets a result be read several times (this reads it once). Without
-      // it, the embedded engine spent 2.6–5.4 ms less a chat and 13–40 µs less a paced token
-      // (bench/RESULTS.md, issue 12).
-      const result = streamTextOneConsumer({
+      const languageModel = resolveLanguageModel(await unlessAborted(model.get(), signal));
+      const instructions = await system();
+      const loop = runToolLoop({
         model: languageModel,
-        instructions: await system(),
         // Capabilities' sections are read again before each later model call; without any,
         // the prompt cannot change within a chat and is built once.
-        ...(this.#deps.promptSections?.length
-          ? {
-              prepareStep: async ({ stepNumber }: { stepNumber: number }) =>
-                stepNumber === 0 ? {} : { instructions: await system() },
-            }
-          : {}),
+        instructions: (stepNumber) =>
+          stepNumber === 0 || !this.#deps.promptSections?.length ? instructions : system(),
         messages: [...history, userMessage],
         tools: toolSet,
-        stopWhen: stepCountIs(settings.maxSteps),
+        maxSteps: settings.maxSteps,
         maxRetries: settings.maxRetries,
-        abortSignal: signal,
-        timeout: {
-          firstChunkMs: settings.chunkTimeoutMs,
-          chunkMs: settings.chunkTimeoutMs,
-          toolMs: settings.toolTimeoutMs,
-        },
-        // The SDK's default prints the error whole to stderr, request body (the prompt, the
-        // conversation) included. It reaches us as the stream's 'error' part instead, and is
-        // logged below as codes only.
-        onError: () => {},
-        onEnd: ({ response }) => {
-          finalResponse = response;
-        },
+        signal,
+        chunkTimeoutMs: settings.chunkTimeoutMs,
+        toolTimeoutMs: settings.toolTimeoutMs,
       });
+      /** What the loop ended with: the usage of every call, the last call's messages. */
+      let end: Extract<ToolLoopPart, { type: 'finish' }> | undefined;
 
       let thinking = false;
       let step = newStep(0);
       const toolStarts = new Map<string, Date>();
-      for await (const part of result.fullStream) {
+      for await (const part of loop) {
         switch (part.type) {
           case 'start-step':
             step = newStep(step.index + 1);
@@ -299,11 +277,8 @@ export class ChatService {
               outputTokens: part.usage.outputTokens,
             });
             break;
-          case 'error':
-            throw part.error;
-          case 'abort':
-            // Not the client (that is handled below): one of our timeouts fired.
-            if (!signal.aborted) throw new DOMException('The model call timed out', 'TimeoutError');
+          case 'finish':
+            end = part;
             break;
         }
       }
@@ -314,9 +289,8 @@ export class ChatService {
       }
 
       signal.throwIfAborted(); // the client left or the server is stopping: handled below
-      const usage = await result.totalUsage; // rejects as the stream did, if it failed
-      if (!finalResponse) throw new Error('the model stream closed without its end');
-      const response = finalResponse;
+      if (!end) throw new Error('the tool loop ended without its end');
+      const usage = end.totalUsage;
       await runs.record(
         run,
         {
@@ -326,7 +300,7 @@ export class ChatService {
           toolsUsed: [...toolsUsed],
         },
         // Reasoning is shown (when asked) but never stored or sent back to the model.
-        [userMessage, ...pruneMessages({ messages: response.messages, reasoning: 'all' })],
+        [userMessage, ...pruneMessages({ messages: end.responseMessages, reasoning: 'all' })],
       );
       trace.end({ status: 'completed', answer });
       await this.#deps

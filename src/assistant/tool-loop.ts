@@ -1,0 +1,295 @@
+import type { LanguageModelV4, LanguageModelV4StreamPart } from '@ai-sdk/provider';
+import { executeTool, getErrorMessage, isExecutableTool } from '@ai-sdk/provider-utils';
+import type { FinishReason, LanguageModelUsage, ModelMessage, ToolSet } from 'ai';
+import {
+  addLanguageModelUsage,
+  asLanguageModelUsage,
+  convertToLanguageModelPrompt,
+  createNullLanguageModelUsage,
+  parseToolCall,
+  prepareRetries,
+  prepareToolChoice,
+  prepareTools,
+  standardizePrompt,
+  toResponseMessages,
+} from 'ai/internal';
+
+/**
+ * The agent's tool loop, read straight off the provider's stream: call the model, run the
+ * tools it asks for, call it again with their results, until it answers without a tool or
+ * `maxSteps` calls were made.
+ *
+ * Why not the SDK's `streamText`: it pipes every token through about fifteen web-stream
+ * stages, which cost more CPU per token than the provider's own stream
+ * (bench/RESULTS.md, issue 12). This loop keeps everything else of the SDK: its providers
+ * and their `doStream` (the language-model specification), its tool definitions, and its own
+ * functions for what a loop must get exactly right (prompt conversion, tool-call parsing and
+ * validation, retries, the messages a step adds); those come from `ai/internal`, the entry
+ * point the SDK's own packages use. It does what Parley's chat used of `streamText` and no
+ * more: no approvals, provider-executed tools, files or sources. The recorded provider
+ * streams give the same answers, tool messages and history as `streamText` did
+ * (test/http/recorded-streams.test.ts).
+ */
+export interface ToolLoopOptions {
+  model: LanguageModelV4;
+  /** The system prompt; called again before every call after the first. */
+  instructions: (step: number) => string | Promise<string>;
+  messages: ModelMessage[];
+  tools: ToolSet;
+  maxSteps: number;
+  maxRetries: number;
+  /** The client leaving or the server stopping. */
+  signal: AbortSignal;
+  /** Longest wait for a model's first chunk, and then between chunks. */
+  chunkTimeoutMs: number;
+  /** Longest a tool may run. */
+  toolTimeoutMs: number;
+}
+
+export type ToolLoopPart =
+  | { type: 'start-step' }
+  | { type: 'text-delta'; text: string }
+  | { type: 'reasoning-delta'; text: string }
+  | { type: 'tool-call'; toolCallId: string; toolName: string; input: unknown }
+  | {
+      type: 'tool-result';
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      output: unknown;
+    }
+  | {
+      type: 'tool-error';
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+      error: unknown;
+    }
+  | { type: 'finish-step'; finishReason: FinishReason; usage: LanguageModelUsage }
+  | {
+      type: 'finish';
+      totalUsage: LanguageModelUsage;
+      /** What the last model call added to the conversation (as `streamText`'s `onEnd`). */
+      responseMessages: ModelMessage[];
+    };
+
+/** What a step adds to the conversation, in the shape `toResponseMessages` reads. */
+type StepContent = Parameters<typeof toResponseMessages>[0]['content'];
+type ToolOutput = Extract<ToolLoopPart, { type: 'tool-result' | 'tool-error' }>;
+
+/**
+ * Runs the loop, yielding what happens as it happens. Failures are thrown: the model's (after
+ * its retries), a timeout (a `TimeoutError` DOMException), or the signal's reason.
+ */
+export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<ToolLoopPart> {
+  const { model, tools, signal } = options;
+  const modelTools = await prepareTools({ tools });
+  const toolChoice = prepareToolChoice({ toolChoice: undefined });
+  const provider = model.provider.split('.')[0];
+  const { retry } = prepareRetries({ maxRetries: options.maxRetries, abortSignal: signal });
+  let messages = options.messages;
+  let totalUsage = createNullLanguageModelUsage();
+
+  for (let step = 0; ; step++) {
+    signal.throwIfAborted();
+    yield { type: 'start-step' };
+    const instructions = await options.instructions(step);
+    const standardized = await standardizePrompt({ instructions, messages });
+    const prompt = await convertToLanguageModelPrompt({
+      prompt: standardized,
+      supportedUrls: await model.supportedUrls,
+      download: undefined,
+      abortSignal: signal,
+      provider,
+    });
+
+    const deadline = new ChunkDeadline(options.chunkTimeoutMs);
+    const modelSignal = AbortSignal.any([signal, deadline.signal]);
+    const content: StepContent = [];
+    const running: Promise<ToolOutput>[] = [];
+    const settled: ToolOutput[] = [];
+    let finish: { reason: FinishReason; usage: LanguageModelUsage } | undefined;
+    let text: { type: 'text'; text: string; providerMetadata?: unknown } | undefined;
+    let reasoning: { type: 'reasoning'; text: string; providerMetadata?: unknown } | undefined;
+    try {
+      const { stream } = await retry(() =>
+        model.doStream({
+          prompt,
+          tools: modelTools,
+          toolChoice,
+          abortSignal: modelSignal,
+        }),
+      );
+      for await (const part of stream as AsyncIterable<LanguageModelV4StreamPart>) {
+        deadline.reset();
+        switch (part.type) {
+          case 'text-start':
+            text = { type: 'text', text: '', providerMetadata: part.providerMetadata };
+            content.push(text as StepContent[number]);
+            break;
+          case 'text-delta':
+            if (!text) throw new Error(`text part ${part.id} not found`);
+            text.text += part.delta;
+            text.providerMetadata = part.providerMetadata ?? text.providerMetadata;
+            yield { type: 'text-delta', text: part.delta };
+            break;
+          case 'text-end':
+            if (text) text.providerMetadata = part.providerMetadata ?? text.providerMetadata;
+            text = undefined;
+            break;
+          case 'reasoning-start':
+            reasoning = { type: 'reasoning', text: '', providerMetadata: part.providerMetadata };
+            content.push(reasoning as StepContent[number]);
+            break;
+          case 'reasoning-delta':
+            if (!reasoning) throw new Error(`reasoning part ${part.id} not found`);
+            reasoning.text += part.delta;
+            reasoning.providerMetadata = part.providerMetadata ?? reasoning.providerMetadata;
+            yield { type: 'reasoning-delta', text: part.delta };
+            break;
+          case 'reasoning-end':
+            if (reasoning) {
+              reasoning.providerMetadata = part.providerMetadata ?? reasoning.providerMetadata;
+            }
+            reasoning = undefined;
+            break;
+          case 'tool-call': {
+            const call = await parseToolCall({
+              toolCall: part,
+              tools,
+              repairToolCall: undefined,
+              instructions: standardized.instructions,
+              messages: standardized.messages,
+              abortSignal: modelSignal,
+            });
+            content.push(call);
+            yield {
+              type: 'tool-call',
+              toolCallId: call.toolCallId,
+              toolName: call.toolName,
+              input: call.input,
+            };
+            if (call.invalid) {
+              // An unknown tool or arguments that fail its schema: the model is told why.
+              const error: ToolOutput = {
+                type: 'tool-error',
+                toolCallId: call.toolCallId,
+                toolName: call.toolName,
+                input: call.input,
+                error: getErrorMessage(call.error),
+              };
+              content.push({ ...error, dynamic: true } as StepContent[number]);
+              yield error;
+              break;
+            }
+            // Runs while the model goes on; its result is reported as soon as it is known.
+            running.push(
+              runTool(call, tools, standardized.messages, signal, options.toolTimeoutMs).then(
+                (output) => {
+                  settled.push(output);
+                  return output;
+                },
+              ),
+            );
+            break;
+          }
+          case 'finish':
+            finish = {
+              reason: part.finishReason.unified,
+              usage: asLanguageModelUsage(part.usage),
+            };
+            break;
+          case 'error':
+            throw part.error;
+          default:
+            // stream-start, response-metadata, tool-input-*, raw, files and sources: nothing
+            // of Parley's reads them.
+            break;
+        }
+        for (const output of settled.splice(0)) {
+          content.push(output as StepContent[number]);
+          yield output;
+        }
+      }
+    } catch (error) {
+      if (deadline.signal.aborted && !signal.aborted) throw deadline.signal.reason;
+      throw error;
+    } finally {
+      deadline.clear();
+    }
+    await Promise.allSettled(running);
+    for (const output of settled.splice(0)) {
+      content.push(output as StepContent[number]);
+      yield output;
+    }
+    if (!finish) throw new Error('the model stream closed without its end');
+    totalUsage = addLanguageModelUsage(totalUsage, finish.usage);
+    yield { type: 'finish-step', finishReason: finish.reason, usage: finish.usage };
+
+    const responseMessages = await toResponseMessages({ content, tools });
+    const calledTools = content.some((part) => part.type === 'tool-call');
+    if (!calledTools || finish.reason === 'interrupted' || step + 1 >= options.maxSteps) {
+      yield { type: 'finish', totalUsage, responseMessages };
+      return;
+    }
+    messages = [...messages, ...responseMessages];
+  }
+}
+
+/** Runs one tool call to its final output; a throw or a timeout becomes a tool error. */
+async function runTool(
+  call: { toolCallId: string; toolName: string; input: unknown },
+  tools: ToolSet,
+  messages: ModelMessage[],
+  signal: AbortSignal,
+  timeoutMs: number,
+): Promise<ToolOutput> {
+  const { toolCallId, toolName, input } = call;
+  const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
+  try {
+    if (!tool || !isExecutableTool(tool)) throw new Error(`tool ${toolName} cannot be run`);
+    let output: unknown;
+    for await (const part of executeTool({
+      tool,
+      input,
+      options: {
+        toolCallId,
+        messages,
+        abortSignal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+        context: undefined as never, // Parley's tools take no context
+      },
+    })) {
+      if (part.type === 'final') output = part.output;
+    }
+    return { type: 'tool-result', toolCallId, toolName, input, output };
+  } catch (error) {
+    return { type: 'tool-error', toolCallId, toolName, input, error };
+  }
+}
+
+/**
+ * Aborts when no chunk came for `ms`: from the call's start for the first one, then since
+ * the last. One timer, moved forward per chunk (`refresh` costs less than a new timer).
+ */
+class ChunkDeadline {
+  readonly #controller = new AbortController();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(ms: number) {
+    this.#timer = setTimeout(() => {
+      this.#controller.abort(new DOMException('The model call timed out', 'TimeoutError'));
+    }, ms);
+  }
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  reset(): void {
+    this.#timer.refresh();
+  }
+
+  clear(): void {
+    clearTimeout(this.#timer);
+  }
+}
