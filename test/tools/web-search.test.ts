@@ -184,6 +184,28 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
       expect(tools.length).toBeGreaterThan(0);
     });
   });
+
+  describe('with a tool time limit shorter than the search’s own', () => {
+    beforeAll(async () => {
+      const search = searches.get('searxng') as FakeSearchServer;
+      await runWith({
+        ...base,
+        ...envFor(search),
+        WEB_SEARCH_TIMEOUT_MS: '30000',
+        TOOL_TIMEOUT_MS: '300',
+      });
+    }, 60_000);
+
+    it('stops the tool at TOOL_TIMEOUT_MS, tells the model, and the chat carries on', async () => {
+      (searches.get('searxng') as FakeSearchServer).failNext('stall');
+      const started = Date.now();
+      const { stream, toolOutput } = await searchThrough('tool-timeout');
+      expect(stream.error).toBeUndefined();
+      expect(stream.text).toBe('Here is what I found.');
+      expect(toolOutput).toMatch(/timeout|timed out/i);
+      expect(Date.now() - started).toBeLessThan(10_000); // not the search's own 30 s
+    });
+  });
 });
 
 describe('web search configuration', () => {
