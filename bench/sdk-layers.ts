@@ -1,9 +1,10 @@
 /**
  * Supporting: CPU per paced token in the layers of the AI SDK that Parley's chat goes
  * through, without Parley's HTTP edge or database: the provider's own stream
- * (`doStream`), and `streamText` on top of it (what Parley uses, for its tool loop). One
- * process, 20 streams at a time; the fake model runs in its own process and sends one
- * token every `delayMs`, so each token comes in its own network read, as from a real model.
+ * (`doStream`), Parley's own tool loop over it, and the SDK's `streamText` (the loop Parley
+ * used before issue 12). One process, 20 streams at a time; the fake model runs in its own
+ * process and sends one token every `delayMs`, so each token comes in its own network read,
+ * as from a real model. Layers run in the order listed, each after a warm-up round.
  *
  *   node bench/sdk-layers.ts [tokens=200] [parallel=20] [delayMs=5]
  */
@@ -13,6 +14,7 @@ import {
   experimental_streamTextLowMemory,
   streamText,
 } from 'ai';
+import { runToolLoop } from '../src/assistant/tool-loop.ts';
 import { createOpenAICompatibleModel } from '../src/models/openai-compatible-model.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
@@ -35,6 +37,22 @@ const layers: Record<string, () => Promise<number>> = {
     const { stream } = await model.doStream({ prompt });
     let deltas = 0;
     for await (const part of stream) if (part.type === 'text-delta') deltas++;
+    return deltas;
+  },
+  "Parley's tool loop (runToolLoop, reads doStream)": async () => {
+    let deltas = 0;
+    for await (const part of runToolLoop({
+      model,
+      instructions: () => 'be brief',
+      messages: [{ role: 'user', content: 'hi' }],
+      tools: {},
+      maxSteps: 8,
+      maxRetries: 0,
+      signal: new AbortController().signal,
+      chunkTimeoutMs: 60_000,
+      toolTimeoutMs: 60_000,
+    }))
+      if (part.type === 'text-delta') deltas++;
     return deltas;
   },
   'streamLanguageModelCall (one model call, tool calls parsed)': async () => {
