@@ -15,10 +15,10 @@ import { promptToChatHistory } from './llama/prompt-to-chat-history.ts';
 import { createStreamPartWriter } from './llama/stream-part-writer.ts';
 import { toolsToFunctions } from './llama/tools-to-functions.ts';
 
-// The embedded llama.cpp model as an AI SDK language model, so the app drives
-// it with `streamText` exactly like a remote provider. node-llama-cpp only
-// generates: it stops at function calls (no handlers are given) and the AI SDK
-// executes the tools and runs the loop.
+// The embedded llama.cpp model as an AI SDK language model, so the chat's tool
+// loop drives its `doStream` exactly like a remote provider's. node-llama-cpp
+// only generates: it stops at function calls (no handlers are given) and the
+// loop (src/assistant/tool-loop.ts) executes the tools.
 
 export type EmbeddedLlamaModelOptions = {
   loader: LlamaModelLoader;
