@@ -92,9 +92,14 @@ export async function startServer(options: ServerOptions = {}): Promise<BenchSer
     process: child,
     dataDir,
     spawnedAt,
-    listeningAt,
+    // Read when asked: the log line may come through the pipe after the first 200.
+    get listeningAt() {
+      return listeningAt;
+    },
     healthyAt,
-    listening,
+    get listening() {
+      return listening;
+    },
     logs,
     async stop({ keep = false } = {}) {
       if (child.exitCode === null && child.signalCode === null) {
