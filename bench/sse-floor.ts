@@ -50,7 +50,7 @@ async function measure(server: { url: string; pid: number }, tokens: number) {
 }
 
 const rows: string[] = [];
-for (const mode of ['write', 'relay']) {
+for (const mode of ['write', 'passthrough', 'readable', 'relay']) {
   const server = await startChild(mode);
   await measure(server, 1); // warm-up
   const one = await measure(server, 1);

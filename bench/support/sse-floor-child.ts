@@ -1,12 +1,15 @@
 /**
  * The floor under Parley's per-token cost (bench/sse-floor.ts): the least a Node server can
  * do per streamed token. `write`: writes one SSE fragment per tick of its own timer, no
- * upstream. `relay`: reads the fake model's stream with fetch and writes one fragment per
- * token it finds, no SDK, no database. Prints its port on stdout.
+ * upstream. `passthrough` and `readable`: the same through a `PassThrough` or a plain
+ * `Readable` piped into the response (what a framework that sends a stream body does).
+ * `relay`: reads the fake model's stream with fetch and writes one fragment per token it
+ * finds, no SDK, no database. Prints its port on stdout.
  *
- *   node bench/support/sse-floor-child.ts write|relay [fakeUrl]
+ *   node bench/support/sse-floor-child.ts write|passthrough|readable|relay [fakeUrl]
  */
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
+import { PassThrough, Readable } from 'node:stream';
 
 const [mode, fakeUrl] = process.argv.slice(2);
 
@@ -20,11 +23,36 @@ const server = createServer((req, res) => {
     const { tokens, delayMs } = JSON.parse(body) as { tokens: number; delayMs: number };
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     if (mode === 'relay') void relay(res);
+    else if (mode === 'passthrough') write(piped(res, new PassThrough()), tokens, delayMs);
+    else if (mode === 'readable') write(piped(res, pushed()), tokens, delayMs);
     else write(res, tokens, delayMs);
   });
 });
 
-function write(res: import('node:http').ServerResponse, tokens: number, delayMs: number) {
+/** Where `write` sends its fragments. */
+interface Sink {
+  write(text: string): unknown;
+  end(text: string): unknown;
+}
+
+function piped(res: ServerResponse, body: Readable & Sink): Sink {
+  body.pipe(res);
+  return body;
+}
+
+/** A plain Readable fed with push(): no writable side, unlike a PassThrough. */
+function pushed(): Readable & Sink {
+  const body = new Readable({ read() {} }) as Readable & Sink;
+  body.write = (text: string) => body.push(text);
+  body.end = (text: string) => {
+    body.push(text);
+    body.push(null);
+    return body;
+  };
+  return body;
+}
+
+function write(res: Sink, tokens: number, delayMs: number) {
   let sent = 0;
   const timer = setInterval(() => {
     res.write(`data: ${JSON.stringify(` t${++sent}`)}\n\n`);
@@ -35,7 +63,7 @@ function write(res: import('node:http').ServerResponse, tokens: number, delayMs:
   }, delayMs);
 }
 
-async function relay(res: import('node:http').ServerResponse) {
+async function relay(res: ServerResponse) {
   const upstream = await fetch(`${fakeUrl}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

@@ -67,6 +67,7 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
     expect(response.headers.get('cache-control')).toBe('no-cache');
     expect(response.headers.get('x-accel-buffering')).toBe('no');
+    expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/); // like every route
     const stream = await readChat(response);
     expect(stream.fragments.length).toBeGreaterThan(1);
     expect(stream.text).toBe('안녕하세요! 무엇을 도와드릴까요?');
