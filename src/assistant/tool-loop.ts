@@ -112,14 +112,21 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
     let text: { type: 'text'; text: string; providerMetadata?: unknown } | undefined;
     let reasoning: { type: 'reasoning'; text: string; providerMetadata?: unknown } | undefined;
     try {
-      const { stream } = await retry(() =>
-        model.doStream({
-          prompt,
-          tools: modelTools,
-          toolChoice,
-          abortSignal: modelSignal,
-        }),
-      );
+      const { stream } = await retry(async () => {
+        // Each attempt has its own deadline; the wait between attempts is not the model's.
+        deadline.start();
+        try {
+          return await model.doStream({
+            prompt,
+            tools: modelTools,
+            toolChoice,
+            abortSignal: modelSignal,
+          });
+        } catch (error) {
+          deadline.stop();
+          throw error;
+        }
+      });
       for await (const part of stream as AsyncIterable<LanguageModelV4StreamPart>) {
         deadline.reset();
         switch (part.type) {
@@ -215,7 +222,7 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
       if (deadline.signal.aborted && !signal.aborted) throw deadline.signal.reason;
       throw error;
     } finally {
-      deadline.clear();
+      deadline.stop();
     }
     await Promise.allSettled(running);
     for (const output of settled.splice(0)) {
@@ -268,28 +275,36 @@ async function runTool(
 }
 
 /**
- * Aborts when no chunk came for `ms`: from the call's start for the first one, then since
- * the last. One timer, moved forward per chunk (`refresh` costs less than a new timer).
+ * Aborts when no chunk came for `ms`: from the start of a model call (its response headers
+ * included) for the first one, then since the last. One timer per call, moved forward per
+ * chunk (`refresh` costs less than a new timer).
  */
 class ChunkDeadline {
   readonly #controller = new AbortController();
-  readonly #timer: NodeJS.Timeout;
+  readonly #ms: number;
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(ms: number) {
-    this.#timer = setTimeout(() => {
-      this.#controller.abort(new DOMException('The model call timed out', 'TimeoutError'));
-    }, ms);
+    this.#ms = ms;
   }
 
   get signal(): AbortSignal {
     return this.#controller.signal;
   }
 
-  reset(): void {
-    this.#timer.refresh();
+  start(): void {
+    this.stop();
+    this.#timer = setTimeout(() => {
+      this.#controller.abort(new DOMException('The model call timed out', 'TimeoutError'));
+    }, this.#ms);
   }
 
-  clear(): void {
+  reset(): void {
+    this.#timer?.refresh();
+  }
+
+  stop(): void {
     clearTimeout(this.#timer);
+    this.#timer = undefined;
   }
 }

@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChatStack, startChatStack } from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -111,6 +112,45 @@ describe.each(['0', '1'])('model failures with LLM_MAX_RETRIES=%s', (retries) =>
     });
     expect(stream.ended).toBe(true);
     llm.assertNoUnexpected();
+  });
+});
+
+describe.each(ENGINES)('a retried model call on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  let parley: RunningParley | undefined;
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    storage = await engineEnv(engine);
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  it('does not count the wait before a retry against LLM_CHUNK_TIMEOUT_MS', async () => {
+    // The SDK waits ~2 s before its first retry; the chunk limit is 1 s.
+    llm.enqueue(reply.error(503), reply.text('answered on the retry'));
+    parley = await startParley({
+      env: {
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '1',
+        LLM_CHUNK_TIMEOUT_MS: '1000',
+        ...storage.env,
+      },
+    });
+    const stream = await readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'hello', user_id: 'retry-wait' }),
+      }),
+    );
+    expect(stream.error).toBeUndefined();
+    expect(stream.text).toBe('answered on the retry');
+    llm.assertNoUnexpected();
+    llm.assertAllConsumed();
   });
 });
 
