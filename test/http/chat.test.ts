@@ -231,6 +231,18 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(stream.raw).toContain(': ping\n\n'); // kept alive while waiting
   });
 
+  it('times out a model server that never answers, not even with headers', async () => {
+    llm.enqueue(reply.silent());
+    const started = Date.now();
+    const stream = await ask({ message: 'go', user_id: 'silent' });
+    expect(stream.error).toEqual({
+      code: 'model_timeout',
+      message: 'The model took too long to answer.',
+    });
+    expect(stream.ended).toBe(true);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it('keeps the question of a failed chat in the history', async () => {
     llm.enqueue(reply.error(503), reply.text('now it works'));
     await ask({ message: 'lost?', user_id: 'kept' });

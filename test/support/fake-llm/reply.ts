@@ -21,6 +21,8 @@ export interface StreamFaults {
   malformedAfter?: number;
   /** Write K chunks, then nothing more until the client gives up. */
   stallAfter?: number;
+  /** Send nothing at all, not even the response headers, until the client gives up. */
+  silent?: boolean;
 }
 
 /** Where reasoning goes: DeepSeek/vLLM `reasoning_content`, Groq/OpenRouter `reasoning`, or Qwen-style `<think>` in content. */
@@ -157,6 +159,11 @@ export const reply = {
   /** Headers are sent, then nothing: the client has to time out or abort. */
   stall(): TurnReply {
     return reply.text('', { stallAfter: 0 });
+  },
+
+  /** The request is taken and never answered, not even with headers (a wedged server). */
+  silent(): TurnReply {
+    return reply.text('', { silent: true });
   },
 
   error(status: number, options: ErrorOptions = {}): ErrorReply {

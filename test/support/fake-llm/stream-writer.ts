@@ -21,6 +21,7 @@ export async function writeSse(
   faults: StreamFaults,
   control: WriteControl,
 ): Promise<void> {
+  if (faults.silent) return;
   res.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
@@ -46,6 +47,7 @@ export async function writeJson(
   faults: StreamFaults,
   control: WriteControl,
 ): Promise<void> {
+  if (faults.silent) return;
   if (!(await pause(faults.delayMs, control.signal))) return;
   if (faults.disconnectAfter !== undefined) return control.dropConnection();
   if (faults.stallAfter !== undefined) return;
