@@ -76,6 +76,8 @@ export type ToolLoopPart =
 /** What a step adds to the conversation, in the shape `toResponseMessages` reads. */
 type StepContent = Parameters<typeof toResponseMessages>[0]['content'];
 type ToolOutput = Extract<ToolLoopPart, { type: 'tool-result' | 'tool-error' }>;
+/** A text or reasoning part of a step, filled by its deltas. */
+type OpenPart = { type: 'text' | 'reasoning'; text: string; providerMetadata?: unknown };
 
 /**
  * Runs the loop, yielding what happens as it happens. Failures are thrown: the model's (after
@@ -109,8 +111,8 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
     const running: Promise<ToolOutput>[] = [];
     const settled: ToolOutput[] = [];
     let finish: { reason: FinishReason; usage: LanguageModelUsage } | undefined;
-    let text: { type: 'text'; text: string; providerMetadata?: unknown } | undefined;
-    let reasoning: { type: 'reasoning'; text: string; providerMetadata?: unknown } | undefined;
+    /** Text and reasoning parts still open, by the provider's part id (as the SDK keeps them). */
+    const open = { text: new Map<string, OpenPart>(), reasoning: new Map<string, OpenPart>() };
     try {
       const { stream } = await retry(async () => {
         // Each attempt has its own deadline; the wait between attempts is not the model's.
@@ -131,35 +133,35 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
         deadline.reset();
         switch (part.type) {
           case 'text-start':
-            text = { type: 'text', text: '', providerMetadata: part.providerMetadata };
-            content.push(text as StepContent[number]);
+          case 'reasoning-start': {
+            const kind = part.type === 'text-start' ? 'text' : 'reasoning';
+            const opened: OpenPart = {
+              type: kind,
+              text: '',
+              providerMetadata: part.providerMetadata,
+            };
+            open[kind].set(part.id, opened);
+            content.push(opened as StepContent[number]);
             break;
+          }
           case 'text-delta':
-            if (!text) throw new Error(`text part ${part.id} not found`);
-            text.text += part.delta;
-            text.providerMetadata = part.providerMetadata ?? text.providerMetadata;
-            yield { type: 'text-delta', text: part.delta };
+          case 'reasoning-delta': {
+            const kind = part.type === 'text-delta' ? 'text' : 'reasoning';
+            const opened = open[kind].get(part.id);
+            if (!opened) throw new Error(`${kind} part ${part.id} not found`);
+            opened.text += part.delta;
+            opened.providerMetadata = part.providerMetadata ?? opened.providerMetadata;
+            yield { type: part.type, text: part.delta };
             break;
+          }
           case 'text-end':
-            if (text) text.providerMetadata = part.providerMetadata ?? text.providerMetadata;
-            text = undefined;
+          case 'reasoning-end': {
+            const kind = part.type === 'text-end' ? 'text' : 'reasoning';
+            const opened = open[kind].get(part.id);
+            if (opened) opened.providerMetadata = part.providerMetadata ?? opened.providerMetadata;
+            open[kind].delete(part.id);
             break;
-          case 'reasoning-start':
-            reasoning = { type: 'reasoning', text: '', providerMetadata: part.providerMetadata };
-            content.push(reasoning as StepContent[number]);
-            break;
-          case 'reasoning-delta':
-            if (!reasoning) throw new Error(`reasoning part ${part.id} not found`);
-            reasoning.text += part.delta;
-            reasoning.providerMetadata = part.providerMetadata ?? reasoning.providerMetadata;
-            yield { type: 'reasoning-delta', text: part.delta };
-            break;
-          case 'reasoning-end':
-            if (reasoning) {
-              reasoning.providerMetadata = part.providerMetadata ?? reasoning.providerMetadata;
-            }
-            reasoning = undefined;
-            break;
+          }
           case 'tool-call': {
             const call = await parseToolCall({
               toolCall: part,
@@ -213,10 +215,8 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
             // of Parley's reads them.
             break;
         }
-        for (const output of settled.splice(0)) {
-          content.push(output as StepContent[number]);
-          yield output;
-        }
+        // Tool results that came in meanwhile (rare: checked without allocating per token).
+        if (settled.length > 0) yield* drain(settled, content);
       }
     } catch (error) {
       if (deadline.signal.aborted && !signal.aborted) throw deadline.signal.reason;
@@ -225,10 +225,7 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
       deadline.stop();
     }
     await Promise.allSettled(running);
-    for (const output of settled.splice(0)) {
-      content.push(output as StepContent[number]);
-      yield output;
-    }
+    yield* drain(settled, content);
     if (!finish) throw new Error('the model stream closed without its end');
     totalUsage = addLanguageModelUsage(totalUsage, finish.usage);
     yield { type: 'finish-step', finishReason: finish.reason, usage: finish.usage };
@@ -240,6 +237,14 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
       return;
     }
     messages = [...messages, ...responseMessages];
+  }
+}
+
+/** Reports the tool outputs settled so far, in the order they settled, and adds them to the step. */
+function* drain(settled: ToolOutput[], content: StepContent): Generator<ToolOutput> {
+  for (const output of settled.splice(0)) {
+    content.push(output as StepContent[number]);
+    yield output;
   }
 }
 
