@@ -1,3 +1,5 @@
+import type { BodyTransform } from './http-fetch.ts';
+
 /**
  * Merges the text deltas of an OpenAI-style chat-completions stream that arrive together.
  *
@@ -134,51 +136,38 @@ function onlyKnown(value: Record<string, unknown>, known: Set<string>): boolean 
 }
 
 /**
- * A byte stream transform applying {@link coalesceEvents} to the events complete in each
- * read. An event cut by a read boundary waits for its end (the SSE parser downstream would
- * wait for it too). Streams framed with `\r` are passed through untouched from the first
- * `\r` on, since their event boundaries are not the `\n\n` this splits on.
+ * Applies {@link coalesceEvents} to the events complete in each read of a response body (see
+ * http-fetch.ts, which calls it on every network read, before the body becomes a web stream).
+ * An event cut by a read boundary waits for its end (the SSE parser downstream would wait for
+ * it too). Streams framed with `\r` are passed through untouched from the first `\r` on,
+ * since their event boundaries are not the `\n\n` this splits on.
  */
-export function coalesceSseBursts(): TransformStream<Uint8Array, Uint8Array> {
+export function createSseBurstMerger(): BodyTransform {
   const decoder = new TextDecoder();
-  const encoder = new TextEncoder();
   let pending = '';
   let passThrough = false;
-  return new TransformStream({
-    transform(bytes, controller) {
-      if (passThrough) return controller.enqueue(bytes);
+  return {
+    chunk(bytes) {
+      if (passThrough) return bytes;
       const text = pending + decoder.decode(bytes, { stream: true });
       if (text.includes('\r')) {
         passThrough = true;
         pending = '';
-        return controller.enqueue(encoder.encode(text));
+        return Buffer.from(text);
       }
       const end = text.lastIndexOf('\n\n');
       if (end === -1) {
         pending = text;
-        return;
+        return undefined;
       }
       pending = text.slice(end + 2);
       const events = coalesceEvents(text.slice(0, end).split('\n\n'));
-      controller.enqueue(encoder.encode(`${events.join('\n\n')}\n\n`));
+      return Buffer.from(`${events.join('\n\n')}\n\n`);
     },
-    flush(controller) {
+    end() {
       const rest = pending + decoder.decode();
-      if (rest) controller.enqueue(encoder.encode(rest));
+      pending = '';
+      return rest ? Buffer.from(rest) : undefined;
     },
-  });
-}
-
-/** Wraps `fetch` so that event-stream response bodies go through {@link coalesceSseBursts}. */
-export function fetchWithCoalescedBursts(inner: typeof fetch = fetch): typeof fetch {
-  return async (input, init) => {
-    const response = await inner(input, init);
-    const type = response.headers.get('content-type') ?? '';
-    if (!response.body || !type.startsWith('text/event-stream')) return response;
-    return new Response(response.body.pipeThrough(coalesceSseBursts()), {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
   };
 }

@@ -1,7 +1,8 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { extractReasoningMiddleware, wrapLanguageModel } from 'ai';
 import type { ChatModel } from './chat-model.ts';
-import { fetchWithCoalescedBursts } from './coalesce-sse-bursts.ts';
+import { createSseBurstMerger } from './coalesce-sse-bursts.ts';
+import { createHttpFetch } from './http-fetch.ts';
 
 export interface OpenAICompatibleSettings {
   baseURL: string;
@@ -23,8 +24,14 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     // Structured output (the memory decision) as a JSON schema in `response_format`, which
     // Ollama, vLLM, llama.cpp server and OpenAI all enforce; plain `json_object` would not.
     supportsStructuredOutputs: true,
-    // Tokens that arrive together are merged before the SDK's per-chunk pipeline.
-    fetch: fetchWithCoalescedBursts(),
+    // Streams are read with node:http (less CPU per token than the built-in fetch), and
+    // tokens that arrive together are merged before the SDK's per-chunk pipeline.
+    fetch: createHttpFetch({
+      transformBody: (response) =>
+        response.headers['content-type']?.startsWith('text/event-stream')
+          ? createSseBurstMerger()
+          : undefined,
+    }),
   });
   const modelName = settings.model ?? 'default';
   const model = wrapLanguageModel({

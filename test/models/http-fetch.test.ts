@@ -1,0 +1,211 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHttpFetch } from '../../src/models/http-fetch.ts';
+
+/**
+ * Parley's `node:http` fetch against the built-in one, on the same real server: whatever the
+ * provider can see (status, headers, body, redirects, errors, aborts, a body cut short) must
+ * be the same.
+ */
+type Route = (req: IncomingMessage, body: string, res: ServerResponse) => void;
+
+const routes: Record<string, Route> = {
+  '/json': (_req, body, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'x-extra': 'a' });
+    res.end(JSON.stringify({ echoed: body }));
+  },
+  '/error': (_req, _body, res) => {
+    res.writeHead(429, 'Too Many', { 'content-type': 'application/json', 'retry-after': '3' });
+    res.end('{"error":{"message":"slow down"}}');
+  },
+  '/empty': (_req, _body, res) => {
+    res.writeHead(204);
+    res.end();
+  },
+  '/gzip': (_req, _body, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' });
+    res.end(gzipSync('안녕하세요, compressed'));
+  },
+  '/moved-307': (_req, _body, res) => {
+    res.writeHead(307, { location: '/json' });
+    res.end();
+  },
+  '/moved-303': (_req, _body, res) => {
+    res.writeHead(303, { location: '/method' });
+    res.end();
+  },
+  '/method': (req, body, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end(`${req.method} ${body.length}`);
+  },
+  '/stream': (_req, _body, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    let sent = 0;
+    const timer = setInterval(() => {
+      res.write(`data: ${sent}\n\n`);
+      if (++sent === 5) {
+        clearInterval(timer);
+        res.end();
+      }
+    }, 5);
+  },
+  '/cut': (_req, _body, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: 1\n\n');
+    setTimeout(() => res.socket?.destroy(), 20);
+  },
+  '/silent-body': (_req, _body, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: 1\n\n');
+  },
+  '/large': (_req, _body, res) => {
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    res.end(Buffer.alloc(4 * 1024 * 1024, 7));
+  },
+};
+
+let server: Server;
+let origin: string;
+const httpFetch = createHttpFetch();
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (text: string) => {
+      body += text;
+    });
+    req.on('end', () => {
+      const route = routes[req.url ?? ''];
+      if (route) return route(req, body, res);
+      res.writeHead(404);
+      res.end('no such route');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+/** What a caller can see of a response. */
+async function seen(response: Response) {
+  const headers = Object.fromEntries(
+    [...response.headers].filter(([name]) => !['date', 'keep-alive', 'connection'].includes(name)),
+  );
+  return {
+    status: response.status,
+    statusText: response.statusText,
+    ok: response.ok,
+    headers,
+    url: response.url,
+    redirected: response.redirected,
+    body: await response.text(),
+  };
+}
+
+const post = { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"a":1}' };
+
+describe('createHttpFetch', () => {
+  it.each([
+    ['/json', post],
+    ['/json', { method: 'GET' }],
+    ['/error', post],
+    ['/empty', post],
+    ['/gzip', { method: 'GET' }],
+    ['/moved-307', post],
+    ['/moved-303', post],
+    ['/nowhere', post],
+    ['/stream', post],
+  ])('%s (%j) looks as it does through the built-in fetch', async (path, init) => {
+    const ours = await seen(await httpFetch(`${origin}${path}`, init));
+    const builtIn = await seen(await fetch(`${origin}${path}`, init));
+    expect(ours).toEqual(builtIn);
+  });
+
+  it('sends the body and headers the caller gave, and follows a 307 with them', async () => {
+    const response = await httpFetch(`${origin}/moved-307`, post);
+    expect(response.url).toBe(`${origin}/json`);
+    expect(await response.json()).toEqual({ echoed: '{"a":1}' });
+  });
+
+  it('turns a 303 after a POST into a GET without a body, as fetch does', async () => {
+    const response = await httpFetch(`${origin}/moved-303`, post);
+    expect(await response.text()).toBe('GET 0');
+  });
+
+  it('rejects a refused connection as fetch does: TypeError "fetch failed", cause ECONNREFUSED', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((resolve) => closed.close(resolve));
+    const ours = await httpFetch(`http://127.0.0.1:${port}/`, post).catch((e: unknown) => e);
+    const builtIn = await fetch(`http://127.0.0.1:${port}/`, post).catch((e: unknown) => e);
+    for (const error of [ours, builtIn]) {
+      expect(error).toBeInstanceOf(TypeError);
+      expect((error as TypeError).message).toBe('fetch failed');
+      expect(((error as TypeError).cause as { code?: string }).code).toBe('ECONNREFUSED');
+    }
+  });
+
+  it('errors a body cut before its end with TypeError "terminated", as fetch does', async () => {
+    for (const fetcher of [httpFetch, fetch]) {
+      const response = await fetcher(`${origin}/cut`, post);
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: 1\n\n');
+      const error = await reader.read().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TypeError);
+      expect((error as TypeError).message).toBe('terminated');
+    }
+  });
+
+  it('rejects with the signal’s reason when aborted before the answer or during the body', async () => {
+    const reason = new DOMException('stop', 'TimeoutError');
+    const early = new AbortController();
+    early.abort(reason);
+    await expect(httpFetch(`${origin}/json`, { ...post, signal: early.signal })).rejects.toBe(
+      reason,
+    );
+
+    const late = new AbortController();
+    const response = await httpFetch(`${origin}/silent-body`, { ...post, signal: late.signal });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    setTimeout(() => late.abort(reason), 10);
+    await expect(reader.read()).rejects.toBe(reason);
+  });
+
+  it('delivers a large body whole to a slow reader (back-pressure pauses, then resumes)', async () => {
+    const response = await httpFetch(`${origin}/large`);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    let bytes = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      bytes += value.byteLength;
+      expect(value.every((byte) => byte === 7)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    expect(bytes).toBe(4 * 1024 * 1024);
+  });
+
+  it('passes each network read through transformBody, and what is left at the end', async () => {
+    const transformed = createHttpFetch({
+      transformBody: (incoming) =>
+        incoming.headers['content-type'] === 'text/event-stream'
+          ? {
+              chunk: (bytes) => Buffer.from(bytes.toString().toUpperCase().replaceAll('DATA', 'D')),
+              end: () => Buffer.from('end\n'),
+            }
+          : undefined,
+    });
+    const text = await (await transformed(`${origin}/stream`, post)).text();
+    expect(text).toBe('D: 0\n\nD: 1\n\nD: 2\n\nD: 3\n\nD: 4\n\nend\n');
+    const untouched = await (await transformed(`${origin}/json`, post)).text();
+    expect(untouched).toBe('{"echoed":"{\\"a\\":1}"}');
+  });
+});
