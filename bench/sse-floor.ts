@@ -50,7 +50,14 @@ async function measure(server: { url: string; pid: number }, tokens: number) {
 }
 
 const rows: string[] = [];
-for (const mode of ['write', 'passthrough', 'readable', 'relay']) {
+const MODES = process.env.SSE_FLOOR_MODES?.split(',') ?? [
+  'write',
+  'passthrough',
+  'readable',
+  'relay',
+  'relay-http',
+];
+for (const mode of MODES) {
   const server = await startChild(mode);
   await measure(server, 1); // warm-up
   const one = await measure(server, 1);

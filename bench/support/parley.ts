@@ -30,6 +30,8 @@ export interface ServerOptions {
   dataDir?: string;
   /** Every log line the server prints on stdout (set LOG_LEVEL in `env` to see info lines). */
   onLogLine?: (text: string) => void;
+  /** Another checkout of Parley to run (to compare two commits side by side). */
+  root?: URL;
 }
 
 /**
@@ -43,15 +45,19 @@ export async function startServer(options: ServerOptions = {}): Promise<BenchSer
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-bench-'));
   const url = `http://127.0.0.1:${port}`;
   const spawnedAt = performance.now();
-  const child = spawnParley({
-    PORT: String(port),
-    DATA_DIR: dataDir,
-    LOG_LEVEL: 'warn',
-    LLM_MAX_RETRIES: '0',
-    // e.g. BENCH_SERVER_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the server
-    NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS,
-    ...options.env,
-  });
+  const child = spawnParley(
+    {
+      PORT: String(port),
+      DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+      LLM_MAX_RETRIES: '0',
+      // e.g. BENCH_SERVER_NODE_OPTIONS='--cpu-prof --cpu-prof-dir=/tmp/prof' to profile the server
+      NODE_OPTIONS: process.env.BENCH_SERVER_NODE_OPTIONS,
+      ...options.env,
+    },
+    undefined,
+    options.root,
+  );
   const logs: string[] = [];
   let listeningAt: number | undefined;
   let listening: Record<string, unknown> | undefined;

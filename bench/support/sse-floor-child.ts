@@ -10,6 +10,9 @@
  */
 import { createServer, type ServerResponse } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
+import { createHttpFetch } from '../../src/models/http-fetch.ts';
+
+const httpFetch = createHttpFetch();
 
 const [mode, fakeUrl] = process.argv.slice(2);
 
@@ -22,7 +25,8 @@ const server = createServer((req, res) => {
   req.on('end', () => {
     const { tokens, delayMs } = JSON.parse(body) as { tokens: number; delayMs: number };
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    if (mode === 'relay') void relay(res);
+    if (mode === 'relay') void relay(res, fetch);
+    else if (mode === 'relay-http') void relay(res, httpFetch);
     else if (mode === 'passthrough') write(piped(res, new PassThrough()), tokens, delayMs);
     else if (mode === 'readable') write(piped(res, pushed()), tokens, delayMs);
     else write(res, tokens, delayMs);
@@ -63,7 +67,7 @@ function write(res: Sink, tokens: number, delayMs: number) {
   }, delayMs);
 }
 
-async function relay(res: ServerResponse) {
+async function relay(res: ServerResponse, fetch: typeof globalThis.fetch) {
   const upstream = await fetch(`${fakeUrl}/chat/completions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

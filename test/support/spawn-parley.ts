@@ -7,8 +7,8 @@ const ROOT = new URL('../../', import.meta.url);
  * How `npm start` runs the server, read from package.json: the environment assignments in
  * front of `node` (allocator tuning), then node's own flags (heap tuning), then the entry file.
  */
-function startCommand(): { env: Record<string, string>; args: string[] } {
-  const pkg = JSON.parse(readFileSync(new URL('package.json', ROOT), 'utf8')) as {
+function startCommand(root: URL = ROOT): { env: Record<string, string>; args: string[] } {
+  const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as {
     scripts: { start: string };
   };
   const words = pkg.scripts.start.trim().split(/\s+/);
@@ -23,7 +23,7 @@ function startCommand(): { env: Record<string, string>; args: string[] } {
   const entry = rest.at(-1);
   if (!entry?.endsWith('.ts'))
     throw new Error(`start script has no entry file: ${pkg.scripts.start}`);
-  return { env, args: [...rest.slice(0, -1), new URL(entry, ROOT).pathname] };
+  return { env, args: [...rest.slice(0, -1), new URL(entry, root).pathname] };
 }
 
 const START = startCommand();
@@ -36,10 +36,13 @@ const START = startCommand();
 export function spawnParley(
   env: Record<string, string | undefined>,
   stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
+  /** Another checkout to run (a benchmark comparing two commits); default: this one. */
+  root?: URL,
 ): ChildProcess {
-  return spawn(process.execPath, START.args, {
+  const start = root ? startCommand(root) : START;
+  return spawn(process.execPath, start.args, {
     env: {
-      ...START.env,
+      ...start.env,
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       HOST: '127.0.0.1',

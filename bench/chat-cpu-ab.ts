@@ -1,0 +1,97 @@
+/**
+ * chat-cpu for two checkouts at once: server CPU per chat and per paced token of a baseline
+ * checkout (another commit, e.g. `git archive <sha> | tar -x -C /tmp/base`, node_modules
+ * linked) and of this one, measured in alternating rounds against one fake model.
+ *
+ * Why: this machine's speed drifts by 2× within minutes, more than most changes move the
+ * figures, so runs of chat-cpu one after the other cannot tell two commits apart. Both
+ * servers run side by side here and take turns round by round (each round: 20 chats of one
+ * token, then 20 of `tokens`), so drift falls on both alike; the rounds each one wins are
+ * printed as well as the totals.
+ *
+ *   node bench/chat-cpu-ab.ts <baselineDir> [engine=embedded|server] [rounds=10] [tokens=200] [parallel=20] [delayMs=5]
+ */
+import { pathToFileURL } from 'node:url';
+import { createTestDatabase } from '../test/support/postgres-server.ts';
+import { startFakeLlm } from './support/fake-llm.ts';
+import { load, machineReport } from './support/machine.ts';
+import { type BenchServer, startServer } from './support/parley.ts';
+import { cpuMsOf } from './support/proc.ts';
+import { chat, succeeded } from './support/sse-client.ts';
+import { ms } from './support/stats.ts';
+
+const [baselineDir, engine = 'embedded'] = process.argv.slice(2);
+const ROUNDS = Number(process.argv[4] ?? 10);
+const TOKENS = Number(process.argv[5] ?? 200);
+const PARALLEL = Number(process.argv[6] ?? 20);
+const DELAY_MS = Number(process.argv[7] ?? 5);
+if (!baselineDir) throw new Error('usage: chat-cpu-ab.ts <baselineDir> [engine] [rounds] …');
+
+const fake = await startFakeLlm({ tokens: 1, delayMs: DELAY_MS });
+const contenders = await Promise.all(
+  [
+    { name: 'baseline', root: pathToFileURL(`${baselineDir.replace(/\/$/, '')}/`) },
+    { name: 'this checkout', root: undefined },
+  ].map(async ({ name, root }) => {
+    const database = engine === 'server' ? await createTestDatabase() : undefined;
+    const server = await startServer({
+      root,
+      env: { LLM_BASE_URL: fake.url, DATABASE_URL: database?.url },
+    });
+    return { name, server, database, one: [] as number[], many: [] as number[] };
+  }),
+);
+
+let user = 0;
+/** Server CPU per chat of one round of `PARALLEL` chats. */
+async function round(server: BenchServer, tokens: number): Promise<number> {
+  await fake.setReply({ tokens, delayMs: DELAY_MS });
+  const before = cpuMsOf(server.pid);
+  const results = await Promise.all(
+    Array.from({ length: PARALLEL }, () => chat(server.url, `ab-${++user}`)),
+  );
+  if (!results.every(succeeded)) throw new Error('a chat failed');
+  return (cpuMsOf(server.pid) - before) / PARALLEL;
+}
+
+for (const c of contenders) await round(c.server, TOKENS); // warm-up
+for (let r = 0; r < ROUNDS; r++) {
+  // Who goes first alternates too.
+  const order = r % 2 === 0 ? contenders : [...contenders].reverse();
+  for (const c of order) c.one.push(await round(c.server, 1));
+  for (const c of order) c.many.push(await round(c.server, TOKENS));
+}
+for (const c of contenders) {
+  await c.server.stop();
+  await c.database?.drop();
+}
+await fake.close();
+
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+const mean = (values: number[]) => sum(values) / values.length;
+const perToken = (c: (typeof contenders)[number], i?: number) =>
+  i === undefined
+    ? ((mean(c.many) - mean(c.one)) / (TOKENS - 1)) * 1000
+    : (((c.many[i] as number) - (c.one[i] as number)) / (TOKENS - 1)) * 1000;
+const [base, ours] = contenders as [(typeof contenders)[0], (typeof contenders)[0]];
+const wins = (values: (c: typeof base, i: number) => number) =>
+  Array.from({ length: ROUNDS }, (_, i) => values(ours, i) < values(base, i)).filter(Boolean)
+    .length;
+
+console.log(`## chat-cpu-ab (${engine} engine)\n`);
+console.log(`\`\`\`\n${machineReport()}\nbaseline: ${baselineDir}\n\`\`\`\n`);
+console.log(
+  `${ROUNDS} alternating rounds of ${PARALLEL} chats each (1 token, then ${TOKENS} tokens, one every ${DELAY_MS} ms).\n`,
+);
+console.log('| checkout | CPU per chat (1 token) | CPU per paced token |');
+console.log('| --- | ---: | ---: |');
+for (const c of contenders) {
+  console.log(`| ${c.name} | ${ms(mean(c.one))} ms | ${perToken(c).toFixed(0)} µs |`);
+}
+console.log(
+  `\nthis checkout / baseline: per chat ${(mean(ours.one) / mean(base.one)).toFixed(2)}, per token ${(perToken(ours) / perToken(base)).toFixed(2)}`,
+);
+console.log(
+  `rounds this checkout used less CPU: per chat ${wins((c, i) => c.one[i] as number)}/${ROUNDS}, per token ${wins(perToken)}/${ROUNDS}`,
+);
+console.log(`\nuptime at end: ${load()}`);
