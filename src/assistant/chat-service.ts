@@ -188,7 +188,12 @@ export class ChatService {
 
       // The first chat may wait minutes for the embedded model to download: not past the
       // client leaving or the server stopping.
-      const languageModel = resolveLanguageModel(await unlessAborted(model.get(), signal));
+      const chosen = await unlessAborted(
+        model.getForChat?.() ??
+          model.get().then((got) => ({ model: got, reasoningTag: undefined })),
+        signal,
+      );
+      const languageModel = resolveLanguageModel(chosen.model);
       const instructions = await system();
       const loop = runToolLoop({
         model: languageModel,
@@ -203,6 +208,7 @@ export class ChatService {
         signal,
         chunkTimeoutMs: settings.chunkTimeoutMs,
         toolTimeoutMs: settings.toolTimeoutMs,
+        reasoningTag: chosen.reasoningTag,
       });
       /** What the loop ended with: the usage of every call, the last call's messages. */
       let end: Extract<ToolLoopPart, { type: 'finish' }> | undefined;

@@ -13,6 +13,7 @@ import {
   standardizePrompt,
   toResponseMessages,
 } from 'ai/internal';
+import { ReasoningTagSplitter } from '../models/reasoning-tag-splitter.ts';
 
 /**
  * The agent's tool loop, read straight off the provider's stream: call the model, run the
@@ -44,6 +45,8 @@ export interface ToolLoopOptions {
   chunkTimeoutMs: number;
   /** Longest a tool may run. */
   toolTimeoutMs: number;
+  /** The tag in which the model writes its reasoning inside its text, to split it out. */
+  reasoningTag?: string | undefined;
 }
 
 export type ToolLoopPart =
@@ -129,91 +132,95 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
           throw error;
         }
       });
-      for await (const part of stream as AsyncIterable<LanguageModelV4StreamPart>) {
+      const splitter = options.reasoningTag && new ReasoningTagSplitter(options.reasoningTag);
+      for await (const received of stream as AsyncIterable<LanguageModelV4StreamPart>) {
         deadline.reset();
-        switch (part.type) {
-          case 'text-start':
-          case 'reasoning-start': {
-            const kind = part.type === 'text-start' ? 'text' : 'reasoning';
-            const opened: OpenPart = {
-              type: kind,
-              text: '',
-              providerMetadata: part.providerMetadata,
-            };
-            open[kind].set(part.id, opened);
-            content.push(opened as StepContent[number]);
-            break;
-          }
-          case 'text-delta':
-          case 'reasoning-delta': {
-            const kind = part.type === 'text-delta' ? 'text' : 'reasoning';
-            const opened = open[kind].get(part.id);
-            if (!opened) throw new Error(`${kind} part ${part.id} not found`);
-            opened.text += part.delta;
-            opened.providerMetadata = part.providerMetadata ?? opened.providerMetadata;
-            yield { type: part.type, text: part.delta };
-            break;
-          }
-          case 'text-end':
-          case 'reasoning-end': {
-            const kind = part.type === 'text-end' ? 'text' : 'reasoning';
-            const opened = open[kind].get(part.id);
-            if (opened) opened.providerMetadata = part.providerMetadata ?? opened.providerMetadata;
-            open[kind].delete(part.id);
-            break;
-          }
-          case 'tool-call': {
-            const call = await parseToolCall({
-              toolCall: part,
-              tools,
-              repairToolCall: undefined,
-              instructions: standardized.instructions,
-              messages: standardized.messages,
-              abortSignal: modelSignal,
-            });
-            content.push(call);
-            yield {
-              type: 'tool-call',
-              toolCallId: call.toolCallId,
-              toolName: call.toolName,
-              input: call.input,
-            };
-            if (call.invalid) {
-              // An unknown tool or arguments that fail its schema: the model is told why.
-              const error: ToolOutput = {
-                type: 'tool-error',
+        for (const part of splitter ? splitter.split(received) : [received]) {
+          switch (part.type) {
+            case 'text-start':
+            case 'reasoning-start': {
+              const kind = part.type === 'text-start' ? 'text' : 'reasoning';
+              const opened: OpenPart = {
+                type: kind,
+                text: '',
+                providerMetadata: part.providerMetadata,
+              };
+              open[kind].set(part.id, opened);
+              content.push(opened as StepContent[number]);
+              break;
+            }
+            case 'text-delta':
+            case 'reasoning-delta': {
+              const kind = part.type === 'text-delta' ? 'text' : 'reasoning';
+              const opened = open[kind].get(part.id);
+              if (!opened) throw new Error(`${kind} part ${part.id} not found`);
+              opened.text += part.delta;
+              opened.providerMetadata = part.providerMetadata ?? opened.providerMetadata;
+              yield { type: part.type, text: part.delta };
+              break;
+            }
+            case 'text-end':
+            case 'reasoning-end': {
+              const kind = part.type === 'text-end' ? 'text' : 'reasoning';
+              const opened = open[kind].get(part.id);
+              if (opened)
+                opened.providerMetadata = part.providerMetadata ?? opened.providerMetadata;
+              open[kind].delete(part.id);
+              break;
+            }
+            case 'tool-call': {
+              const call = await parseToolCall({
+                toolCall: part,
+                tools,
+                repairToolCall: undefined,
+                instructions: standardized.instructions,
+                messages: standardized.messages,
+                abortSignal: modelSignal,
+              });
+              content.push(call);
+              yield {
+                type: 'tool-call',
                 toolCallId: call.toolCallId,
                 toolName: call.toolName,
                 input: call.input,
-                error: getErrorMessage(call.error),
               };
-              content.push({ ...error, dynamic: true } as StepContent[number]);
-              yield error;
+              if (call.invalid) {
+                // An unknown tool or arguments that fail its schema: the model is told why.
+                const error: ToolOutput = {
+                  type: 'tool-error',
+                  toolCallId: call.toolCallId,
+                  toolName: call.toolName,
+                  input: call.input,
+                  error: getErrorMessage(call.error),
+                };
+                content.push({ ...error, dynamic: true } as StepContent[number]);
+                yield error;
+                break;
+              }
+              // Runs while the model goes on; its result is reported as soon as it is known.
+              running.push(
+                runTool(call, tools, standardized.messages, signal, options.toolTimeoutMs).then(
+                  (output) => {
+                    settled.push(output);
+                    return output;
+                  },
+                ),
+              );
               break;
             }
-            // Runs while the model goes on; its result is reported as soon as it is known.
-            running.push(
-              runTool(call, tools, standardized.messages, signal, options.toolTimeoutMs).then(
-                (output) => {
-                  settled.push(output);
-                  return output;
-                },
-              ),
-            );
-            break;
+            case 'finish':
+              finish = {
+                reason: part.finishReason.unified,
+                usage: asLanguageModelUsage(part.usage),
+              };
+              break;
+            case 'error':
+              throw part.error;
+            default:
+              // stream-start, response-metadata, tool-input-*, raw, files and sources: nothing
+              // of Parley's reads them.
+              break;
           }
-          case 'finish':
-            finish = {
-              reason: part.finishReason.unified,
-              usage: asLanguageModelUsage(part.usage),
-            };
-            break;
-          case 'error':
-            throw part.error;
-          default:
-            // stream-start, response-metadata, tool-input-*, raw, files and sources: nothing
-            // of Parley's reads them.
-            break;
         }
         // Tool results that came in meanwhile (rare: checked without allocating per token).
         if (settled.length > 0) yield* drain(settled, content);

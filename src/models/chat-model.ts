@@ -8,6 +8,13 @@ export interface ChatModel {
   /** Recorded with every run, e.g. `openai-compatible:qwen2.5:7b`. */
   readonly id: string;
   get(): Promise<LanguageModel>;
+  /**
+   * The model as the chat's tool loop reads it, where that differs from `get()`: without
+   * stream middleware (each one is another web-stream stage on every token), and the tag in
+   * which the model writes its reasoning inside its text, for the loop to split out as it
+   * reads (reasoning-tag-splitter.ts). Default: `get()`, no tag.
+   */
+  getForChat?(): Promise<{ model: LanguageModel; reasoningTag?: string }>;
   /** Frees what `get` loaded (embedded weights), at shutdown. */
   dispose?(): Promise<void>;
 }

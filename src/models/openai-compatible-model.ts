@@ -13,7 +13,8 @@ export interface OpenAICompatibleSettings {
 /**
  * Any server speaking the OpenAI chat-completions protocol: Ollama, vLLM, llama.cpp server,
  * LM Studio, OpenAI. Reasoning arrives as `reasoning_content` / `reasoning` deltas (handled by
- * the provider) or as `<think>…</think>` inside the text (split out by the middleware).
+ * the provider) or as `<think>…</think>` inside the text (split out by the middleware, or in a chat by
+ * the tool loop).
  */
 export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): ChatModel {
   const provider = createOpenAICompatible({
@@ -34,9 +35,15 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     }),
   });
   const modelName = settings.model ?? 'default';
+  const chatModel = provider.chatModel(modelName);
   const model = wrapLanguageModel({
-    model: provider.chatModel(modelName),
+    model: chatModel,
     middleware: extractReasoningMiddleware({ tagName: 'think' }),
   });
-  return { id: `openai-compatible:${modelName}`, get: async () => model };
+  return {
+    id: `openai-compatible:${modelName}`,
+    get: async () => model,
+    // The chat's loop splits the tags itself, on the provider's own stream.
+    getForChat: async () => ({ model: chatModel, reasoningTag: 'think' }),
+  };
 }
