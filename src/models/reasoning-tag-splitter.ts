@@ -131,8 +131,10 @@ export class ReasoningTagSplitter {
 function potentialStart(text: string, tag: string): number {
   const at = text.indexOf(tag);
   if (at !== -1) return at;
+  const first = tag.charCodeAt(0);
   for (let i = text.length - 1; i >= Math.max(0, text.length - tag.length + 1); i--) {
-    if (tag.startsWith(text.slice(i))) return i;
+    // Checked by its first character before anything is cut: this runs on every token.
+    if (text.charCodeAt(i) === first && tag.startsWith(text.slice(i))) return i;
   }
   return -1;
 }
