@@ -16,7 +16,8 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
  * coalesce-sse-bursts.ts) without adding a web-stream stage for it.
  *
  * Scope: what an API client sends (a string, bytes or no body; `http:`/`https:` URLs),
- * following redirects as fetch does, and decoding gzip, deflate and br bodies. Anything else
+ * following redirects as fetch does, and decoding gzip, deflate and br bodies (though it asks
+ * for none). Anything else
  * (a `Request` object, a streamed or form body, other protocols) goes to the built-in fetch.
  */
 export interface HttpFetchOptions {
@@ -91,7 +92,8 @@ function send(
   return new Promise((resolve, reject) => {
     const outgoing: Record<string, string> = {};
     for (const [name, value] of headers) outgoing[name] = value;
-    outgoing['accept-encoding'] ??= 'gzip, deflate, br';
+    // No accept-encoding: a compressed token stream costs CPU on both sides for a few bytes
+    // a token. A server that compresses anyway is decoded.
     outgoing.accept ??= '*/*';
     if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
     const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
