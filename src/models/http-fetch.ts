@@ -81,6 +81,13 @@ export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
 const isRedirect = (status: number | undefined) =>
   status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
 
+/**
+ * Sends one request and resolves with the response head. A kept-alive connection that the
+ * server closed while it lay idle fails as soon as it is used, before any answer; the server
+ * never read the request, so it is sent again on another connection (as Node's documentation
+ * advises with `reusedSocket`). Each such failure uses up one idle connection, so this ends.
+ * Under load the event loop can be too late to see the server's close before reusing one.
+ */
 function send(
   url: URL,
   method: string,
@@ -106,12 +113,22 @@ function send(
       reject(signal?.reason);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
+    let answered = false;
     request.once('response', (response) => {
+      answered = true;
       signal?.removeEventListener('abort', onAbort);
       resolve(response);
     });
-    request.once('error', (error) => {
+    // Errors after the answer began are the body's (see bodyOf); the listener stays so that
+    // none of them goes unhandled.
+    request.on('error', (error: NodeJS.ErrnoException) => {
       signal?.removeEventListener('abort', onAbort);
+      if (answered || signal?.aborted) return;
+      answered = true;
+      if (request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
+        resolve(send(url, method, headers, body, signal, agents));
+        return;
+      }
       reject(new TypeError('fetch failed', { cause: error }));
     });
     request.end(body);
@@ -199,7 +216,7 @@ function bodyOf(
         source.once('end', () => finish());
         // A body cut before its end (the server or the network went away), as undici says it.
         const cut = (cause: unknown) => finish(new TypeError('terminated', { cause }));
-        source.once('error', cut);
+        source.on('error', cut);
         incoming.once('close', () => {
           if (!incoming.complete)
             cut(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));

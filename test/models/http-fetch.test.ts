@@ -163,6 +163,43 @@ describe('createHttpFetch', () => {
     }
   });
 
+  it('sends again on a new connection when a kept-alive one was closed by the server', async () => {
+    // The server drops each connection at its second request without reading it, as one
+    // whose idle timeout ends just as the request arrives does.
+    const served = new WeakSet<object>();
+    let dropped = 0;
+    const dropping = createServer((req, res) => {
+      if (served.has(req.socket)) {
+        dropped++;
+        req.socket.destroy();
+        return;
+      }
+      served.add(req.socket);
+      req.resume();
+      req.on('end', () => res.end('fresh'));
+    });
+    await new Promise<void>((resolve) => dropping.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(dropping.address() as AddressInfo).port}/`;
+    try {
+      const fetcher = createHttpFetch();
+      for (let i = 0; i < 3; i++) {
+        expect(await (await fetcher(url, post)).text()).toBe('fresh');
+      }
+      expect(dropped).toBe(2);
+      // A fresh connection that fails is a failure, sent once.
+      const refused = createServer((req) => req.socket.destroy());
+      await new Promise<void>((resolve) => refused.listen(0, '127.0.0.1', resolve));
+      const port = (refused.address() as AddressInfo).port;
+      const error = await fetcher(`http://127.0.0.1:${port}/`, post).catch((e: unknown) => e);
+      expect((error as TypeError).message).toBe('fetch failed');
+      expect(((error as TypeError).cause as { code?: string }).code).toBe('ECONNRESET');
+      refused.close();
+    } finally {
+      dropping.closeAllConnections();
+      await new Promise((resolve) => dropping.close(resolve));
+    }
+  });
+
   it('rejects with the signal’s reason when aborted before the answer or during the body', async () => {
     const reason = new DOMException('stop', 'TimeoutError');
     const early = new AbortController();
