@@ -3,8 +3,9 @@ import type { BodyTransform } from './http-fetch.ts';
 /**
  * Merges the text deltas of an OpenAI-style chat-completions stream that arrive together.
  *
- * Why: the AI SDK passes every chunk through about fifteen web-stream stages, which costs
- * ~50 µs of main-thread CPU per chunk (bench/RESULTS.md). A model paced like a human reader
+ * Why: every chunk then goes through the provider's web-stream stages (text decoding, SSE
+ * parsing, JSON parsing and validation, the provider's own transform), the costliest part of
+ * a token on the main thread (bench/RESULTS.md). A model paced like a human reader
  * sends one token per network read, and nothing changes for it. When tokens arrive faster
  * than Parley forwards them (a fast model server, or a busy event loop under load), several
  * complete events sit in one read; merging them there means the backlog costs one pass
