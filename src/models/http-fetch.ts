@@ -59,7 +59,7 @@ export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
       if (!isRedirect(response.statusCode) || !location || init.redirect === 'manual') {
         return toResponse(response, { url: target, method, redirected: hop > 0 }, signal, options);
       }
-      response.resume();
+      discard(response);
       if (init.redirect === 'error' || hop >= MAX_REDIRECTS) {
         throw new TypeError('fetch failed', { cause: new Error('redirect not followed') });
       }
@@ -151,7 +151,7 @@ function toResponse(
     throw new TypeError('fetch failed', { cause: new Error(`HTTP status ${status}`) });
   }
   const nullBody = NULL_BODY_STATUS.has(status) || method === 'HEAD';
-  if (nullBody) incoming.resume();
+  if (nullBody) discard(incoming);
   const response = new Response(nullBody ? null : bodyOf(incoming, signal, options), {
     status,
     statusText: incoming.statusMessage ?? '',
@@ -217,6 +217,7 @@ function bodyOf(
         // A body cut before its end (the server or the network went away), as undici says it.
         const cut = (cause: unknown) => finish(new TypeError('terminated', { cause }));
         source.on('error', cut);
+        if (source !== incoming) incoming.on('error', cut);
         incoming.once('close', () => {
           if (!incoming.complete)
             cut(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
@@ -232,6 +233,12 @@ function bodyOf(
     },
     { highWaterMark: 1 },
   );
+}
+
+/** Reads a body nobody wants to its end; a connection lost meanwhile is no one's error. */
+function discard(incoming: IncomingMessage): void {
+  incoming.on('error', () => {});
+  incoming.resume();
 }
 
 function decoderFor(contentEncoding: string | undefined) {

@@ -56,6 +56,17 @@ const routes: Record<string, Route> = {
     res.write('data: 1\n\n');
     setTimeout(() => res.socket?.destroy(), 20);
   },
+  '/gzip-cut': (_req, _body, res) => {
+    res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' });
+    const zipped = gzipSync('안녕하세요, '.repeat(2_000));
+    res.write(zipped.subarray(0, 200));
+    setTimeout(() => res.socket?.destroy(), 20);
+  },
+  '/moved-cut': (_req, _body, res) => {
+    res.writeHead(307, { location: '/json', 'content-length': '1000' });
+    res.write('part of a body never finished');
+    setTimeout(() => res.socket?.destroy(), 20);
+  },
   '/silent-body': (_req, _body, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write('data: 1\n\n');
@@ -198,6 +209,16 @@ describe('createHttpFetch', () => {
       dropping.closeAllConnections();
       await new Promise((resolve) => dropping.close(resolve));
     }
+  });
+
+  it('errors a compressed body cut short as "terminated" too, and survives a cut redirect', async () => {
+    const response = await httpFetch(`${origin}/gzip-cut`);
+    const error = await response.text().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as TypeError).message).toBe('terminated');
+    // The redirect's own body is dropped mid-way; the request it points to still answers.
+    const redirected = await httpFetch(`${origin}/moved-cut`, post);
+    expect(await redirected.json()).toEqual({ echoed: '{"a":1}' });
   });
 
   it('rejects with the signal’s reason when aborted before the answer or during the body', async () => {
