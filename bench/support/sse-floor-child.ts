@@ -29,6 +29,7 @@ const server = createServer((req, res) => {
     else if (mode === 'relay-http') void relay(res, httpFetch);
     else if (mode === 'passthrough') write(piped(res, new PassThrough()), tokens, delayMs);
     else if (mode === 'readable') write(piped(res, pushed()), tokens, delayMs);
+    else if (mode === 'socket') write(framed(res), tokens, delayMs);
     else write(res, tokens, delayMs);
   });
 });
@@ -42,6 +43,20 @@ interface Sink {
 function piped(res: ServerResponse, body: Readable & Sink): Sink {
   body.pipe(res);
   return body;
+}
+
+/**
+ * Writes each fragment straight to the socket, framed as an HTTP chunk by hand (one write
+ * instead of the response's four), after the response has sent its head; `end` lets the
+ * response write the last chunk.
+ */
+function framed(res: ServerResponse): Sink {
+  res.flushHeaders();
+  return {
+    write: (text: string) =>
+      res.socket?.write(`${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`),
+    end: (text: string) => res.end(text),
+  };
 }
 
 /** A plain Readable fed with push(): no writable side, unlike a PassThrough. */

@@ -197,6 +197,28 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     ).toBe(true);
   });
 
+  // Six text chunks, then the finish chunk (7), then `[DONE]`: a cut anywhere before the end
+  // of the body, between events or inside one, in a burst or paced, must never look like a
+  // complete answer.
+  it.each(
+    [0, 1, 3, 6, 7].flatMap((after) =>
+      [0, 15].flatMap((delayMs) => [false, true].map((inside) => ({ after, delayMs, inside }))),
+    ),
+  )(
+    'reports a model stream cut after $after chunks (pace $delayMs ms, inside an event: $inside)',
+    async ({ after, delayMs, inside }) => {
+      const full = 'one two three four five six';
+      llm.enqueue(
+        reply.text(full, { chunks: 6, disconnectAfter: after, cutInsideEvent: inside, delayMs }),
+      );
+      const stream = await ask({ message: 'go', user_id: `cut-${after}-${delayMs}-${inside}` });
+      expect(stream.error?.code).toBe('model_unreachable');
+      expect(stream.ended).toBe(true);
+      expect(full.startsWith(stream.text)).toBe(true);
+      if (after < 6) expect(stream.text.length).toBeLessThan(full.length);
+    },
+  );
+
   it('reports an upstream HTTP error as __error without leaking its body', async () => {
     llm.enqueue(reply.error(500, { message: 'secret upstream detail' }));
     const stream = await ask({ message: 'go', user_id: 'upstream-500' });

@@ -17,6 +17,8 @@ export interface StreamFaults {
   delayMs?: number;
   /** Destroy the socket after K chunks: no `[DONE]`, no clean end. */
   disconnectAfter?: number;
+  /** With `disconnectAfter`: first write half of the next chunk's bytes (a cut inside an event). */
+  cutInsideEvent?: boolean;
   /** Write one line of invalid JSON after K chunks, then carry on. */
   malformedAfter?: number;
   /** Write K chunks, then nothing more until the client gives up. */

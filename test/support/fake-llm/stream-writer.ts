@@ -29,7 +29,11 @@ export async function writeSse(
   });
   res.flushHeaders();
   for (let written = 0; ; written++) {
-    if (faults.disconnectAfter === written) return control.dropConnection();
+    if (faults.disconnectAfter === written) {
+      const next = Buffer.from(`data: ${payloads[written] ?? '[DONE]'}\n\n`);
+      if (faults.cutInsideEvent) res.write(next.subarray(0, next.length >> 1));
+      return control.dropConnection(); // after what was written is flushed
+    }
     if (faults.stallAfter === written) return;
     if (faults.malformedAfter === written) res.write(malformedLine);
     const payload = payloads[written];
