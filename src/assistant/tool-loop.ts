@@ -132,7 +132,9 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
           throw error;
         }
       });
-      const splitter = options.reasoningTag && new ReasoningTagSplitter(options.reasoningTag);
+      const splitter = options.reasoningTag
+        ? new ReasoningTagSplitter(options.reasoningTag)
+        : undefined;
       for await (const received of stream as AsyncIterable<LanguageModelV4StreamPart>) {
         deadline.reset();
         for (const part of splitter ? splitter.split(received) : [received]) {
