@@ -16,9 +16,9 @@ import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
  * coalesce-sse-bursts.ts) without adding a web-stream stage for it.
  *
  * Scope: what an API client sends (a string, bytes or no body; `http:`/`https:` URLs),
- * following redirects as fetch does, and decoding gzip, deflate and br bodies (though it asks
- * for none). Anything else
- * (a `Request` object, a streamed or form body, other protocols) goes to the built-in fetch.
+ * following redirects as fetch does (credentials dropped on a change of origin), and decoding
+ * gzip, deflate and br bodies (though it asks for none). Anything else (a `Request` object, a
+ * streamed or form body, other protocols) goes to the built-in fetch.
  */
 export interface HttpFetchOptions {
   /** Rewrites the response body's chunks; `end` returns what is left when it closes. */
@@ -73,7 +73,15 @@ export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
         headers.delete('content-type');
         headers.delete('content-length');
       }
-      target = new URL(location, target);
+      const next = new URL(location, target);
+      // As fetch does: credentials never follow a redirect to another origin (the API key
+      // would reach whichever host the redirect names).
+      if (next.origin !== target.origin) {
+        for (const name of ['authorization', 'proxy-authorization', 'cookie']) {
+          headers.delete(name);
+        }
+      }
+      target = next;
     }
   };
 }

@@ -32,6 +32,14 @@ const routes: Record<string, Route> = {
     res.writeHead(307, { location: '/json' });
     res.end();
   },
+  '/moved-to-headers': (_req, _body, res) => {
+    res.writeHead(307, { location: '/headers' });
+    res.end();
+  },
+  '/headers': (req, _body, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ authorization: req.headers.authorization }));
+  },
   '/moved-303': (_req, _body, res) => {
     res.writeHead(303, { location: '/method' });
     res.end();
@@ -142,6 +150,44 @@ describe('createHttpFetch', () => {
     const response = await httpFetch(`${origin}/moved-307`, post);
     expect(response.url).toBe(`${origin}/json`);
     expect(await response.json()).toEqual({ echoed: '{"a":1}' });
+  });
+
+  it('drops the API key when a redirect leads to another origin, as fetch does', async () => {
+    const seenHeaders: Record<string, string | undefined>[] = [];
+    const elsewhere = createServer((req, res) => {
+      seenHeaders.push({
+        authorization: req.headers.authorization,
+        other: req.headers['x-other'] as string | undefined,
+      });
+      res.end('elsewhere');
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    const to = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/`;
+    const away = createServer((_req, res) => {
+      res.writeHead(307, { location: to });
+      res.end();
+    });
+    await new Promise<void>((resolve) => away.listen(0, '127.0.0.1', resolve));
+    const from = `http://127.0.0.1:${(away.address() as AddressInfo).port}/`;
+    try {
+      const init = { ...post, headers: { authorization: 'Bearer sk-secret', 'x-other': 'kept' } };
+      for (const fetcher of [httpFetch, fetch]) {
+        expect(await (await fetcher(from, init)).text()).toBe('elsewhere');
+      }
+      // Ours, then the built-in fetch: the same on the other origin.
+      expect(seenHeaders).toEqual([
+        { authorization: undefined, other: 'kept' },
+        { authorization: undefined, other: 'kept' },
+      ]);
+      // On the same origin the key goes along.
+      const same = await httpFetch(`${origin}/moved-to-headers`, init);
+      expect(await same.json()).toEqual({ authorization: 'Bearer sk-secret' });
+    } finally {
+      for (const server of [elsewhere, away]) {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      }
+    }
   });
 
   it('turns a 303 after a POST into a GET without a body, as fetch does', async () => {
