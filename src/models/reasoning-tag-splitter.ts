@@ -48,8 +48,16 @@ export class ReasoningTagSplitter {
     }
     if (part.type !== 'text-delta' && part.type !== 'text-end') return [part];
     const out: Part[] = [];
+    if (part.type === 'text-end') {
+      const state = this.#texts.get(part.id);
+      if (state) this.#publish(part.id, state, state.held, out);
+      this.#releaseStart(part.id, out);
+      out.push(part);
+      this.#texts.delete(part.id);
+      return out;
+    }
     let state = this.#texts.get(part.id);
-    if (!state && part.type === 'text-delta') {
+    if (!state) {
       state = {
         reasoning: false,
         held: '',
@@ -60,14 +68,6 @@ export class ReasoningTagSplitter {
       };
       this.#texts.set(part.id, state);
     }
-    if (part.type === 'text-end') {
-      if (state) this.#publish(part.id, state, state.held, out);
-      this.#releaseStart(part.id, out);
-      out.push(part);
-      this.#texts.delete(part.id);
-      return out;
-    }
-    if (!state) return out; // unreachable: a delta always has its state by now
     let text = state.held + part.delta;
     for (;;) {
       const tag = state.reasoning ? this.#closing : this.#opening;
