@@ -1,12 +1,12 @@
 /**
  * Supporting (issue 12, target 2): the floor under any Node server's CPU per paced token on
  * this machine, measured like chat-cpu (server CPU from /proc, one-token answers subtracted
- * from N-token ones, 20 streams at a time). Two bare servers, each in its own process:
- * `write` only writes one SSE fragment per token to its client (no upstream), `relay` reads
- * the fake model with fetch and writes each token (no SDK, no database): what Parley's
- * per-token figure stands on.
+ * from N-token ones, 20 streams at a time). Bare servers, each in its own process (modes in
+ * support/sse-floor-child.ts): `write` only writes one SSE fragment per token to its client
+ * (no upstream), `relay` reads the fake model with fetch and writes each token (no SDK, no
+ * database): what Parley's per-token figure stands on.
  *
- *   node bench/sse-floor.ts [tokens=200] [parallel=20] [delayMs=5]
+ *   SSE_FLOOR_MODES=write,relay,… node bench/sse-floor.ts [tokens=200] [parallel=20] [delayMs=5]
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -52,6 +52,7 @@ async function measure(server: { url: string; pid: number }, tokens: number) {
 const rows: string[] = [];
 const MODES = process.env.SSE_FLOOR_MODES?.split(',') ?? [
   'write',
+  'socket',
   'passthrough',
   'readable',
   'relay',

@@ -3,10 +3,12 @@
  * do per streamed token. `write`: writes one SSE fragment per tick of its own timer, no
  * upstream. `passthrough` and `readable`: the same through a `PassThrough` or a plain
  * `Readable` piped into the response (what a framework that sends a stream body does).
- * `relay`: reads the fake model's stream with fetch and writes one fragment per token it
- * finds, no SDK, no database. Prints its port on stdout.
+ * `socket`: each fragment written straight to the socket, framed as an HTTP chunk by hand.
+ * `relay`: reads the fake model's stream with the built-in fetch and writes one fragment per
+ * token it finds, no SDK, no database; `relay-http` the same with Parley's `node:http`
+ * client (src/models/http-fetch.ts). Prints its port on stdout.
  *
- *   node bench/support/sse-floor-child.ts write|passthrough|readable|relay [fakeUrl]
+ *   node bench/support/sse-floor-child.ts write|socket|passthrough|readable|relay|relay-http [fakeUrl]
  */
 import { createServer, type ServerResponse } from 'node:http';
 import { PassThrough, Readable } from 'node:stream';
