@@ -115,6 +115,18 @@ export const configSchema = z.object({
       .transform((value) => (value === 'auto' ? ('auto' as const) : Number(value))),
   ),
 
+  // Accounts: per-user limits (README "Giving Parley to several people"); 0 = no limit.
+  /** Chats a user may start per minute, over every door (/chat, OpenAI API, Telegram). */
+  LIMIT_CHATS_PER_MINUTE: integer(20, 0, 100_000),
+  /** Model input + output tokens per day of the user's timezone. */
+  LIMIT_TOKENS_PER_DAY: integer(0, 0, 1_000_000_000_000),
+  /** Megabytes a user may upload for ingestion per day of the user's timezone. */
+  LIMIT_INGEST_MB_PER_DAY: integer(200, 0, 10_000_000),
+  /** Megabytes of private documents a user may keep. */
+  LIMIT_STORAGE_MB: integer(500, 0, 10_000_000),
+  /** Also limit requests made with API_TOKEN (a trusted server in front is not, by default). */
+  LIMITS_APPLY_TO_ADMIN: flag(false),
+
   // Metrics
   /** Serve GET /metrics (Prometheus text format). */
   METRICS_ENABLED: flag(false),

@@ -6,12 +6,20 @@
 export class AppError extends Error {
   readonly code: string;
   readonly status: number;
+  /** Sent as `Retry-After` (429, 503): when trying again can succeed. */
+  readonly retryAfterSeconds: number | undefined;
 
-  constructor(code: string, status: number, message: string, options?: ErrorOptions) {
+  constructor(
+    code: string,
+    status: number,
+    message: string,
+    options?: ErrorOptions & { retryAfterSeconds?: number },
+  ) {
     super(message, options);
     this.name = 'AppError';
     this.code = code;
     this.status = status;
+    this.retryAfterSeconds = options?.retryAfterSeconds;
   }
 
   static isInstance(error: unknown): error is AppError {

@@ -1,5 +1,8 @@
 import cluster from 'node:cluster';
 import { join } from 'node:path';
+import { AccountService } from './accounts/account-service.ts';
+import { defaultLimits } from './accounts/limits.ts';
+import { UsageLimits } from './accounts/usage-limits.ts';
 import { ChatService } from './assistant/chat-service.ts';
 import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
@@ -30,6 +33,7 @@ import { ReminderScheduler } from './reminders/reminder-scheduler.ts';
 import { ReminderService } from './reminders/reminder-service.ts';
 import { TelegramBotApi } from './reminders/telegram-bot-api.ts';
 import { TelegramLinker } from './reminders/telegram-linker.ts';
+import { AccountRepository } from './storage/account-repository.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
 import { ChatTurnRepository } from './storage/chat-turn-repository.ts';
 import { openDatabase } from './storage/database.ts';
@@ -42,6 +46,8 @@ import { MessageRepository } from './storage/message-repository.ts';
 import { NoticeRepository } from './storage/notice-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
 import { RunRepository } from './storage/run-repository.ts';
+import { UsageRepository } from './storage/usage-repository.ts';
+import { UserDataRepository } from './storage/user-data-repository.ts';
 import { UserRepository } from './storage/user-repository.ts';
 import { VectorStore } from './storage/vector-store.ts';
 import { withCorrectiveFallback } from './tools/corrective-fallback.ts';
@@ -158,8 +164,9 @@ export async function main(config: Config): Promise<void> {
           return { embedder, vectors, indexer, vectorWeight: config.HYBRID_VECTOR_WEIGHT };
         })()
       : undefined;
+  const documentRepository = new DocumentRepository(db);
   const documents = new DocumentService({
-    documents: new DocumentRepository(db),
+    documents: documentRepository,
     chunking: { maxTokens: config.CHUNK_MAX_TOKENS, overlapTokens: config.CHUNK_OVERLAP_TOKENS },
     logger,
     semantic,
@@ -243,6 +250,24 @@ export async function main(config: Config): Promise<void> {
     },
   });
 
+  const accountRepository = new AccountRepository(db);
+  const limitDefaults = defaultLimits(config);
+  const limits = new UsageLimits({
+    usage: new UsageRepository(db),
+    accounts: accountRepository,
+    defaults: limitDefaults,
+    applyToAdmin: config.LIMITS_APPLY_TO_ADMIN,
+    defaultTimezone: config.DEFAULT_TIMEZONE,
+  });
+  const userData = new UserDataRepository(db, documentRepository);
+  const accounts = new AccountService({
+    accounts: accountRepository,
+    userData,
+    defaults: limitDefaults,
+    logger: logger.child({ component: 'accounts' }),
+    onUserChanged: (userId) => limits.forget(userId),
+  });
+
   const ingestion = new IngestionService(
     documents,
     {
@@ -263,6 +288,9 @@ export async function main(config: Config): Promise<void> {
 
   const app = await buildServer({
     apiToken: config.API_TOKEN,
+    accounts,
+    limits,
+    userData,
     logger,
     ping: () => database.ping(),
     chats,
@@ -272,6 +300,7 @@ export async function main(config: Config): Promise<void> {
       images,
       keepAliveMs: config.SSE_KEEPALIVE_MS,
       shutdown: shutdownSignal.signal,
+      admit: (principal, userId) => limits.admitChat(principal, userId),
       metrics,
     },
     conversations: new ConversationService(new MessageRepository(db)),

@@ -58,8 +58,9 @@ export class DocumentService {
     this.#deps = deps;
   }
 
-  listSources(): Promise<string[]> {
-    return this.#deps.documents.listSources();
+  /** The document sources a user can search: the shared ones and their own. */
+  listSources(userId?: string): Promise<string[]> {
+    return this.#deps.documents.listSources(userId === undefined ? [SHARED] : [SHARED, userId]);
   }
 
   /** A user's own sources of one kind (conversation memories), newest first. */
@@ -72,19 +73,39 @@ export class DocumentService {
     return this.#deps.documents.deleteOwned(userId, kind, source);
   }
 
-  async deleteSource(source: string): Promise<void> {
-    if (!(await this.#deps.documents.deleteSource(source))) {
-      throw notFound(`No document with source ${JSON.stringify(source)}`);
+  /**
+   * Deletes a shared source, or one of a user's private sources (`userId`). A user naming a
+   * shared source is refused (403): shared documents are the administrator's.
+   */
+  async deleteSource(source: string, userId?: string): Promise<void> {
+    const { documents } = this.#deps;
+    if (userId === undefined) {
+      if (await documents.deleteSource(source)) return;
+    } else {
+      if ((await documents.deleteOwned(userId, 'document', source)) > 0) return;
+      if (await documents.hasSource(SHARED, source)) {
+        throw new AppError(
+          'forbidden',
+          403,
+          'This document is shared by everyone: only the administrator can delete it.',
+        );
+      }
     }
+    throw notFound(`No document with source ${JSON.stringify(source)}`);
   }
 
   /**
-   * Chunks an extracted document and stores it as a shared source, replacing any previous
+   * Chunks an extracted document and stores it as a shared source (or a user's private one:
+   * `privateTo`, searched by that user only), replacing any previous
    * version atomically (see DocumentRepository.replaceSource). Vectors follow in the
    * background; the document is searchable lexically as soon as this resolves.
    */
-  ingest(input: IngestInput, signal?: AbortSignal): Promise<{ chunks: number }> {
-    return this.#store(SHARED, 'document', input, signal);
+  ingest(
+    input: IngestInput,
+    signal?: AbortSignal,
+    privateTo?: string | undefined,
+  ): Promise<{ chunks: number }> {
+    return this.#store(privateTo ?? SHARED, 'document', input, signal);
   }
 
   /**

@@ -31,6 +31,14 @@ export interface IngestionSettings {
   ocrEnabled: boolean;
 }
 
+/** Whose upload it is, decided once the whole form has been read, and its limits. */
+export interface IngestAccess {
+  /** The user whose private document it becomes, or undefined for a shared one. */
+  owner(fields: ReadonlyMap<string, string>): string | undefined;
+  /** Counts the upload against the owner's limits, or throws (429). */
+  admit(owner: string, bytes: number, source: string): Promise<void>;
+}
+
 export interface IngestResult {
   chunks: number;
   filename: string;
@@ -72,7 +80,11 @@ export class IngestionService {
     this.#extraction.close();
   }
 
-  async ingest(parts: AsyncIterable<UploadPart>, signal?: AbortSignal): Promise<IngestResult> {
+  async ingest(
+    parts: AsyncIterable<UploadPart>,
+    access: IngestAccess,
+    signal?: AbortSignal,
+  ): Promise<IngestResult> {
     let upload: (ReceivedFile & { filename: string }) | undefined;
     const fields = new Map<string, string>();
     try {
@@ -97,7 +109,7 @@ export class IngestionService {
           'The multipart part "file" is required: attach the document as "file".',
         );
       }
-      return await this.#process(upload, fields, signal);
+      return await this.#process(upload, fields, access, signal);
     } finally {
       if (upload) await rm(upload.path, { force: true });
     }
@@ -106,8 +118,10 @@ export class IngestionService {
   async #process(
     upload: ReceivedFile & { filename: string },
     fields: Map<string, string>,
+    access: IngestAccess,
     signal: AbortSignal | undefined,
   ): Promise<IngestResult> {
+    const owner = access.owner(fields);
     const given = fields.get('source');
     const filename = checkName(
       'file name',
@@ -126,6 +140,7 @@ export class IngestionService {
       );
     }
     const { kind } = detected;
+    if (owner !== undefined) await access.admit(owner, upload.bytes, source);
     const started = performance.now();
     const log = this.#logger.child({ kind, bytes: upload.bytes });
     const document = await this.#slots.run(() =>
@@ -150,6 +165,7 @@ export class IngestionService {
     const { chunks } = await this.#documents.ingest(
       { source, filename, contentType: CONTENT_TYPES[kind], bytes: upload.bytes, document },
       signal,
+      owner,
     );
     log.info(
       {

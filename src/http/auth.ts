@@ -1,26 +1,85 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { looksLikeApiKey } from '../accounts/api-key.ts';
+import { actingUser, type Principal } from '../accounts/principal.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Served without the bearer token (health, API docs). */
     public?: boolean;
   }
+  interface FastifyRequest {
+    /** Who is asking (set before any handler of a route that is not public). */
+    principal: Principal;
+  }
 }
 
+export interface AuthSettings {
+  /** API_TOKEN: the administrator's token; unset is development mode (no authentication). */
+  adminToken: string | undefined;
+  /** Resolves a user's key (`pk_…`); undefined for an unknown, revoked or expired key. */
+  authenticateKey: (key: string) => Promise<Principal | undefined>;
+  /**
+   * Other ways in without an Authorization header (the web client's session cookie):
+   * a principal, `undefined` when the request carries none, or `null` for a spent one.
+   */
+  authenticateOther?:
+    | ((request: FastifyRequest) => Promise<Principal | null | undefined>)
+    | undefined;
+}
+
+const DEVELOPMENT: Principal = { kind: 'admin', development: true };
+const ADMIN: Principal = { kind: 'admin', development: false };
+
 /**
- * Bearer authentication (spec §5): when a token is configured, the Authorization header must
- * be exactly `Bearer <token>`. Both sides are hashed before the constant-time comparison so
- * neither the content nor the length of the token leaks through timing.
+ * Who a request is (spec §5, extended by accounts): `Authorization: Bearer <API_TOKEN>`
+ * exactly is the administrator; `Bearer pk_…` a user's key; anything else is 401. Without
+ * API_TOKEN (development mode) a request without a key is the administrator. The token is
+ * compared in constant time (both sides hashed); a key is looked up by its hash, so an
+ * unknown, revoked and expired key take the same path and get the same answer.
+ *
+ * Then one rule for every route: a `user_id` a request names (path, query or body) must be
+ * the key's own user (src/accounts/principal.ts); the administrator may name anyone.
  */
-export function installBearerAuth(app: FastifyInstance, token: string | undefined): void {
-  if (!token) return; // development mode: every request passes
-  const authorized = bearerCheck(token);
+export function installAuth(app: FastifyInstance, settings: AuthSettings): void {
+  const isAdmin = settings.adminToken ? bearerCheck(settings.adminToken) : undefined;
+  app.decorateRequest('principal', undefined as unknown as { getter: () => Principal });
 
   app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.config.public || request.is404) return;
-    if (authorized(request.headers.authorization)) return;
-    return unauthorized(reply);
+    const header = request.headers.authorization;
+    if (header !== undefined) {
+      if (isAdmin?.(header)) {
+        request.principal = ADMIN;
+        return;
+      }
+      const key = header.startsWith('Bearer ') ? header.slice(7) : '';
+      if (looksLikeApiKey(key)) {
+        const principal = await settings.authenticateKey(key);
+        if (principal) {
+          request.principal = principal;
+          return;
+        }
+        return unauthorized(reply);
+      }
+      if (isAdmin) return unauthorized(reply);
+    }
+    const other = await settings.authenticateOther?.(request);
+    if (other) {
+      request.principal = other;
+      return;
+    }
+    if (isAdmin || other === null) return unauthorized(reply);
+    request.principal = DEVELOPMENT;
+  });
+
+  // The one authorization rule, for every route, including routes added later.
+  app.addHook('preValidation', async (request) => {
+    if (!request.principal || request.principal.kind === 'admin') return;
+    for (const where of [request.params, request.query, request.body]) {
+      const named = (where as { user_id?: unknown } | undefined)?.user_id;
+      if (typeof named === 'string') actingUser(request.principal, named);
+    }
   });
 }
 

@@ -23,6 +23,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     }
     if (AppError.isInstance(error)) {
       if (error.status >= 500) request.log.warn({ err: error }, error.message);
+      if (error.retryAfterSeconds !== undefined) {
+        reply.header('retry-after', String(error.retryAfterSeconds));
+      }
       return reply.code(error.status).send({ detail: error.message });
     }
     if (isDatabaseUnavailable(error)) {

@@ -15,8 +15,12 @@ const validationItem = z.object({
 const message = (description: string) => z.object({ detail: z.string() }).describe(description);
 
 const schemas = {
-  401: message('Missing or wrong `Authorization: Bearer <API_TOKEN>` (detail: "Unauthorized")'),
+  401: message(
+    'Missing or wrong `Authorization: Bearer <API_TOKEN or a user key>` (detail: "Unauthorized")',
+  ),
+  403: message("Not allowed with this key: another user's data, or an administrator's route"),
   404: message('No such resource'),
+  409: message('It exists already'),
   413: message('The request body or upload is larger than the configured limit'),
   415: message('The body or upload is of a type this route does not accept'),
   422: z
@@ -25,6 +29,9 @@ const schemas = {
       'Invalid input: FastAPI-style `[{"loc", "msg", "type"}]` for the request shape, or a ' +
         'sentence for content that was well-formed but cannot be used',
     ),
+  429: message(
+    'Over a per-user limit; `Retry-After` says in how many seconds trying again can succeed',
+  ),
   500: z
     .object({ detail: z.string(), request_id: z.string().optional() })
     .describe('Unexpected failure; quote the request_id when reporting it'),
@@ -42,3 +49,6 @@ export function errorResponses(...statuses: ErrorStatus[]) {
 
 /** What every authenticated route that reads the database can answer. */
 export const AUTHENTICATED = [401, 503] as const satisfies ErrorStatus[];
+
+/** What a route that takes a `user_id` can answer (a key naming another user: 403). */
+export const PER_USER = [401, 403, 503] as const satisfies ErrorStatus[];

@@ -8,6 +8,8 @@ import {
   validatorCompiler,
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
+import type { AccountService } from '../accounts/account-service.ts';
+import type { UsageLimits } from '../accounts/usage-limits.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
 import type { ConversationService } from '../assistant/conversation-service.ts';
 import type { DocumentService } from '../documents/document-service.ts';
@@ -18,12 +20,15 @@ import type { ConversationMemory } from '../memory/conversation-memory.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { ProfileService } from '../reminders/profile-service.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
+import type { UserDataRepository } from '../storage/user-data-repository.ts';
 import { APP_VERSION } from '../version.ts';
 import type { App } from './app-types.ts';
-import { installBearerAuth } from './auth.ts';
+import { type AuthSettings, installAuth } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { installErrorHandling } from './error-handler.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
+import { registerAccountRoutes } from './routes/account.ts';
+import { registerAdminRoutes } from './routes/admin.ts';
 import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
 import { registerDocumentRoutes } from './routes/documents.ts';
 import { registerFeedbackRoutes } from './routes/feedback.ts';
@@ -39,6 +44,11 @@ import { SOURCE_MAX_CHARS } from './schemas.ts';
 
 export interface HttpDependencies {
   apiToken: string | undefined;
+  accounts: AccountService;
+  limits: UsageLimits;
+  userData: UserDataRepository;
+  /** Ways in besides the Authorization header (the web client's session). */
+  authenticateOther?: AuthSettings['authenticateOther'];
   logger: FastifyBaseLogger;
   ping: () => Promise<boolean>;
   chats: ChatService;
@@ -93,7 +103,11 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     reply.header('x-request-id', request.id);
   });
   installErrorHandling(app);
-  installBearerAuth(app, deps.apiToken);
+  installAuth(app, {
+    adminToken: deps.apiToken,
+    authenticateKey: (key) => deps.accounts.authenticate(key),
+    authenticateOther: deps.authenticateOther,
+  });
   const metrics = deps.metrics?.metrics;
   if (metrics) {
     // The route's template, never the URL: user ids and sources stay out of the labels.
@@ -121,7 +135,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
       components: {
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       },
-      security: deps.apiToken ? [{ bearer: [] }] : [],
+      security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,
   });
@@ -142,10 +156,12 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerDocumentRoutes(app, deps.documents);
   registerFeedbackRoutes(app, deps.feedback);
   registerReminderRoutes(app, deps.reminders);
-  registerIngestRoutes(app, deps.ingestion, deps.ingestMaxBytes);
+  registerIngestRoutes(app, deps.ingestion, deps.ingestMaxBytes, deps.limits);
   registerUserRoutes(app, deps.profiles);
   registerGraphRoutes(app, deps.graph);
   registerMemoryRoutes(app, deps.memory);
+  registerAccountRoutes(app, deps.limits, deps.userData);
+  registerAdminRoutes(app, deps.accounts);
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route);
   methods.answer405();
 

@@ -41,6 +41,11 @@ export function isForeignKeyViolation(error: unknown): boolean {
   return someCause(error, ({ code }) => code === '23503');
 }
 
+/** A row repeats a unique key (Postgres 23505, unique_violation). */
+export function isUniqueViolation(error: unknown): boolean {
+  return someCause(error, ({ code }) => code === '23505');
+}
+
 /** Drizzle wraps the driver's error in its own: the test applies to every `cause` in turn. */
 function someCause(
   error: unknown,

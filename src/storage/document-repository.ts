@@ -51,12 +51,22 @@ export class DocumentRepository {
     this.#postingsPerTerm = postingsPerTerm;
   }
 
-  async listSources(): Promise<string[]> {
+  /** The document sources of these owners (shared: SHARED), each name once, in order. */
+  async listSources(owners: readonly string[] = [SHARED]): Promise<string[]> {
     const { rows } = await this.#db.$client.query<{ source: string }>(
-      `SELECT source FROM documents WHERE owner = $1 AND kind = 'document' ORDER BY source`,
-      [SHARED],
+      `SELECT DISTINCT source FROM documents
+        WHERE owner = ANY($1::text[]) AND kind = 'document' ORDER BY source`,
+      [owners],
     );
     return rows.map((row) => row.source);
+  }
+
+  async hasSource(owner: string, source: string): Promise<boolean> {
+    const { rows } = await this.#db.$client.query(
+      `SELECT 1 FROM documents WHERE owner = $1 AND source = $2 AND kind = 'document'`,
+      [owner, source],
+    );
+    return rows.length > 0;
   }
 
   /** Deletes a shared source with its chunks and postings. False for an unknown source. */

@@ -12,6 +12,8 @@ export interface NewFeedback {
   key: string;
   score: number;
   comment?: string | undefined;
+  /** When set, the run must be this user's: another user's run is as unknown as none. */
+  userId?: string | undefined;
 }
 
 export interface PendingFeedback {
@@ -34,6 +36,14 @@ export class FeedbackRepository {
   /** Stores feedback on a run and returns its id; undefined when there is no such run. */
   async insert(input: NewFeedback): Promise<string | undefined> {
     const id = randomUUID();
+    if (input.userId !== undefined) {
+      const { rowCount } = await this.#db.$client.query(
+        `INSERT INTO feedback (id, run_id, key, score, comment)
+         SELECT $1, r.id, $3, $4, $5 FROM chat_runs r WHERE r.id = $2 AND r.user_id = $6`,
+        [id, input.runId, input.key, input.score, input.comment ?? null, input.userId],
+      );
+      return rowCount ? id : undefined;
+    }
     try {
       await this.#db.insert(feedback).values({
         id,

@@ -339,3 +339,75 @@ export const chatTurnLocks = pgTable('chat_turn_locks', {
   holder: text('holder').notNull(),
   heartbeatAt: timestamp('heartbeat_at', { withTimezone: true }).notNull().defaultNow(),
 });
+
+/**
+ * A person given their own access to Parley (`POST /admin/users`). A `users` row (profile)
+ * exists for every user id that was ever used; an account only for those the administrator
+ * created. `limits` overrides the defaults of the environment, per limit (absent = default).
+ */
+export const accounts = pgTable('accounts', {
+  userId: text('user_id').primaryKey(),
+  limits: jsonb('limits').$type<Record<string, number>>().notNull().default({}),
+  createdAt: createdAt(),
+});
+
+/**
+ * A user's API key (`pk_…`). Only its SHA-256 is kept: the key is 256 random bits, so a fast
+ * hash cannot be searched backwards and a slow one would only cost every request. Revoking a
+ * key deletes its row.
+ */
+export const apiKeys = pgTable(
+  'api_keys',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => accounts.userId, { onDelete: 'cascade' }),
+    hash: text('hash').notNull(),
+    /** The first characters of the key, to tell keys apart in lists. */
+    prefix: text('prefix').notNull(),
+    createdAt: createdAt(),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    expiresAt: timestamp('expires_at', { withTimezone: true }),
+  },
+  (t) => [uniqueIndex('api_keys_hash_idx').on(t.hash), index('api_keys_user_idx').on(t.userId)],
+);
+
+/**
+ * The chat rate limit of each user, shared by replicas: the generic cell rate algorithm's
+ * "theoretical arrival time". One upsert both checks and counts a chat (see
+ * src/storage/usage-repository.ts).
+ */
+export const chatRates = pgTable('chat_rates', {
+  userId: text('user_id').primaryKey(),
+  tat: timestamp('tat', { withTimezone: true }).notNull(),
+});
+
+/** Bytes a user uploaded for ingestion, per day of the user's timezone. */
+export const ingestUsage = pgTable(
+  'ingest_usage',
+  {
+    userId: text('user_id').notNull(),
+    day: date('day').notNull(),
+    bytes: bigint('bytes', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.day] })],
+);
+
+/**
+ * A signed-in browser (the web client). `id` is the SHA-256 of the cookie's random value;
+ * `key_id` is the key it was made from (revoking the key ends the session), null for the
+ * administrator's token or development mode, where `user_id` is the name typed or null.
+ */
+export const webSessions = pgTable(
+  'web_sessions',
+  {
+    id: text('id').primaryKey(),
+    role: text('role').$type<'admin' | 'user'>().notNull(),
+    userId: text('user_id'),
+    keyId: uuid('key_id').references(() => apiKeys.id, { onDelete: 'cascade' }),
+    createdAt: createdAt(),
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('web_sessions_user_idx').on(t.userId)],
+);

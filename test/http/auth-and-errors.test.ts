@@ -77,11 +77,12 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
     const operations = document.paths as Record<string, Record<string, Operation>>;
     const declared = (path: string, method: string) =>
       Object.keys(operations[path]?.[method]?.responses ?? {}).sort();
-    expect(declared('/chat', 'post')).toEqual(['401', '413', '415', '422', '500']);
+    expect(declared('/chat', 'post')).toEqual(['401', '403', '413', '415', '422', '429', '500']);
     expect(declared('/documents', 'get')).toEqual(['200', '401', '500', '503']);
     expect(declared('/documents/{*}', 'delete')).toEqual([
       '200',
       '401',
+      '403',
       '404',
       '422',
       '500',
@@ -97,12 +98,30 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
       '500',
       '503',
     ]);
-    expect(declared('/reset', 'post')).toEqual(['200', '401', '422', '500', '503']);
-    expect(declared('/reminders/{user_id}', 'get')).toEqual(['200', '401', '422', '500', '503']);
-    expect(declared('/ingest', 'post')).toEqual(['200', '401', '413', '415', '422', '500', '503']);
+    expect(declared('/reset', 'post')).toEqual(['200', '401', '403', '422', '500', '503']);
+    expect(declared('/reminders/{user_id}', 'get')).toEqual([
+      '200',
+      '401',
+      '403',
+      '422',
+      '500',
+      '503',
+    ]);
+    expect(declared('/ingest', 'post')).toEqual([
+      '200',
+      '401',
+      '403',
+      '413',
+      '415',
+      '422',
+      '429',
+      '500',
+      '503',
+    ]);
     expect(declared('/users/{user_id}/graph', 'delete')).toEqual([
       '200',
       '401',
+      '403',
       '422',
       '500',
       '503',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { actingUser, type Principal } from '../../accounts/principal.ts';
 import { SHUTDOWN } from '../../assistant/chat-events.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
 import { meteredChat } from '../../metrics/metered-chat.ts';
@@ -18,6 +19,8 @@ export interface ChatRouteSettings {
   keepAliveMs: number;
   /** Aborted when the server shuts down and the grace period is over. */
   shutdown: AbortSignal;
+  /** Checks and counts the chat against the user's limits; throws a 429 AppError. */
+  admit: (principal: Principal, userId: string) => Promise<void>;
   /** Counts chats for /metrics (METRICS_ENABLED). */
   metrics?: Pick<Metrics, 'chatStarted'> | undefined;
 }
@@ -42,7 +45,11 @@ export function registerChatRoutes(
       .refine((value) => !value.includes('\u0000'), {
         message: 'must not contain the NUL character (U+0000)',
       }),
-    user_id: userIdSchema.default('default'),
+    user_id: userIdSchema
+      .optional()
+      .describe(
+        "Whose assistant answers: the key's own user when absent (the administrator: `default`)",
+      ),
     show_thinking: z.boolean().default(false),
     image_base64: z
       .string()
@@ -69,10 +76,13 @@ export function registerChatRoutes(
         tags: ['chat'],
         body,
         produces: ['text/event-stream'],
-        response: errorResponses(401, 413, 415, 422),
+        response: errorResponses(401, 403, 413, 415, 422, 429),
       },
     },
     async (request, reply) => {
+      const userId = actingUser(request.principal, request.body.user_id);
+      // Before the stream starts: over a limit is a 429 with Retry-After, never a cut answer.
+      await settings.admit(request.principal, userId);
       const abort = new AbortController();
       const stop = () => abort.abort(SHUTDOWN);
       // `close` on the response before it finished means the client went away: stop the
@@ -86,7 +96,7 @@ export function registerChatRoutes(
       const image = upload ? await settings.images.save(upload.bytes, upload.mediaType) : undefined;
       const answer = chats.chat(
         {
-          userId: request.body.user_id,
+          userId,
           message: request.body.message,
           showThinking: request.body.show_thinking,
           image,

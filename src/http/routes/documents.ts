@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Principal } from '../../accounts/principal.ts';
 import type { DocumentService } from '../../documents/document-service.ts';
 import type { App } from '../app-types.ts';
 import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
@@ -9,7 +10,8 @@ export function registerDocumentRoutes(app: App, documents: DocumentService): vo
     '/documents',
     {
       schema: {
-        summary: 'List the sources of ingested documents',
+        summary: 'List the sources of ingested documents the caller can search',
+        description: 'The shared documents; with a user key, that user’s private documents too.',
         tags: ['documents'],
         response: {
           200: z.object({ documents: z.array(z.string()) }),
@@ -17,7 +19,9 @@ export function registerDocumentRoutes(app: App, documents: DocumentService): vo
         },
       },
     },
-    async () => ({ documents: await documents.listSources() }),
+    async (request) => ({
+      documents: await documents.listSources(privateOwner(request.principal)),
+    }),
   );
 
   app.delete(
@@ -26,19 +30,24 @@ export function registerDocumentRoutes(app: App, documents: DocumentService): vo
       schema: {
         summary: 'Delete a source and all its chunks',
         description:
-          'The rest of the path is the source, slashes included; percent-encoded characters are decoded.',
+          'The rest of the path is the source, slashes included; percent-encoded characters are ' +
+          'decoded. With a user key: one of that user’s private documents (403 for a shared one).',
         tags: ['documents'],
         params: z.object({ '*': sourceSchema }),
         response: {
           200: z.object({ deleted: z.string() }),
-          ...errorResponses(...AUTHENTICATED, 404, 422),
+          ...errorResponses(...AUTHENTICATED, 403, 404, 422),
         },
       },
     },
     async (request) => {
       const source = request.params['*'];
-      await documents.deleteSource(source);
+      await documents.deleteSource(source, privateOwner(request.principal));
       return { deleted: source };
     },
   );
 }
+
+/** A user key reaches that user's private documents; the administrator the shared ones. */
+const privateOwner = (principal: Principal) =>
+  principal.kind === 'user' ? principal.userId : undefined;

@@ -33,7 +33,10 @@ export function registerFeedbackRoutes(app: App, feedback: FeedbackService): voi
     },
     async (request) => {
       const { run_id, score, comment, key } = request.body;
-      const { feedbackId } = await feedback.submit({ runId: run_id, score, comment, key });
+      // A user's key reaches its own runs only; another user's run is as unknown as none.
+      const principal = request.principal;
+      const userId = principal.kind === 'user' ? principal.userId : undefined;
+      const { feedbackId } = await feedback.submit({ runId: run_id, score, comment, key, userId });
       return { ok: true as const, feedback_id: feedbackId };
     },
   );

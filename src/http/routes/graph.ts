@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { GraphService } from '../../graph/graph-service.ts';
 import type { App } from '../app-types.ts';
-import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
+import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 
 const tripleSchema = z.object({
@@ -10,7 +10,7 @@ const tripleSchema = z.object({
   object: z.string(),
   created_at: z.string().describe('When the relation was first stored (ISO 8601)'),
 });
-const errors = errorResponses(...AUTHENTICATED, 422);
+const errors = errorResponses(...PER_USER, 422);
 const params = z.object({ user_id: userIdSchema });
 
 /** A user can see and clear their knowledge graph (the relations the assistant keeps). */

@@ -1,11 +1,18 @@
 import fastifyMultipart from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { IngestionService, UploadPart } from '../../documents/ingestion-service.ts';
+import { actingUser } from '../../accounts/principal.ts';
+import type { UsageLimits } from '../../accounts/usage-limits.ts';
+import type {
+  IngestAccess,
+  IngestionService,
+  UploadPart,
+} from '../../documents/ingestion-service.ts';
 import { AppError } from '../../errors.ts';
 import type { App } from '../app-types.ts';
-import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
+import { errorResponses, PER_USER } from '../error-responses.ts';
 import { afterBodyOverLimit } from '../over-limit.ts';
+import { userIdSchema } from '../schemas.ts';
 
 /** Room for a 1,024-character source in any script (UTF-8) and a password. */
 const FIELD_MAX_BYTES = 8 * 1024;
@@ -14,6 +21,7 @@ export function registerIngestRoutes(
   app: App,
   ingestion: IngestionService,
   maxBytes: number,
+  limits: Pick<UsageLimits, 'admitIngest'>,
 ): void {
   // Multipart is parsed only here: every other route still answers it with 415.
   app.register(async (scope: App) => {
@@ -28,12 +36,14 @@ export function registerIngestRoutes(
           description:
             'multipart/form-data with the part `file` (required) and the fields `source` ' +
             '(default: the file name; 1–1,024 characters, no control characters) and `password` ' +
-            '(for an encrypted PDF). Re-ingesting a source replaces it.',
+            '(for an encrypted PDF). Re-ingesting a source replaces it. With a user key the ' +
+            'document is private to that user; the administrator uploads shared documents, or ' +
+            'a private one for the user named in the field `user_id`.',
           tags: ['documents'],
           consumes: ['multipart/form-data'],
           response: {
             200: z.object({ chunks: z.number().int(), filename: z.string(), source: z.string() }),
-            ...errorResponses(...AUTHENTICATED, 413, 415, 422),
+            ...errorResponses(...PER_USER, 413, 415, 422, 429),
           },
         },
       },
@@ -44,7 +54,23 @@ export function registerIngestRoutes(
           if (!reply.raw.writableFinished) gone.abort(new Error('client disconnected'));
         });
         try {
-          return await ingestion.ingest(uploadParts(request), gone.signal);
+          const principal = request.principal;
+          const access: IngestAccess = {
+            owner: (fields) => {
+              const named = fields.get('user_id');
+              if (named !== undefined && !userIdSchema.safeParse(named).success) {
+                throw new AppError(
+                  'user_id_invalid',
+                  422,
+                  'The field "user_id" is not a valid user id.',
+                );
+              }
+              if (principal.kind === 'user') return actingUser(principal, named);
+              return named;
+            },
+            admit: (owner, bytes, source) => limits.admitIngest(principal, owner, bytes, source),
+          };
+          return await ingestion.ingest(uploadParts(request), access, gone.signal);
         } catch (error) {
           // Nobody to answer: not a server error, and nothing worth an error line in the log.
           if (request.raw.socket?.destroyed) {

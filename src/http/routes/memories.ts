@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { notFound } from '../../errors.ts';
 import type { ConversationMemory } from '../../memory/conversation-memory.ts';
 import type { App } from '../app-types.ts';
-import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
+import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 
 const memorySchema = z.object({
@@ -14,7 +14,7 @@ const deletedSchema = z.object({
   user_id: z.string(),
   deleted: z.number().int().describe('How many memories were removed'),
 });
-const errors = errorResponses(...AUTHENTICATED, 422);
+const errors = errorResponses(...PER_USER, 422);
 const params = z.object({ user_id: userIdSchema });
 
 /**
@@ -72,7 +72,7 @@ export function registerMemoryRoutes(app: App, memory: ConversationMemory | unde
         summary: 'Delete one conversation memory',
         tags: ['memories'],
         params: params.extend({ memory_id: z.uuid() }),
-        response: { 200: deletedSchema, ...errorResponses(...AUTHENTICATED, 404, 422) },
+        response: { 200: deletedSchema, ...errorResponses(...PER_USER, 404, 422) },
       },
     },
     async (request) => {

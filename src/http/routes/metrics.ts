@@ -1,3 +1,4 @@
+import { requireAdmin } from '../../accounts/principal.ts';
 import type { App } from '../app-types.ts';
 import { bearerCheck, unauthorized } from '../auth.ts';
 import { errorResponses } from '../error-responses.ts';
@@ -25,11 +26,12 @@ export function registerMetricsRoutes(app: App, settings: MetricsRouteSettings):
           'token. With PARLEY_WORKERS > 1 the figures are the sum over all workers.',
         tags: ['service'],
         produces: ['text/plain'],
-        response: errorResponses(401),
+        response: errorResponses(401, 403),
       },
     },
     async (request, reply) => {
       if (authorized && !authorized(request.headers.authorization)) return unauthorized(reply);
+      if (!authorized) requireAdmin(request.principal); // a user's key is not the operator's
       const text = await settings.text();
       return reply.header('content-type', settings.contentType).send(text);
     },

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { ReminderService } from '../../reminders/reminder-service.ts';
 import type { App } from '../app-types.ts';
-import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
+import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 
 const reminderSchema = z.object({
@@ -40,7 +40,7 @@ export function registerReminderRoutes(app: App, reminders: ReminderService): vo
         params: z.object({ user_id: userIdSchema }),
         response: {
           200: z.object({ user_id: z.string(), reminders: z.array(reminderSchema) }),
-          ...errorResponses(...AUTHENTICATED, 422),
+          ...errorResponses(...PER_USER, 422),
         },
       },
     },
@@ -83,7 +83,7 @@ export function registerReminderRoutes(app: App, reminders: ReminderService): vo
         }),
         response: {
           200: z.object({ deleted: z.uuid() }),
-          ...errorResponses(...AUTHENTICATED, 404, 422),
+          ...errorResponses(...PER_USER, 404, 422),
         },
       },
     },

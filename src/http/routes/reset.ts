@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import { actingUser } from '../../accounts/principal.ts';
 import type { ConversationService } from '../../assistant/conversation-service.ts';
 import type { App } from '../app-types.ts';
-import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
+import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 
 export function registerResetRoutes(app: App, conversations: ConversationService): void {
@@ -11,15 +12,21 @@ export function registerResetRoutes(app: App, conversations: ConversationService
       schema: {
         summary: "Clear a user's conversation history",
         tags: ['chat'],
-        querystring: z.object({ user_id: userIdSchema.default('default') }),
+        querystring: z.object({
+          user_id: userIdSchema
+            .optional()
+            .describe(
+              "The user whose history to clear: the key's own user when absent (the administrator: `default`)",
+            ),
+        }),
         response: {
           200: z.object({ reset: z.literal(true), user_id: z.string() }),
-          ...errorResponses(...AUTHENTICATED, 422),
+          ...errorResponses(...PER_USER, 422),
         },
       },
     },
     async (request) => {
-      const userId = request.query.user_id;
+      const userId = actingUser(request.principal, request.query.user_id);
       await conversations.reset(userId);
       return { reset: true as const, user_id: userId };
     },

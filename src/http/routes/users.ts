@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { isKnownTimezone } from '../../assistant/local-time.ts';
 import type { ProfileService, ProfileView } from '../../reminders/profile-service.ts';
 import type { App } from '../app-types.ts';
-import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
+import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 
 const profileSchema = z.object({
@@ -53,7 +53,7 @@ export function registerUserRoutes(app: App, profiles: ProfileService): void {
         summary: "Read a user's profile",
         tags: ['users'],
         params,
-        response: { 200: profileSchema, ...errorResponses(...AUTHENTICATED, 422) },
+        response: { 200: profileSchema, ...errorResponses(...PER_USER, 422) },
       },
     },
     async (request) => toBody(request.params.user_id, await profiles.get(request.params.user_id)),
@@ -69,7 +69,7 @@ export function registerUserRoutes(app: App, profiles: ProfileService): void {
         body: profileChange,
         response: {
           200: profileSchema,
-          ...errorResponses(...AUTHENTICATED, 413, 415, 422),
+          ...errorResponses(...PER_USER, 413, 415, 422),
         },
       },
     },
@@ -102,7 +102,7 @@ export function registerUserRoutes(app: App, profiles: ProfileService): void {
             deep_link: z.string().nullable(),
             expires_at: z.string(),
           }),
-          ...errorResponses(...AUTHENTICATED, 422),
+          ...errorResponses(...PER_USER, 422),
         },
       },
     },

@@ -1,0 +1,160 @@
+import { AppError } from '../errors.ts';
+import type { AccountRepository } from '../storage/account-repository.ts';
+import type { UsageRepository } from '../storage/usage-repository.ts';
+import { effectiveLimits, type Limits, MB } from './limits.ts';
+import { isLimited, type Principal } from './principal.ts';
+
+export interface UsageLimitsDependencies {
+  usage: UsageRepository;
+  accounts: AccountRepository;
+  defaults: Limits;
+  applyToAdmin: boolean;
+  defaultTimezone: string;
+  now?: () => number;
+}
+
+export interface UsageView {
+  user_id: string;
+  chats_last_minute: number;
+  tokens_today: number;
+  ingest_mb_today: number;
+  storage_mb: number;
+  limits: Limits;
+}
+
+/** How long an account's limits are taken from memory before being read again. */
+const LIMITS_TTL_MS = 1_000;
+const MINUTE_MS = 60_000;
+
+const overLimit = (message: string, retryAfterMs: number) =>
+  new AppError('limit_exceeded', 429, message, {
+    retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)),
+  });
+
+/**
+ * The per-user limits, shared by every door and every replica (the counters are in the
+ * database). Usage always counts for the user named, whoever sends the request; whether a
+ * limit refuses it depends on the principal (a user's key always; the administrator's token
+ * only with LIMITS_APPLY_TO_ADMIN). A limit is checked before an answer starts and never cuts
+ * one that has.
+ */
+export class UsageLimits {
+  readonly #deps: UsageLimitsDependencies;
+  readonly #cache = new Map<string, { limits: Limits; at: number }>();
+
+  constructor(deps: UsageLimitsDependencies) {
+    this.#deps = deps;
+  }
+
+  /** The limits in force for a user; cached for a second, so a change reaches every replica. */
+  async limitsOf(userId: string): Promise<Limits> {
+    const now = this.#now();
+    const cached = this.#cache.get(userId);
+    if (cached && now - cached.at < LIMITS_TTL_MS) return cached.limits;
+    const limits = effectiveLimits(this.#deps.defaults, await this.#deps.accounts.limitsOf(userId));
+    if (this.#cache.size > 10_000) this.#cache.clear();
+    this.#cache.set(userId, { limits, at: now });
+    return limits;
+  }
+
+  forget(userId: string): void {
+    this.#cache.delete(userId);
+  }
+
+  /**
+   * Counts a chat, or refuses it with 429 and `Retry-After` when it is over the user's chat
+   * rate or today's tokens. One statement when admitted.
+   */
+  async admitChat(principal: Principal, userId: string): Promise<void> {
+    const limits = await this.limitsOf(userId);
+    const enforce = isLimited(principal, this.#deps.applyToAdmin);
+    const intervalMs = limits.chats_per_minute > 0 ? MINUTE_MS / limits.chats_per_minute : 0;
+    const admitted = await this.#deps.usage.admitChat(
+      userId,
+      this.#deps.defaultTimezone,
+      intervalMs,
+      limits.tokens_per_day,
+      enforce,
+    );
+    if (admitted) return;
+    const state = await this.#deps.usage.chatState(userId, this.#deps.defaultTimezone);
+    if (limits.tokens_per_day > 0 && state.tokensToday >= limits.tokens_per_day) {
+      throw overLimit(
+        `Today's limit of ${limits.tokens_per_day} model tokens is used up; it resets at midnight in your timezone.`,
+        state.dayEndsInMs,
+      );
+    }
+    // The next chat fits once `tat + interval` is within a minute of now.
+    throw overLimit(
+      `Too many chats: the limit is ${limits.chats_per_minute} a minute. Try again shortly.`,
+      state.tatAheadMs + intervalMs - MINUTE_MS,
+    );
+  }
+
+  /**
+   * Counts an upload of `bytes` for `source` against today's ingestion and the user's storage
+   * (private documents only: `privateDocument` false for shared ones), or refuses it.
+   */
+  async admitIngest(
+    principal: Principal,
+    userId: string,
+    bytes: number,
+    privateSource: string | undefined,
+  ): Promise<void> {
+    const limits = await this.limitsOf(userId);
+    const enforce = isLimited(principal, this.#deps.applyToAdmin);
+    if (enforce && privateSource !== undefined && limits.storage_mb > 0) {
+      const stored = await this.#deps.usage.storedBytes(userId, privateSource);
+      if (stored + bytes > limits.storage_mb * MB) {
+        throw overLimit(
+          `Your documents would take more than your ${limits.storage_mb} MB: delete some first.`,
+          60 * MINUTE_MS,
+        );
+      }
+    }
+    const counted = await this.#deps.usage.addIngest(
+      userId,
+      this.#deps.defaultTimezone,
+      bytes,
+      limits.ingest_mb_per_day * MB,
+      enforce,
+    );
+    if (!counted) {
+      const state = await this.#deps.usage.chatState(userId, this.#deps.defaultTimezone);
+      throw overLimit(
+        `This upload would pass today's limit of ${limits.ingest_mb_per_day} MB; it resets at midnight in your timezone.`,
+        state.dayEndsInMs,
+      );
+    }
+  }
+
+  async usage(userId: string): Promise<UsageView> {
+    const limits = await this.limitsOf(userId);
+    const tz = this.#deps.defaultTimezone;
+    const [state, ingested, stored, runs] = await Promise.all([
+      this.#deps.usage.chatState(userId, tz),
+      this.#deps.usage.ingestBytesToday(userId, tz),
+      this.#deps.usage.storedBytes(userId),
+      this.#deps.usage.runsLastMinute(userId),
+    ]);
+    // With a rate limit, the chats still inside the last minute are what holds `tat` ahead.
+    const counted =
+      limits.chats_per_minute > 0
+        ? Math.ceil(state.tatAheadMs / (MINUTE_MS / limits.chats_per_minute))
+        : 0;
+    return {
+      user_id: userId,
+      chats_last_minute: Math.max(counted, runs),
+      tokens_today: state.tokensToday,
+      ingest_mb_today: round(ingested / MB),
+      storage_mb: round(stored / MB),
+      limits,
+    };
+  }
+
+  #now(): number {
+    return (this.#deps.now ?? Date.now)();
+  }
+}
+
+const round = (mb: number) => Math.round(mb * 1000) / 1000;

@@ -1,0 +1,81 @@
+import { Readable } from 'node:stream';
+import { z } from 'zod';
+import { LIMIT_NAMES } from '../../accounts/limits.ts';
+import type { UsageLimits } from '../../accounts/usage-limits.ts';
+import { exportUserData } from '../../accounts/user-export.ts';
+import type { UserDataRepository } from '../../storage/user-data-repository.ts';
+import type { App } from '../app-types.ts';
+import { errorResponses, PER_USER } from '../error-responses.ts';
+import { userIdSchema } from '../schemas.ts';
+
+const params = z.object({ user_id: userIdSchema });
+
+/** A user's own view of their account: usage against the limits, and all their data. */
+export function registerAccountRoutes(
+  app: App,
+  limits: UsageLimits,
+  userData: UserDataRepository,
+): void {
+  app.get(
+    '/users/:user_id/usage',
+    {
+      schema: {
+        summary: "A user's usage against their limits (0 = no limit)",
+        description: '"Today" is the day in the user’s timezone.',
+        tags: ['users'],
+        params,
+        response: {
+          200: z.object({
+            user_id: z.string(),
+            chats_last_minute: z.number().int(),
+            tokens_today: z.number().int(),
+            ingest_mb_today: z.number(),
+            storage_mb: z.number(),
+            limits: z.object(
+              Object.fromEntries(LIMIT_NAMES.map((name) => [name, z.number()])) as Record<
+                (typeof LIMIT_NAMES)[number],
+                z.ZodNumber
+              >,
+            ),
+          }),
+          ...errorResponses(...PER_USER, 422),
+        },
+      },
+    },
+    async (request) => limits.usage(request.params.user_id),
+  );
+
+  app.get(
+    '/users/:user_id/export',
+    {
+      schema: {
+        summary: 'Everything kept about a user, as one JSON document (streamed)',
+        description:
+          'profile, messages (the history), runs with their feedback, memories, graph, ' +
+          'reminders with their notices, and the list of the user’s private documents.',
+        tags: ['users'],
+        params,
+        produces: ['application/json'],
+        response: errorResponses(...PER_USER, 422),
+      },
+    },
+    async (request, reply) => {
+      const userId = request.params.user_id;
+      // The first piece is read before answering: a database that is down is a 503, not a
+      // cut document.
+      const pieces = exportUserData(userData, userId, new Date());
+      const first = await pieces.next();
+      const body = Readable.from(
+        (async function* () {
+          if (!first.done) yield first.value;
+          yield* pieces;
+        })(),
+      );
+      return reply
+        .header('content-type', 'application/json; charset=utf-8')
+        .header('content-disposition', `attachment; filename="parley-export.json"`)
+        .header('cache-control', 'no-store')
+        .send(body);
+    },
+  );
+}

@@ -1,0 +1,133 @@
+import type { Db } from './database.ts';
+
+/** The start of today in the user's timezone (their profile's, else the default). */
+const USER_TZ = `coalesce((SELECT timezone FROM users WHERE user_id = $1::text), $2::text)`;
+const TODAY_STARTS = `(date_trunc('day', now() AT TIME ZONE ${USER_TZ}) AT TIME ZONE ${USER_TZ})`;
+const TOKENS_TODAY = `(SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), 0)
+    FROM chat_runs WHERE user_id = $1 AND started_at >= ${TODAY_STARTS})`;
+
+/**
+ * Checks the chat limits and counts the chat in one statement, exact under any concurrency
+ * and across replicas: the rate is the generic cell rate algorithm on the user's `chat_rates`
+ * row (each chat moves its "theoretical arrival time" `tat` on by 60 s / limit, and a chat is
+ * admitted while `tat` stays within a minute of now, so `limit` chats fit in any minute),
+ * whose upsert locks that row; tokens are those of the user's runs started today. `$3` is the
+ * interval in ms (0: no rate limit), `$4` the token limit (0: none), `$5` whether to enforce
+ * (false counts the chat without refusing it: the administrator's, unless limited).
+ */
+const ADMIT_CHAT = {
+  name: 'parley-admit-chat',
+  text: `
+    INSERT INTO chat_rates AS r (user_id, tat)
+    SELECT $1::text, now() + $3::float8 * interval '1 millisecond'
+     WHERE NOT $5::boolean OR $4::bigint = 0 OR ${TOKENS_TODAY} < $4::bigint
+    ON CONFLICT (user_id) DO UPDATE
+      SET tat = greatest(r.tat, now()) + $3::float8 * interval '1 millisecond'
+     WHERE NOT $5::boolean
+        OR greatest(r.tat, now()) + $3::float8 * interval '1 millisecond' <= now() + interval '1 minute'
+    RETURNING tat`,
+};
+
+export interface ChatRateState {
+  /** Milliseconds until the rate's "theoretical arrival time" (0 when it is past). */
+  tatAheadMs: number;
+  tokensToday: number;
+  /** Milliseconds until today ends in the user's timezone. */
+  dayEndsInMs: number;
+}
+
+/** Usage counters for the per-user limits (see src/accounts/usage-limits.ts). */
+export class UsageRepository {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  /** True when the chat was admitted (and counted). */
+  async admitChat(
+    userId: string,
+    defaultTimezone: string,
+    intervalMs: number,
+    tokensPerDay: number,
+    enforce: boolean,
+  ): Promise<boolean> {
+    const { rows } = await this.#db.$client.query({
+      ...ADMIT_CHAT,
+      values: [userId, defaultTimezone, intervalMs, tokensPerDay, enforce],
+    });
+    return rows.length > 0;
+  }
+
+  async chatState(userId: string, defaultTimezone: string): Promise<ChatRateState> {
+    const { rows } = await this.#db.$client.query<{
+      tat_ahead_ms: string | null;
+      tokens_today: string;
+      day_ends_in_ms: string;
+    }>(
+      `SELECT (SELECT greatest(0, extract(epoch FROM tat - now()) * 1000)
+                 FROM chat_rates WHERE user_id = $1) AS tat_ahead_ms,
+              ${TOKENS_TODAY} AS tokens_today,
+              extract(epoch FROM ${TODAY_STARTS} + interval '1 day' - now()) * 1000 AS day_ends_in_ms`,
+      [userId, defaultTimezone],
+    );
+    const row = rows[0];
+    return {
+      tatAheadMs: Number(row?.tat_ahead_ms ?? 0),
+      tokensToday: Number(row?.tokens_today ?? 0),
+      dayEndsInMs: Number(row?.day_ends_in_ms ?? 0),
+    };
+  }
+
+  /**
+   * Adds an upload to the user's bytes of today, unless that would pass `limitBytes` (0: no
+   * limit) while `enforce`. True when counted.
+   */
+  async addIngest(
+    userId: string,
+    defaultTimezone: string,
+    bytes: number,
+    limitBytes: number,
+    enforce: boolean,
+  ): Promise<boolean> {
+    const { rows } = await this.#db.$client.query(
+      `INSERT INTO ingest_usage AS u (user_id, day, bytes)
+       SELECT $1::text, (now() AT TIME ZONE ${USER_TZ})::date, $3::bigint
+        WHERE NOT $5::boolean OR $4::bigint = 0 OR $3::bigint <= $4::bigint
+       ON CONFLICT (user_id, day) DO UPDATE SET bytes = u.bytes + $3::bigint
+        WHERE NOT $5::boolean OR $4::bigint = 0 OR u.bytes + $3::bigint <= $4::bigint
+       RETURNING bytes`,
+      [userId, defaultTimezone, bytes, limitBytes, enforce],
+    );
+    return rows.length > 0;
+  }
+
+  async ingestBytesToday(userId: string, defaultTimezone: string): Promise<number> {
+    const { rows } = await this.#db.$client.query<{ bytes: string }>(
+      `SELECT bytes FROM ingest_usage
+        WHERE user_id = $1 AND day = (now() AT TIME ZONE ${USER_TZ})::date`,
+      [userId, defaultTimezone],
+    );
+    return Number(rows[0]?.bytes ?? 0);
+  }
+
+  /** Bytes of the user's private documents, leaving out one source (about to be replaced). */
+  async storedBytes(userId: string, except?: string): Promise<number> {
+    const { rows } = await this.#db.$client.query<{ bytes: string }>(
+      `SELECT coalesce(sum(bytes), 0) AS bytes FROM documents
+        WHERE owner = $1 AND kind = 'document' AND ($2::text IS NULL OR source <> $2)`,
+      [userId, except ?? null],
+    );
+    return Number(rows[0]?.bytes ?? 0);
+  }
+
+  /** Chats of the user that started in the last minute (runs are stored when they end). */
+  async runsLastMinute(userId: string): Promise<number> {
+    const { rows } = await this.#db.$client.query<{ n: string }>(
+      `SELECT count(*) AS n FROM chat_runs
+        WHERE user_id = $1 AND started_at > now() - interval '1 minute'`,
+      [userId],
+    );
+    return Number(rows[0]?.n ?? 0);
+  }
+}

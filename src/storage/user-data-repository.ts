@@ -1,0 +1,106 @@
+import type { Db } from './database.ts';
+import type { DocumentRepository } from './document-repository.ts';
+import { withTransaction } from './transaction.ts';
+
+/** Rows of one user read per statement while exporting: memory stays flat for any history. */
+const PAGE = 500;
+
+/**
+ * Everything kept about one user, as one place to erase or export it. A table added later
+ * that holds a user's data must be added here too (the accounts tests check that a deleted
+ * user leaves nothing behind in any table with a `user_id` or `owner` column).
+ */
+export class UserDataRepository {
+  readonly #db: Db;
+  readonly #documents: DocumentRepository;
+
+  constructor(db: Db, documents: DocumentRepository) {
+    this.#db = db;
+    this.#documents = documents;
+  }
+
+  /** Deletes the user's data and account; false when there was nothing of theirs at all. */
+  async erase(userId: string): Promise<boolean> {
+    // Documents first, through the index's own removal (postings and BM25 statistics).
+    const documents =
+      (await this.#documents.deleteOwned(userId, 'document')) +
+      (await this.#documents.deleteOwned(userId, 'conversation'));
+    const rows = await withTransaction(this.#db.$client, async (client) => {
+      let count = 0;
+      // Keys first: a request made with one from now on is refused.
+      for (const statement of [
+        'DELETE FROM accounts WHERE user_id = $1', // keys and web sessions cascade
+        'DELETE FROM web_sessions WHERE user_id = $1',
+        'DELETE FROM messages WHERE user_id = $1',
+        'DELETE FROM chat_runs WHERE user_id = $1', // feedback cascades
+        'DELETE FROM memory_decisions WHERE user_id = $1',
+        'DELETE FROM graph_triples WHERE user_id = $1',
+        'DELETE FROM reminders WHERE user_id = $1', // notices cascade
+        'DELETE FROM users WHERE user_id = $1', // profile and Telegram link
+        'DELETE FROM chat_rates WHERE user_id = $1',
+        'DELETE FROM ingest_usage WHERE user_id = $1',
+      ]) {
+        count += (await client.query(statement, [userId])).rowCount ?? 0;
+      }
+      return count;
+    });
+    return documents + rows > 0;
+  }
+
+  /** The rows of a small per-user table, oldest first. */
+  async rows(table: ExportTable, userId: string): Promise<Record<string, unknown>[]> {
+    const { rows } = await this.#db.$client.query(EXPORT_QUERIES[table], [userId]);
+    return rows;
+  }
+
+  /** A long per-user table in pages, by id, so an export never holds it whole. */
+  async *pages(table: PagedTable, userId: string): AsyncGenerator<Record<string, unknown>[]> {
+    let after: string | number | null = null;
+    for (;;) {
+      const result: { rows: Record<string, unknown>[] } = await this.#db.$client.query(
+        PAGED_QUERIES[table],
+        [userId, after, PAGE],
+      );
+      const { rows } = result;
+      if (rows.length === 0) return;
+      after = String(rows[rows.length - 1]?.cursor);
+      yield rows.map(({ cursor: _cursor, ...row }) => row);
+      if (rows.length < PAGE) return;
+    }
+  }
+}
+
+const EXPORT_QUERIES = {
+  profile: `SELECT display_name, timezone, locale, telegram_chat_id, facts, created_at, updated_at
+              FROM users WHERE user_id = $1`,
+  memories: `SELECT d.source, d.created_at,
+                    (SELECT string_agg(c.content, ' ' ORDER BY c.chunk_index)
+                       FROM chunks c WHERE c.document_id = d.id) AS text
+               FROM documents d WHERE d.owner = $1 AND d.kind = 'conversation' ORDER BY d.id`,
+  graph: `SELECT subject, relation, object, created_at FROM graph_triples
+           WHERE user_id = $1 ORDER BY id`,
+  reminders: `SELECT r.id, r.title, r.due_on::text AS date, r.time, r.timezone, r.note, r.created_at,
+                     coalesce((SELECT json_agg(json_build_object('notice', 'D-' || n.days_before,
+                                 'status', n.status, 'sent_at', n.sent_at) ORDER BY n.days_before DESC)
+                                FROM reminder_notices n WHERE n.reminder_id = r.id), '[]') AS notices
+                FROM reminders r WHERE r.user_id = $1 ORDER BY r.due_on, r.id`,
+  documents: `SELECT source, filename, content_type, bytes, chunk_count, created_at FROM documents
+               WHERE owner = $1 AND kind = 'document' ORDER BY source`,
+} as const;
+export type ExportTable = keyof typeof EXPORT_QUERIES;
+
+const PAGED_QUERIES = {
+  messages: `SELECT id AS cursor, run_id, role, content, interrupted, created_at FROM messages
+              WHERE user_id = $1 AND ($2::bigint IS NULL OR id > $2) ORDER BY id LIMIT $3`,
+  runs: `SELECT r.started_at::text || '|' || r.id AS cursor, r.id AS run_id, r.status, r.model,
+                r.input_tokens, r.output_tokens, r.tools_used, r.error_code, r.started_at, r.finished_at,
+                coalesce((SELECT json_agg(json_build_object('key', f.key, 'score', f.score,
+                            'comment', f.comment, 'created_at', f.created_at) ORDER BY f.created_at)
+                           FROM feedback f WHERE f.run_id = r.id), '[]') AS feedback
+           FROM chat_runs r
+          WHERE r.user_id = $1
+            AND ($2::text IS NULL OR (r.started_at, r.id) >
+                 (split_part($2, '|', 1)::timestamptz, split_part($2, '|', 2)::uuid))
+          ORDER BY r.started_at, r.id LIMIT $3`,
+} as const;
+export type PagedTable = keyof typeof PAGED_QUERIES;
