@@ -266,6 +266,7 @@ export async function main(config: Config): Promise<void> {
     defaults: limitDefaults,
     logger: logger.child({ component: 'accounts' }),
     onUserChanged: (userId) => limits.forget(userId),
+    now: () => clock.now().getTime(),
   });
 
   const ingestion = new IngestionService(

@@ -14,6 +14,7 @@ export interface AccountServiceDependencies {
   logger: Logger;
   /** Called when a user's limits or account change, so cached limits are read again. */
   onUserChanged?: (userId: string) => void;
+  /** The time keys expire by (the service's clock; tests move it). */
   now?: () => number;
 }
 
@@ -39,7 +40,10 @@ const TOUCH_EVERY_MS = 60_000;
 /** Accounts and their keys: created, listed, rotated and revoked by the administrator. */
 export class AccountService {
   readonly #deps: AccountServiceDependencies;
-  readonly #keys = new Map<string, { owner: Principal | undefined; at: number }>();
+  readonly #keys = new Map<
+    string,
+    { owner: Principal | undefined; at: number; expiresAt: number }
+  >();
   readonly #touched = new Map<string, number>();
 
   constructor(deps: AccountServiceDependencies) {
@@ -125,23 +129,22 @@ export class AccountService {
   async authenticate(credential: string): Promise<Principal | undefined> {
     if (!looksLikeApiKey(credential)) return undefined;
     const hash = hashApiKey(credential);
-    const now = this.#now();
+    const at = performance.now();
     const cached = this.#keys.get(hash);
-    let owner = cached && now - cached.at < KEY_CACHE_MS ? cached.owner : undefined;
-    let expiresAt: Date | null = null;
-    if (!cached || now - cached.at >= KEY_CACHE_MS) {
+    let entry = cached && at - cached.at < KEY_CACHE_MS ? cached : undefined;
+    if (!entry) {
       const found = await this.#deps.accounts.findKey(hash);
-      owner = found && { kind: 'user', userId: found.userId, keyId: found.keyId };
-      expiresAt = found?.expiresAt ?? null;
-      if (found && expiresAt !== null && expiresAt.getTime() <= now) owner = undefined;
+      entry = {
+        at,
+        owner: found && { kind: 'user', userId: found.userId, keyId: found.keyId },
+        expiresAt: found?.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY,
+      };
       if (this.#keys.size >= KEY_CACHE_ENTRIES) this.#keys.clear();
-      // An expiring key is not cached past its expiry.
-      if (owner && (expiresAt === null || expiresAt.getTime() - now > KEY_CACHE_MS)) {
-        this.#keys.set(hash, { owner, at: now });
-      }
+      if (entry.owner) this.#keys.set(hash, entry);
     }
-    if (owner?.kind === 'user' && owner.keyId) this.#touch(owner.keyId, now);
-    return owner;
+    if (!entry.owner || entry.expiresAt <= this.#now()) return undefined;
+    if (entry.owner.kind === 'user' && entry.owner.keyId) this.#touch(entry.owner.keyId, at);
+    return entry.owner;
   }
 
   #touch(keyId: string, now: number): void {

@@ -1,0 +1,365 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { multipartBody } from '../support/multipart.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+/**
+ * Walks every route of /openapi.json with every kind of caller and asserts what each may do
+ * to alice's and bob's data. A route that has no rule below fails the test: a route added
+ * later cannot skip the authorization review.
+ */
+
+const ADMIN = 'walk-admin-token';
+type Caller = 'none' | 'wrong' | 'admin' | 'alice' | 'bob' | 'revoked' | 'expired';
+const CALLERS: Caller[] = ['none', 'wrong', 'admin', 'alice', 'bob', 'revoked', 'expired'];
+type Target = 'alice' | 'bob';
+
+interface Call {
+  method: string;
+  path: string;
+  json?: unknown;
+  multipart?: ReturnType<typeof multipartBody>;
+}
+
+interface Fixture {
+  runOf: Record<Target, string>;
+  memoryOf: Record<Target, string>;
+  spareKeyId(): Promise<string>;
+}
+
+/**
+ * - public: every caller gets `status`.
+ * - admin: the administrator gets `status`, a user's key 403.
+ * - user: a call on a target's data; the administrator and the target's own key get
+ *   `status`, another user's key `other` (403, or 404 where existence is not revealed).
+ */
+type Rule =
+  | { kind: 'public'; status: number; call: () => Call }
+  | { kind: 'admin'; status: number; call: (fixture: Fixture) => Promise<Call> | Call }
+  | { kind: 'user'; status: number; other: 403 | 404; call: (target: Target, f: Fixture) => Call };
+
+const chat = (target: Target): Call => ({
+  method: 'POST',
+  path: '/chat',
+  json: { message: 'hello', user_id: target },
+});
+
+const RULES: Record<string, Rule> = {
+  'GET /health': { kind: 'public', status: 200, call: () => ({ method: 'GET', path: '/health' }) },
+  'POST /chat': { kind: 'user', status: 200, other: 403, call: chat },
+  'POST /reset': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'POST', path: `/reset?user_id=${t}` }),
+  },
+  'GET /documents': {
+    kind: 'user',
+    status: 200,
+    other: 200, // no user is named: each caller lists what it can search
+    call: () => ({ method: 'GET', path: '/documents' }),
+  },
+  'DELETE /documents/{*}': {
+    kind: 'user',
+    status: 404,
+    other: 404, // a key names only its own private sources: another user's is not found
+    call: (t) => ({ method: 'DELETE', path: `/documents/private-${t}.txt-missing` }),
+  },
+  'POST /feedback': {
+    kind: 'user',
+    status: 200,
+    other: 404, // another user's run is as unknown as none
+    call: (t, f) => ({ method: 'POST', path: '/feedback', json: { run_id: f.runOf[t], score: 1 } }),
+  },
+  'GET /reminders/{user_id}': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/reminders/${t}` }),
+  },
+  'DELETE /reminders/{user_id}/{id}': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({
+      method: 'DELETE',
+      path: `/reminders/${t}/00000000-0000-4000-8000-000000000000`,
+    }),
+  },
+  'POST /ingest': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({
+      method: 'POST',
+      path: '/ingest',
+      multipart: multipartBody([
+        { name: 'user_id', value: t },
+        { name: 'file', filename: `walk-${t}.txt`, data: `Notes of ${t} about the walk.` },
+      ]),
+    }),
+  },
+  'GET /users/{user_id}/profile': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/profile` }),
+  },
+  'PUT /users/{user_id}/profile': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({
+      method: 'PUT',
+      path: `/users/${t}/profile`,
+      json: { display_name: t.toUpperCase() },
+    }),
+  },
+  'POST /users/{user_id}/telegram-link': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'POST', path: `/users/${t}/telegram-link` }),
+  },
+  'GET /users/{user_id}/graph': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/graph` }),
+  },
+  'DELETE /users/{user_id}/graph': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'DELETE', path: `/users/${t}/graph` }),
+  },
+  'GET /users/{user_id}/memories': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/memories` }),
+  },
+  'DELETE /users/{user_id}/memories': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'DELETE', path: `/users/${t}/memories` }),
+  },
+  'DELETE /users/{user_id}/memories/{memory_id}': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t, f) => ({ method: 'DELETE', path: `/users/${t}/memories/${f.memoryOf[t]}` }),
+  },
+  'GET /users/{user_id}/usage': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/usage` }),
+  },
+  'GET /users/{user_id}/export': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/export` }),
+  },
+  'GET /metrics': { kind: 'admin', status: 200, call: () => ({ method: 'GET', path: '/metrics' }) },
+  'POST /admin/users': {
+    kind: 'admin',
+    status: 201,
+    call: () => ({
+      method: 'POST',
+      path: '/admin/users',
+      json: { user_id: `walk-${Math.random().toString(36).slice(2)}` },
+    }),
+  },
+  'GET /admin/users': {
+    kind: 'admin',
+    status: 200,
+    call: () => ({ method: 'GET', path: '/admin/users' }),
+  },
+  'POST /admin/users/{user_id}/keys': {
+    kind: 'admin',
+    status: 201,
+    call: () => ({ method: 'POST', path: '/admin/users/carol/keys', json: {} }),
+  },
+  'DELETE /admin/keys/{key_id}': {
+    kind: 'admin',
+    status: 200,
+    call: async (f) => ({ method: 'DELETE', path: `/admin/keys/${await f.spareKeyId()}` }),
+  },
+  'PATCH /admin/users/{user_id}': {
+    kind: 'admin',
+    status: 200,
+    call: () => ({
+      method: 'PATCH',
+      path: '/admin/users/carol',
+      json: { limits: { chats_per_minute: 100 } },
+    }),
+  },
+  'DELETE /admin/users/{user_id}': {
+    kind: 'admin',
+    status: 404,
+    call: () => ({ method: 'DELETE', path: '/admin/users/nobody-at-all' }),
+  },
+};
+
+describe.each(ENGINES)('authorization of every route on the %s engine', (engine) => {
+  let parley: RunningParley;
+  let storage: EngineEnv;
+  let llm: FakeLlmServer;
+  const keys: Partial<Record<Caller, string>> = {};
+  let fixture: Fixture;
+  let clockFile: string;
+
+  const send = async (caller: Caller, call: Call) => {
+    const headers: Record<string, string> = {};
+    const credential =
+      caller === 'admin' ? ADMIN : caller === 'wrong' ? 'not-the-token' : keys[caller];
+    if (credential) headers.authorization = `Bearer ${credential}`;
+    let body: BodyInit | undefined;
+    if (call.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(call.json);
+    } else if (call.multipart) {
+      headers['content-type'] = call.multipart.contentType;
+      body = new Uint8Array(call.multipart.body);
+    }
+    const response = await parley.fetch(call.path, {
+      method: call.method,
+      headers,
+      body,
+      token: null,
+    });
+    const text = await response.text();
+    return { status: response.status, text };
+  };
+
+  const admin = async (method: string, path: string, json?: unknown) => {
+    const response = await send('admin', { method, path, json });
+    expect(response.status, `${method} ${path}: ${response.text}`).toBeLessThan(300);
+    return JSON.parse(response.text) as Record<string, unknown>;
+  };
+
+  beforeAll(async () => {
+    storage = await engineEnv(engine);
+    llm = await startFakeLlmServer();
+    llm.respond(() => reply.text('Hello there.'));
+    clockFile = join(mkdtempSync(join(tmpdir(), 'parley-clock-')), 'now');
+    writeFileSync(clockFile, new Date().toISOString());
+    parley = await startParley({
+      env: {
+        API_TOKEN: ADMIN,
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        METRICS_ENABLED: 'true',
+        EMBEDDINGS_PROVIDER: 'none',
+        PARLEY_TEST_CLOCK_FILE: clockFile,
+        ...storage.env,
+      },
+      token: null,
+    });
+    for (const user of ['alice', 'bob', 'carol'] as const) {
+      const created = await admin('POST', '/admin/users', { user_id: user });
+      if (user !== 'carol') keys[user] = created.key as string;
+    }
+    const revoked = await admin('POST', '/admin/users/alice/keys', {});
+    await admin('DELETE', `/admin/keys/${revoked.key_id}`);
+    keys.revoked = revoked.key as string;
+    const expiring = await admin('POST', '/admin/users/alice/keys', { expires_in_days: 1 });
+    keys.expired = expiring.key as string;
+    // The service's clock moves two days on: the key has expired.
+    writeFileSync(clockFile, new Date(Date.now() + 2 * 86_400_000).toISOString());
+
+    const runOf = {} as Record<Target, string>;
+    for (const target of ['alice', 'bob'] as const) {
+      const response = await send(target, chat(target));
+      const stream = await readChat(new Response(response.text));
+      expect(stream.runId).toBeDefined();
+      runOf[target] = stream.runId as string;
+    }
+    fixture = {
+      runOf,
+      memoryOf: {
+        alice: '00000000-0000-4000-8000-0000000000a1',
+        bob: '00000000-0000-4000-8000-0000000000b0',
+      },
+      spareKeyId: async () => (await admin('POST', '/admin/users/carol/keys', {})).key_id as string,
+    };
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  it('has a rule for every route it serves, and every route keeps it', async () => {
+    const document = JSON.parse(
+      (await send('none', { method: 'GET', path: '/openapi.json' })).text,
+    );
+    const routes = Object.entries(
+      document.paths as Record<string, Record<string, unknown>>,
+    ).flatMap(([path, operations]) =>
+      Object.keys(operations).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    const unruled = routes.filter((route) => !(route in RULES));
+    expect(unruled, 'routes without an authorization rule').toEqual([]);
+    expect(routes.length).toBeGreaterThan(20);
+
+    const failures: string[] = [];
+    const check = (route: string, caller: Caller, what: string, got: number, want: number) => {
+      if (got !== want) failures.push(`${route} as ${caller} ${what}: ${got}, expected ${want}`);
+    };
+    for (const route of routes) {
+      const rule = RULES[route] as Rule;
+      for (const caller of CALLERS) {
+        const authenticated = caller === 'admin' || caller === 'alice' || caller === 'bob';
+        if (rule.kind === 'public') {
+          check(route, caller, '', (await send(caller, rule.call())).status, rule.status);
+        } else if (rule.kind === 'admin') {
+          const want = !authenticated ? 401 : caller === 'admin' ? rule.status : 403;
+          check(route, caller, '', (await send(caller, await rule.call(fixture))).status, want);
+        } else {
+          for (const target of ['alice', 'bob'] as const) {
+            const want = !authenticated
+              ? 401
+              : caller === 'admin' || caller === target
+                ? rule.status
+                : rule.other;
+            const { status } = await send(caller, rule.call(target, fixture));
+            check(route, caller, `on ${target}'s data`, status, want);
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+
+  it("leaves a user's data as it was after another user's key was refused", async () => {
+    await send('admin', {
+      method: 'PUT',
+      path: '/users/alice/profile',
+      json: { display_name: 'Alice Kept' },
+    });
+    const refused = await send('bob', {
+      method: 'PUT',
+      path: '/users/alice/profile',
+      json: { display_name: 'Mallory' },
+    });
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.text)).toEqual({ detail: expect.any(String) });
+    const profile = await send('alice', { method: 'GET', path: '/users/alice/profile' });
+    expect(JSON.parse(profile.text).display_name).toBe('Alice Kept');
+
+    // A key without a user_id acts as its own user.
+    const own = await send('bob', { method: 'GET', path: '/documents' });
+    expect(own.status).toBe(200);
+    const reset = await send('bob', { method: 'POST', path: '/reset' });
+    expect(JSON.parse(reset.text)).toEqual({ reset: true, user_id: 'bob' });
+  });
+});
