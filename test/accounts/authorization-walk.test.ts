@@ -41,7 +41,12 @@ interface Fixture {
 type Rule =
   | { kind: 'public'; status: number; call: () => Call }
   | { kind: 'admin'; status: number; call: (fixture: Fixture) => Promise<Call> | Call }
-  | { kind: 'user'; status: number; other: 403 | 404; call: (target: Target, f: Fixture) => Call };
+  | {
+      kind: 'user';
+      status: number;
+      other: 200 | 403 | 404;
+      call: (target: Target, f: Fixture) => Call;
+    };
 
 const chat = (target: Target): Call => ({
   method: 'POST',
@@ -222,7 +227,7 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
     const credential =
       caller === 'admin' ? ADMIN : caller === 'wrong' ? 'not-the-token' : keys[caller];
     if (credential) headers.authorization = `Bearer ${credential}`;
-    let body: BodyInit | undefined;
+    let body: string | Uint8Array | undefined;
     if (call.json !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(call.json);

@@ -1,0 +1,231 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ReplicaStack, startEngineStack, startReplicas } from '../support/chat-stack.ts';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import { multipartBody } from '../support/multipart.ts';
+import type { RunningParley } from '../support/start-parley.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: JSON bodies read in assertions
+type Json = any;
+const json = async (response: Response): Promise<Json> => response.json();
+
+const ADMIN = 'limits-admin-token';
+
+const asJson = (
+  token: string,
+  body?: unknown,
+  method = 'POST',
+): RequestInit & { token: string } => ({
+  method,
+  token,
+  ...(body === undefined
+    ? {}
+    : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+});
+
+async function createUser(parley: RunningParley, userId: string, limits?: Record<string, number>) {
+  const created = await parley.fetch('/admin/users', asJson(ADMIN, { user_id: userId }));
+  expect(created.status).toBe(201);
+  const { key } = (await created.json()) as { key: string };
+  if (limits) {
+    const patched = await parley.fetch(
+      `/admin/users/${userId}`,
+      asJson(ADMIN, { limits }, 'PATCH'),
+    );
+    expect(patched.status).toBe(200);
+  }
+  return key;
+}
+
+/** Sends chats at once and sorts the answers: streams read to their end, refusals kept. */
+async function chatAtOnce(sends: Array<() => Promise<Response>>) {
+  const responses = await Promise.all(sends.map((send) => send()));
+  const streams = [];
+  const refused = [];
+  for (const response of responses) {
+    if (response.status === 200) streams.push(await readChat(response));
+    else
+      refused.push({
+        status: response.status,
+        retryAfter: response.headers.get('retry-after'),
+        body: await response.json(),
+      });
+  }
+  return { streams, refused };
+}
+
+describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
+  let stack: Awaited<ReturnType<typeof startEngineStack>>;
+
+  beforeAll(async () => {
+    stack = await startEngineStack(engine, { API_TOKEN: ADMIN, EMBEDDINGS_PROVIDER: 'none' });
+    stack.llm.respond(() =>
+      reply.text('A short answer.', { usage: { prompt: 40, completion: 10 } }),
+    );
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('admits exactly the limit of 20 chats sent at once, and refuses the rest with Retry-After', async () => {
+    const key = await createUser(stack.parley, 'rate-user', { chats_per_minute: 5 });
+    const { streams, refused } = await chatAtOnce(
+      Array.from(
+        { length: 20 },
+        () => () => stack.parley.fetch('/chat', asJson(key, { message: 'hi' })),
+      ),
+    );
+    expect(streams).toHaveLength(5);
+    for (const stream of streams) expect(stream.text).toBe('A short answer.');
+    expect(refused).toHaveLength(15);
+    for (const answer of refused) {
+      expect(answer.status).toBe(429);
+      expect(answer.body).toEqual({ detail: expect.stringContaining('5 a minute') });
+      // The fifth chat moved the rate a minute ahead: the next fits 12 s later.
+      expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(Number(answer.retryAfter)).toBeLessThanOrEqual(12);
+    }
+    const usage = await json(await stack.parley.fetch('/users/rate-user/usage', { token: key }));
+    expect(usage).toMatchObject({
+      user_id: 'rate-user',
+      chats_last_minute: 5,
+      limits: { chats_per_minute: 5 },
+    });
+  });
+
+  it("does not limit the administrator's token unless told to, but counts for the user named", async () => {
+    await createUser(stack.parley, 'fronted', { chats_per_minute: 1 });
+    const { streams, refused } = await chatAtOnce(
+      Array.from(
+        { length: 3 },
+        () => () =>
+          stack.parley.fetch('/chat', asJson(ADMIN, { message: 'hi', user_id: 'fronted' })),
+      ),
+    );
+    expect(streams).toHaveLength(3);
+    expect(refused).toHaveLength(0);
+    const usage = await json(await stack.parley.fetch('/users/fronted/usage', { token: ADMIN }));
+    expect(usage.chats_last_minute).toBe(3);
+  });
+
+  it("refuses a chat once today's tokens are used up, and says when they reset", async () => {
+    const key = await createUser(stack.parley, 'token-user', {
+      tokens_per_day: 100,
+      chats_per_minute: 0,
+    });
+    const first = await readChat(
+      await stack.parley.fetch('/chat', asJson(key, { message: 'one' })),
+    );
+    expect(first.text).toBe('A short answer.');
+    const second = await readChat(
+      await stack.parley.fetch('/chat', asJson(key, { message: 'two' })),
+    );
+    expect(second.text).toBe('A short answer.'); // 50 of 100 used: still admitted
+    const third = await stack.parley.fetch('/chat', asJson(key, { message: 'three' }));
+    expect(third.status).toBe(429);
+    expect((await json(third)).detail).toContain('100 model tokens');
+    const retryAfter = Number(third.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    const usage = await json(await stack.parley.fetch('/users/token-user/usage', { token: key }));
+    expect(usage.tokens_today).toBe(100);
+  });
+
+  it('limits the bytes ingested a day and the storage of private documents', async () => {
+    const key = await createUser(stack.parley, 'ingest-user', {
+      ingest_mb_per_day: 1,
+      storage_mb: 0,
+    });
+    const upload = (name: string, bytes: number) => {
+      const { body, contentType } = multipartBody([
+        { name: 'file', filename: name, data: `${'word '.repeat(Math.floor(bytes / 5))}` },
+      ]);
+      return stack.parley.fetch('/ingest', {
+        method: 'POST',
+        token: key,
+        headers: { 'content-type': contentType },
+        body: new Uint8Array(body),
+      });
+    };
+    expect((await upload('a.txt', 600_000)).status).toBe(200);
+    const over = await upload('b.txt', 600_000);
+    expect(over.status).toBe(429);
+    expect((await json(over)).detail).toContain('1 MB');
+    expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+    const usage = await json(await stack.parley.fetch('/users/ingest-user/usage', { token: key }));
+    expect(usage.ingest_mb_today).toBeCloseTo(0.572, 2);
+    expect(usage.storage_mb).toBeCloseTo(0.572, 2);
+
+    const small = await createUser(stack.parley, 'storage-user', { storage_mb: 1 });
+    const put = (name: string) => {
+      const { body, contentType } = multipartBody([
+        { name: 'file', filename: name, data: 'text '.repeat(120_000) },
+      ]);
+      return stack.parley.fetch('/ingest', {
+        method: 'POST',
+        token: small,
+        headers: { 'content-type': contentType },
+        body: new Uint8Array(body),
+      });
+    };
+    expect((await put('one.txt')).status).toBe(200);
+    expect((await put('one.txt')).status).toBe(200); // replacing a source does not count it twice
+    const full = await put('two.txt');
+    expect(full.status).toBe(429);
+    expect((await json(full)).detail).toContain('1 MB');
+  });
+});
+
+describe('per-user limits across two replicas on one database', () => {
+  let stack: ReplicaStack;
+
+  beforeAll(async () => {
+    stack = await startReplicas(2, { API_TOKEN: ADMIN, EMBEDDINGS_PROVIDER: 'none' });
+    stack.llm.respond(() => reply.text('Hi.'));
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('admits exactly the limit when the chats are spread over both replicas', async () => {
+    const [one, two] = stack.replicas as [RunningParley, RunningParley];
+    const key = await createUser(one, 'spread', { chats_per_minute: 5 });
+    const { streams, refused } = await chatAtOnce(
+      Array.from(
+        { length: 20 },
+        (_, i) => () => (i % 2 ? one : two).fetch('/chat', asJson(key, { message: `hi ${i}` })),
+      ),
+    );
+    expect(streams).toHaveLength(5);
+    expect(refused.map((answer) => answer.status)).toEqual(Array(15).fill(429));
+  });
+
+  it('refuses a revoked key on every replica within a second', async () => {
+    const [one, two] = stack.replicas as [RunningParley, RunningParley];
+    await createUser(one, 'revokee');
+    const extra = await json(await one.fetch('/admin/users/revokee/keys', asJson(ADMIN, {})));
+    // Both replicas have seen the key (and may have cached it).
+    expect((await one.fetch('/users/revokee/usage', { token: extra.key })).status).toBe(200);
+    expect((await two.fetch('/users/revokee/usage', { token: extra.key })).status).toBe(200);
+    const revoked = await one.fetch(
+      `/admin/keys/${extra.key_id}`,
+      asJson(ADMIN, undefined, 'DELETE'),
+    );
+    expect(await revoked.json()).toEqual({ revoked: extra.key_id });
+    const at = Date.now();
+    expect((await one.fetch('/users/revokee/usage', { token: extra.key })).status).toBe(401);
+    let refusedAfter: number | undefined;
+    while (Date.now() - at < 3_000) {
+      const status = (await two.fetch('/users/revokee/usage', { token: extra.key })).status;
+      if (status === 401) {
+        refusedAfter = Date.now() - at;
+        break;
+      }
+      expect(status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(refusedAfter).toBeDefined();
+    expect(refusedAfter).toBeLessThanOrEqual(1_000);
+  });
+});

@@ -1,0 +1,204 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { multipartBody } from '../support/multipart.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const ADMIN = 'data-admin-token';
+// biome-ignore lint/suspicious/noExplicitAny: JSON bodies read in assertions
+type Json = any;
+
+describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
+  let parley: RunningParley;
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  const keys: Record<string, string> = {};
+
+  const call = async (token: string, method: string, path: string, body?: unknown) => {
+    const response = await parley.fetch(path, {
+      method,
+      token,
+      ...(body === undefined
+        ? {}
+        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as Json };
+  };
+  const upload = async (token: string, source: string, text: string, userId?: string) => {
+    const { body, contentType } = multipartBody([
+      ...(userId ? [{ name: 'user_id', value: userId }] : []),
+      { name: 'file', filename: source, data: text },
+    ]);
+    const response = await parley.fetch('/ingest', {
+      method: 'POST',
+      token,
+      headers: { 'content-type': contentType },
+      body: new Uint8Array(body),
+    });
+    return { status: response.status, body: (await response.json()) as Json };
+  };
+  /** What `search_documents` gave the model when the user asked for `query`. */
+  const searchAs = async (token: string, query: string) => {
+    llm.enqueue(reply.toolCalls([{ name: 'search_documents', args: { query } }]), reply.text('ok'));
+    const before = llm.chats.length;
+    const stream = await readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        token,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: `look up ${query}` }),
+      }),
+    );
+    expect(stream.text).toBe('ok');
+    const followUp = llm.chats[before + 1]?.body.messages ?? [];
+    const toolMessage = followUp.find((message) => message.role === 'tool');
+    return JSON.parse(JSON.stringify(toolMessage?.content));
+  };
+
+  beforeAll(async () => {
+    storage = await engineEnv(engine);
+    llm = await startFakeLlmServer();
+    parley = await startParley({
+      env: {
+        API_TOKEN: ADMIN,
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        EMBEDDINGS_PROVIDER: 'none',
+        CRAG_ENABLED: 'false',
+        QUERY_REWRITE_ENABLED: 'false',
+        ...storage.env,
+      },
+      token: null,
+    });
+    for (const user of ['alice', 'bob']) {
+      keys[user] = (await call(ADMIN, 'POST', '/admin/users', { user_id: user })).body.key;
+    }
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  it("keeps a user's uploads private: listed, searched and deleted by that user only", async () => {
+    expect(
+      (await upload(keys.alice as string, 'alice-diary.txt', 'The zanzibarite is blue.')).status,
+    ).toBe(200);
+    expect((await upload(ADMIN, 'shared.txt', 'Office hours are nine to five.')).status).toBe(200);
+    expect(
+      (await upload(ADMIN, 'bob-plan.txt', 'Quetzalfern planting in May.', 'bob')).status,
+    ).toBe(200);
+
+    expect((await call(keys.alice as string, 'GET', '/documents')).body).toEqual({
+      documents: ['alice-diary.txt', 'shared.txt'],
+    });
+    expect((await call(keys.bob as string, 'GET', '/documents')).body).toEqual({
+      documents: ['bob-plan.txt', 'shared.txt'],
+    });
+    expect((await call(ADMIN, 'GET', '/documents')).body).toEqual({ documents: ['shared.txt'] });
+
+    expect(JSON.stringify(await searchAs(keys.alice as string, 'zanzibarite'))).toContain(
+      'alice-diary.txt',
+    );
+    const bobs = JSON.stringify(await searchAs(keys.bob as string, 'zanzibarite'));
+    expect(bobs).not.toContain('zanzibarite is blue');
+    expect(bobs).not.toContain('alice-diary.txt');
+
+    expect((await call(keys.bob as string, 'DELETE', '/documents/alice-diary.txt')).status).toBe(
+      404,
+    );
+    const shared = await call(keys.alice as string, 'DELETE', '/documents/shared.txt');
+    expect(shared.status).toBe(403);
+    expect(shared.body.detail).toContain('shared');
+    expect((await call(keys.alice as string, 'GET', '/documents')).body.documents).toContain(
+      'alice-diary.txt',
+    );
+  });
+
+  it('exports everything kept about a user as one JSON document', async () => {
+    llm.enqueue(reply.text('Noted, Alice.'));
+    const chat = await readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        token: keys.alice as string,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'My cat is called Nabi.' }),
+      }),
+    );
+    expect(chat.runId).toBeDefined();
+    await call(keys.alice as string, 'POST', '/feedback', {
+      run_id: chat.runId,
+      score: 1,
+      comment: 'nice',
+    });
+    await call(keys.alice as string, 'PUT', '/users/alice/profile', { timezone: 'Asia/Seoul' });
+
+    const response = await parley.fetch('/users/alice/export', { token: keys.alice as string });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    const data = (await response.json()) as Json;
+    expect(data.user_id).toBe('alice');
+    expect(data.profile.timezone).toBe('Asia/Seoul');
+    expect(JSON.stringify(data.messages)).toContain('My cat is called Nabi.');
+    expect(JSON.stringify(data.messages)).toContain('Noted, Alice.');
+    const run = data.runs.find((r: Json) => r.run_id === chat.runId);
+    expect(run.feedback).toEqual([expect.objectContaining({ score: 1, comment: 'nice' })]);
+    expect(data.documents.map((d: Json) => d.source)).toEqual(['alice-diary.txt']);
+    expect(JSON.stringify(data)).not.toContain('Quetzalfern'); // nothing of bob's
+
+    expect((await parley.fetch('/users/alice/export', { token: keys.bob as string })).status).toBe(
+      403,
+    );
+  });
+
+  it('deletes a user with everything of theirs, and their keys stop working', async () => {
+    const deleted = await call(ADMIN, 'DELETE', '/admin/users/alice');
+    expect(deleted).toEqual({ status: 200, body: { deleted: 'alice' } });
+    expect((await call(keys.alice as string, 'GET', '/documents')).status).toBe(401);
+    expect(
+      (await call(ADMIN, 'GET', '/admin/users')).body.users.map((u: Json) => u.user_id),
+    ).toEqual(['bob']);
+    const left = (await (
+      await parley.fetch('/users/alice/export', { token: ADMIN })
+    ).json()) as Json;
+    expect(left).toMatchObject({
+      profile: null,
+      messages: [],
+      runs: [],
+      memories: [],
+      graph: [],
+      reminders: [],
+      documents: [],
+    });
+    expect((await call(keys.bob as string, 'GET', '/documents')).body.documents).toContain(
+      'bob-plan.txt',
+    );
+    expect(JSON.stringify(await searchAs(keys.bob as string, 'zanzibarite'))).not.toContain(
+      'is blue',
+    );
+    expect((await call(ADMIN, 'DELETE', '/admin/users/alice')).status).toBe(404);
+
+    if (storage.env.DATABASE_URL) {
+      // Every table that names a user or an owner: nothing of alice's is left anywhere.
+      const client = new pg.Client({ connectionString: storage.env.DATABASE_URL });
+      await client.connect();
+      try {
+        const { rows: columns } = await client.query<{ table_name: string; column_name: string }>(
+          `SELECT table_name, column_name FROM information_schema.columns
+            WHERE table_schema = 'public' AND column_name IN ('user_id', 'owner')`,
+        );
+        expect(columns.length).toBeGreaterThan(10);
+        for (const { table_name, column_name } of columns) {
+          const { rows } = await client.query(
+            `SELECT count(*)::int AS n FROM "${table_name}" WHERE "${column_name}" = 'alice'`,
+          );
+          expect(rows[0].n, `${table_name}.${column_name}`).toBe(0);
+        }
+      } finally {
+        await client.end();
+      }
+    }
+  });
+});
