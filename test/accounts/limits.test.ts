@@ -229,3 +229,30 @@ describe('per-user limits across two replicas on one database', () => {
     expect(refusedAfter).toBeLessThanOrEqual(1_000);
   });
 });
+
+describe.each(ENGINES)('LIMITS_APPLY_TO_ADMIN on the %s engine', (engine) => {
+  let stack: Awaited<ReturnType<typeof startEngineStack>>;
+
+  beforeAll(async () => {
+    stack = await startEngineStack(engine, {
+      API_TOKEN: ADMIN,
+      EMBEDDINGS_PROVIDER: 'none',
+      LIMITS_APPLY_TO_ADMIN: 'true',
+      LIMIT_CHATS_PER_MINUTE: '2',
+    });
+    stack.llm.respond(() => reply.text('Hi.'));
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it("refuses the administrator's chats over the named user's limit, by default or override", async () => {
+    const send = (userId: string) =>
+      stack.parley.fetch('/chat', asJson(ADMIN, { message: 'hi', user_id: userId }));
+    const { streams, refused } = await chatAtOnce([1, 2, 3].map(() => () => send('no-account')));
+    expect(streams).toHaveLength(2);
+    expect(refused.map((answer) => answer.status)).toEqual([429]);
+    // Another user has limits of their own.
+    expect((await send('someone-else')).status).toBe(200);
+  });
+});

@@ -1,9 +1,20 @@
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type ReplicaStack, startReplicas } from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { type ChatCompletionRequest, reply } from '../support/fake-llm-server.ts';
 import type { RunningParley } from '../support/start-parley.ts';
+
+/** Every migration the repository ships, each to be applied exactly once. */
+const MIGRATIONS = (
+  JSON.parse(
+    readFileSync(
+      new URL('../../src/storage/migrations/meta/_journal.json', import.meta.url),
+      'utf8',
+    ),
+  ) as { entries: unknown[] }
+).entries.length;
 
 /** Starting Parley took over 60 s while this machine was shared; a wait, not a speed check. */
 const START_TIMEOUT_MS = 300_000;
@@ -53,8 +64,8 @@ describe('three Parley replicas on one PostgreSQL database', () => {
       const { rows } = await client.query<{ n: string; distinct_hashes: string }>(
         'SELECT count(*) AS n, count(DISTINCT hash) AS distinct_hashes FROM drizzle.__drizzle_migrations',
       );
-      expect(Number(rows[0]?.n)).toBe(7);
-      expect(Number(rows[0]?.distinct_hashes)).toBe(7);
+      expect(Number(rows[0]?.n)).toBe(MIGRATIONS);
+      expect(Number(rows[0]?.distinct_hashes)).toBe(MIGRATIONS);
     } finally {
       await client.end();
     }
