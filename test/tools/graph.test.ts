@@ -241,6 +241,7 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
       expect(Object.keys(path?.[method]?.responses ?? {}).sort()).toEqual([
         '200',
         '401',
+        '403',
         '422',
         '500',
         '503',
