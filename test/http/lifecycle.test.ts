@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseChatStream, readChat, streamReader } from '../support/chat-stream.ts';
+import { parseChatStream, streamReader } from '../support/chat-stream.ts';
 import { reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
 import { spawnParley } from '../support/spawn-parley.ts';
