@@ -1,12 +1,27 @@
+import type { FinishReason, ModelMessage } from 'ai';
+
 /**
  * What the assistant produces for one chat, in order: answer fragments (the `<think>` markers
- * included when thinking is shown), at most one error, then exactly one `done`. The HTTP edge
- * turns these into server-sent events; nothing here knows about HTTP.
+ * included when thinking is shown), at most one error, then exactly one `done`. A request that
+ * asks for `separateReasoning` gets the model's reasoning as `reasoning` events instead of
+ * tagged fragments. Each door (the spec's SSE, the OpenAI-compatible API) turns these into its
+ * own protocol; nothing here knows about HTTP.
  */
 export type ChatEvent =
   | { type: 'text'; text: string }
+  | { type: 'reasoning'; text: string }
   | { type: 'error'; code: ChatErrorCode; message: string }
-  | { type: 'done'; runId: string };
+  | { type: 'done'; runId: string; end?: AnswerEnd | undefined };
+
+/** How a completed answer ended (absent after an error): why the model stopped, and its usage. */
+export interface AnswerEnd {
+  /** Why the chat's last model call stopped. */
+  finishReason: FinishReason;
+  /** Summed over every model call of the chat (tool steps included). */
+  inputTokens: number | undefined;
+  outputTokens: number | undefined;
+  reasoningTokens: number | undefined;
+}
 
 export type ChatErrorCode =
   | 'model_not_configured'
@@ -28,6 +43,29 @@ export interface ChatRequest {
   showThinking: boolean;
   /** The request's image, already decoded into its own temporary file; this request only. */
   image?: RequestImage | undefined;
+  /** Reasoning as `reasoning` events rather than `<think>` fragments (showThinking is then moot). */
+  separateReasoning?: boolean | undefined;
+  /** The run's id, when the caller must name it before the answer starts; default: a new one. */
+  runId?: string | undefined;
+  /**
+   * A conversation the client keeps itself (the OpenAI-compatible door): it replaces the stored
+   * history, and the turn is recorded as a run without being added to that history.
+   */
+  conversation?: ClientConversation | undefined;
+  /** Limits the client set on each model call. */
+  callSettings?: CallSettings | undefined;
+}
+
+export interface ClientConversation {
+  /** The client's own system prompt, placed after Parley's. */
+  instructions: string | undefined;
+  /** The conversation, oldest first, ending with the user's message (`message` is its text). */
+  messages: ModelMessage[];
+}
+
+export interface CallSettings {
+  maxOutputTokens?: number | undefined;
+  temperature?: number | undefined;
 }
 
 /** A handle to a request's image: the HTTP edge owns the file and removes it. */

@@ -5,7 +5,13 @@ import type { Logger } from 'pino';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
 import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-repository.ts';
-import { type ChatEvent, type ChatRequest, type RequestImage, SHUTDOWN } from './chat-events.ts';
+import {
+  type AnswerEnd,
+  type ChatEvent,
+  type ChatRequest,
+  type RequestImage,
+  SHUTDOWN,
+} from './chat-events.ts';
 import { describeChatError } from './describe-chat-error.ts';
 import { fitHistory } from './history-window.ts';
 import { localDate, resolveTimezone } from './local-time.ts';
@@ -100,7 +106,7 @@ export class ChatService {
   }
 
   async *chat(request: ChatRequest, signal: AbortSignal): AsyncGenerator<ChatEvent> {
-    const runId = randomUUID();
+    const runId = request.runId ?? randomUUID();
     const { logger } = this.#deps;
     const log = logger.child({ runId, userId: request.userId });
 
@@ -119,7 +125,7 @@ export class ChatService {
       const run = { id: runId, userId: request.userId, model: this.#deps.model.id };
       await this.#record(
         { ...run, startedAt: new Date() },
-        [{ role: 'user', content: request.message }],
+        kept(request, [{ role: 'user', content: request.message }]),
         { status: 'failed', toolsUsed: [], errorCode: described.code },
         log,
       );
@@ -161,7 +167,12 @@ export class ChatService {
         model: model.id,
         input: request.message,
       });
-      const { profile, history: stored } = await contexts.load(request.userId, HISTORY_ROWS);
+      const { conversation } = request;
+      // A client that keeps its own conversation gets it instead of the stored history.
+      const { profile, history: stored } = await contexts.load(
+        request.userId,
+        conversation ? 0 : HISTORY_ROWS,
+      );
       const now = this.#deps.clock?.now() ?? new Date();
       const timezone = resolveTimezone(profile?.timezone ?? this.#deps.defaultTimezone);
       const afterAnswer: AfterAnswer[] = [];
@@ -177,14 +188,21 @@ export class ChatService {
         const sections = await Promise.all(
           (this.#deps.promptSections ?? []).map((section) => section(context)),
         );
-        return buildSystemPrompt({
+        const own = buildSystemPrompt({
           now,
           profile: { ...profile, timezone },
           toolNames: Object.keys(toolSet),
           sections,
         });
+        return conversation?.instructions ? `${own}\n\n${conversation.instructions}` : own;
       };
-      const history = fitHistory(stored, settings.historyMaxTokens);
+      // The same token budget for a client's conversation as for the stored history.
+      const messages = conversation
+        ? [
+            ...fitHistory(conversation.messages.slice(0, -1), settings.historyMaxTokens),
+            ...conversation.messages.slice(-1),
+          ]
+        : [...fitHistory(stored, settings.historyMaxTokens), userMessage];
 
       // The first chat may wait minutes for the embedded model to download: not past the
       // client leaving or the server stopping.
@@ -201,7 +219,7 @@ export class ChatService {
         // the prompt cannot change within a chat and is built once.
         instructions: (stepNumber) =>
           stepNumber === 0 || !this.#deps.promptSections?.length ? instructions : system(),
-        messages: [...history, userMessage],
+        messages,
         tools: toolSet,
         maxSteps: settings.maxSteps,
         maxRetries: settings.maxRetries,
@@ -209,11 +227,13 @@ export class ChatService {
         chunkTimeoutMs: settings.chunkTimeoutMs,
         toolTimeoutMs: settings.toolTimeoutMs,
         reasoningTag: chosen.reasoningTag,
+        callSettings: request.callSettings,
       });
       /** What the loop ended with: the usage of every call, the last call's messages. */
       let end: Extract<ToolLoopPart, { type: 'finish' }> | undefined;
 
       let thinking = false;
+      let finishReason: AnswerEnd['finishReason'] = 'stop';
       let step = newStep(0);
       const toolStarts = new Map<string, Date>();
       for await (const part of loop) {
@@ -223,6 +243,10 @@ export class ChatService {
             break;
           case 'reasoning-delta':
             step.reasoning += part.text;
+            if (request.separateReasoning) {
+              yield { type: 'reasoning', text: part.text };
+              break;
+            }
             if (!request.showThinking) break;
             if (!thinking) yield { type: 'text', text: '<think>' };
             thinking = true;
@@ -263,6 +287,7 @@ export class ChatService {
             break;
           }
           case 'finish-step':
+            finishReason = part.finishReason;
             if (settings.logThinking && step.reasoning) {
               log.info({ step: step.index, reasoning: step.reasoning }, 'model reasoning');
             }
@@ -306,7 +331,10 @@ export class ChatService {
           toolsUsed: [...toolsUsed],
         },
         // Reasoning is shown (when asked) but never stored or sent back to the model.
-        [userMessage, ...pruneMessages({ messages: end.responseMessages, reasoning: 'all' })],
+        kept(request, [
+          userMessage,
+          ...pruneMessages({ messages: end.responseMessages, reasoning: 'all' }),
+        ]),
       );
       trace.end({ status: 'completed', answer });
       await this.#deps
@@ -316,7 +344,16 @@ export class ChatService {
         { ms: Date.now() - run.startedAt.getTime(), tools: [...toolsUsed] },
         'chat answered',
       );
-      yield { type: 'done', runId };
+      yield {
+        type: 'done',
+        runId,
+        end: {
+          finishReason,
+          inputTokens: usage.inputTokens,
+          outputTokens: usage.outputTokens,
+          reasoningTokens: usage.outputTokenDetails?.reasoningTokens,
+        },
+      };
     } catch (error) {
       if (error instanceof TurnLostError) {
         // Another chat of this user went ahead while this process stood still: its messages
@@ -339,7 +376,7 @@ export class ChatService {
         return;
       }
       if (signal.aborted) {
-        yield* this.#interrupted(run, userMessage, answer, toolsUsed, signal, log);
+        yield* this.#interrupted(run, kept(request, [userMessage]), answer, toolsUsed, signal, log);
         trace?.end({ status: 'interrupted', answer });
         return;
       }
@@ -349,7 +386,7 @@ export class ChatService {
       // The question is kept even when no answer came, so nothing the user said is lost.
       await this.#record(
         run,
-        [userMessage, ...partial(answer)],
+        kept(request, [userMessage, ...partial(answer)]),
         {
           status: 'failed',
           toolsUsed: [...toolsUsed],
@@ -368,7 +405,7 @@ export class ChatService {
    */
   async *#interrupted(
     run: RunRecord,
-    userMessage: ModelMessage,
+    question: ModelMessage[],
     answer: string,
     toolsUsed: Set<string>,
     signal: AbortSignal,
@@ -383,7 +420,7 @@ export class ChatService {
     );
     await this.#record(
       run,
-      [userMessage, ...partial(answer)],
+      question.length > 0 ? [...question, ...partial(answer)] : [],
       {
         status: 'interrupted',
         toolsUsed: [...toolsUsed],
@@ -427,6 +464,13 @@ const newStep = (index: number) => ({
   reasoning: '',
   toolCalls: [] as { id: string; name: string; input: unknown }[],
 });
+
+/**
+ * The messages a turn adds to the stored history: none for a conversation the client keeps
+ * itself (it resends it every time; its run is still recorded).
+ */
+const kept = (request: ChatRequest, turn: ModelMessage[]): ModelMessage[] =>
+  request.conversation ? [] : turn;
 
 const partial = (answer: string): ModelMessage[] =>
   answer ? [{ role: 'assistant', content: answer }] : [];

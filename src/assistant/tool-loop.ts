@@ -14,6 +14,7 @@ import {
   toResponseMessages,
 } from 'ai/internal';
 import { ReasoningTagSplitter } from '../models/reasoning-tag-splitter.ts';
+import type { CallSettings } from './chat-events.ts';
 
 /**
  * The agent's tool loop, read straight off the provider's stream: call the model, run the
@@ -47,6 +48,8 @@ export interface ToolLoopOptions {
   toolTimeoutMs: number;
   /** The tag in which the model writes its reasoning inside its text, to split it out. */
   reasoningTag?: string | undefined;
+  /** Output limit and temperature for every call, when the client set them. */
+  callSettings?: CallSettings | undefined;
 }
 
 export type ToolLoopPart =
@@ -126,6 +129,7 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
             tools: modelTools,
             toolChoice,
             abortSignal: modelSignal,
+            ...options.callSettings,
           });
         } catch (error) {
           deadline.stop();

@@ -7,6 +7,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Served without the bearer token (health, API docs). */
     public?: boolean;
+    /** The 401 body of a door with its own error shape; default `{"detail": "Unauthorized"}`. */
+    unauthorizedBody?: unknown;
   }
   interface FastifyRequest {
     /** Who is asking (set before any handler of a route that is not public). */
@@ -90,7 +92,10 @@ export function bearerCheck(token: string): (header: string | undefined) => bool
 }
 
 export function unauthorized(reply: FastifyReply): FastifyReply {
-  return reply.code(401).header('www-authenticate', 'Bearer').send({ detail: 'Unauthorized' });
+  const body = reply.request.routeOptions.config.unauthorizedBody ?? UNAUTHORIZED;
+  return reply.code(401).header('www-authenticate', 'Bearer').send(body);
 }
+
+const UNAUTHORIZED = { detail: 'Unauthorized' };
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();

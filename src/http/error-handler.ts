@@ -45,7 +45,9 @@ export function installErrorHandling(app: FastifyInstance): void {
 }
 
 /** Fastify's own 4xx errors (body parsing, limits, media types) with their client-facing text. */
-function describeClientError(error: FastifyError): { status: number; detail: unknown } | null {
+export function describeClientError(
+  error: FastifyError,
+): { status: number; detail: unknown } | null {
   switch (error.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return {

@@ -37,6 +37,7 @@ import { registerHealthRoutes } from './routes/health.ts';
 import { registerIngestRoutes } from './routes/ingest.ts';
 import { registerMemoryRoutes } from './routes/memories.ts';
 import { type MetricsRouteSettings, registerMetricsRoutes } from './routes/metrics.ts';
+import { registerOpenAiRoutes } from './routes/openai.ts';
 import { registerReminderRoutes } from './routes/reminders.ts';
 import { registerResetRoutes } from './routes/reset.ts';
 import { registerUserRoutes } from './routes/users.ts';
@@ -152,6 +153,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   );
   registerHealthRoutes(app, deps.ping);
   registerChatRoutes(app, deps.chats, deps.chatSettings);
+  await registerOpenAiRoutes(app, deps.chats, deps.chatSettings);
   registerResetRoutes(app, deps.conversations);
   registerDocumentRoutes(app, deps.documents);
   registerFeedbackRoutes(app, deps.feedback);

@@ -13,6 +13,8 @@ export function encodeEvent(event: ChatEvent): string {
   switch (event.type) {
     case 'text':
       return `data: ${JSON.stringify(event.text)}\n\n`;
+    case 'reasoning':
+      return ''; // POST /chat asks for reasoning as <think> fragments: never sent to it
     case 'error':
       return `data: ${JSON.stringify({ __error: { code: event.code, message: event.message } })}\n\n`;
     case 'done':
@@ -33,7 +35,8 @@ export const KEEP_ALIVE = ': ping\n\n';
 const MAX_HOLD_MS = 2;
 
 /**
- * Pumps events into a body stream, adding a keep-alive comment after `keepAliveMs` of
+ * Pumps events into a body stream (framed by `encode`: the spec's by default, or another
+ * door's), adding a keep-alive comment after `keepAliveMs` of
  * silence (while a user's previous chat finishes, or a model thinks before its first token).
  *
  * This is the per-token hot path, so it does the least per event: one write, no timer or
@@ -45,6 +48,7 @@ export function toSseBody(
   events: AsyncIterable<ChatEvent>,
   keepAliveMs: number,
   response: ServerResponse,
+  encode: (event: ChatEvent) => string = encodeEvent,
 ): Readable {
   const body = new PassThrough();
   // Node sends the headers with the first write; send them as soon as the framework has set
@@ -82,7 +86,7 @@ export function toSseBody(
     try {
       for await (const event of events) {
         if (body.destroyed) break;
-        write(encodeEvent(event));
+        write(encode(event));
       }
     } finally {
       clearInterval(keepAlive);

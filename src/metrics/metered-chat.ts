@@ -19,7 +19,7 @@ export async function* meteredChat(
       else if (event.type === 'error') {
         failed = true;
         chat.error(event.code);
-      } else outcome = failed ? 'failed' : 'completed';
+      } else if (event.type === 'done') outcome = failed ? 'failed' : 'completed';
       yield event;
     }
   } finally {

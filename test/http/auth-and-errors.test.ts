@@ -68,7 +68,10 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
     expect(Object.keys(document.paths)).toEqual(
       expect.arrayContaining(['/health', '/reset', '/documents', '/feedback']),
     );
-    expect(Object.keys(document.paths).some((path) => path.startsWith('/v1'))).toBe(false);
+    // The OpenAI-compatible door (issue 23) is documented too.
+    expect(Object.keys(document.paths)).toEqual(
+      expect.arrayContaining(['/v1/models', '/v1/chat/completions']),
+    );
 
     // Every route declares its error responses, each a {"detail": …} body.
     type Operation = {
@@ -128,6 +131,21 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
     ]);
     const unauthorized = operations['/feedback']?.post?.responses['401']?.content;
     expect(JSON.stringify(unauthorized)).toContain('"detail"');
+    // …except the OpenAI-compatible routes, whose errors take OpenAI's shape.
+    expect(declared('/v1/chat/completions', 'post')).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '413',
+      '429',
+      '500',
+      '503',
+    ]);
+    const openAi401 = operations['/v1/chat/completions']?.post?.responses['401']?.content;
+    expect(JSON.stringify(openAi401)).toContain('"error"');
+    expect(JSON.stringify(openAi401)).not.toContain('"detail"');
 
     const docs = await parley.fetch('/docs/', { token: null });
     expect(docs.status).toBe(200);

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import { actingUser, type Principal } from '../../accounts/principal.ts';
-import { SHUTDOWN } from '../../assistant/chat-events.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
 import { meteredChat } from '../../metrics/metered-chat.ts';
 import type { Metrics } from '../../metrics/metrics.ts';
+import { decodeImage, imageMaxChars as maxImageChars } from '../../vision/decode-image.ts';
 import type { ImageIntake } from '../../vision/image-intake.ts';
-import { detectImageType, type ImageMediaType } from '../../vision/image-type.ts';
+import type { ImageMediaType } from '../../vision/image-type.ts';
 import type { App } from '../app-types.ts';
+import { abortWithExchange, disposeAfter } from '../chat-abort.ts';
 import { errorResponses } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 import { toSseBody } from '../sse.ts';
@@ -25,15 +26,12 @@ export interface ChatRouteSettings {
   metrics?: Pick<Metrics, 'chatStarted'> | undefined;
 }
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-const DATA_URL_PREFIX = /^data:image\/[\w.+-]+;base64,/;
-
 export function registerChatRoutes(
   app: App,
   chats: ChatService,
   settings: ChatRouteSettings,
 ): void {
-  const imageMaxChars = Math.ceil(settings.imageMaxBytes / 3) * 4 + 256; // room for a data: prefix
+  const imageMaxChars = maxImageChars(settings.imageMaxBytes);
   const body = z.object({
     message: z
       .string()
@@ -54,7 +52,7 @@ export function registerChatRoutes(
     image_base64: z
       .string()
       .max(imageMaxChars, { message: `must encode at most ${settings.imageMaxBytes} bytes` })
-      .transform((value, ctx) => decodeImage(value, settings, ctx))
+      .transform((value, ctx) => imageOrIssue(value, settings, ctx))
       .optional()
       .describe(
         'A PNG, JPEG, GIF or WebP image, plain base64 or a `data:image/…;base64,` URL, for the ' +
@@ -83,14 +81,7 @@ export function registerChatRoutes(
       const userId = actingUser(request.principal, request.body.user_id);
       // Before the stream starts: over a limit is a 429 with Retry-After, never a cut answer.
       await settings.admit(request.principal, userId);
-      const abort = new AbortController();
-      const stop = () => abort.abort(SHUTDOWN);
-      // `close` on the response before it finished means the client went away: stop the
-      // model (its HTTP request is aborted) and the tools at once.
-      reply.raw.on('close', () => {
-        if (!reply.raw.writableFinished) abort.abort();
-      });
-      settings.shutdown.addEventListener('abort', stop, { once: true });
+      const abort = abortWithExchange(reply.raw, settings.shutdown);
 
       const upload = request.body.image_base64;
       const image = upload ? await settings.images.save(upload.bytes, upload.mediaType) : undefined;
@@ -111,7 +102,7 @@ export function registerChatRoutes(
         reply.raw,
       );
       stream.on('close', () => {
-        settings.shutdown.removeEventListener('abort', stop);
+        abort.release();
         void image?.dispose();
       });
       return reply
@@ -124,33 +115,17 @@ export function registerChatRoutes(
 }
 
 /** Decodes `image_base64`; every way it can be wrong is a 422 naming what to fix. */
-function decodeImage(
+function imageOrIssue(
   value: string,
   settings: ChatRouteSettings,
   ctx: z.RefinementCtx,
 ): { bytes: Buffer; mediaType: ImageMediaType } {
-  const refuse = (message: string) => {
-    ctx.addIssue({ code: 'custom', message });
+  const decoded = settings.images.refusal
+    ? { problem: settings.images.refusal }
+    : decodeImage(value, settings.imageMaxBytes);
+  if (decoded.problem !== undefined) {
+    ctx.addIssue({ code: 'custom', message: decoded.problem });
     return z.NEVER;
-  };
-  if (settings.images.refusal) return refuse(settings.images.refusal);
-  const base64 = value.replace(DATA_URL_PREFIX, '').replace(/\s+/g, '');
-  if (base64.length === 0 || base64.length % 4 !== 0 || !BASE64.test(base64)) {
-    return refuse('must be base64-encoded (plain, or a data:image/...;base64, URL)');
   }
-  const bytes = Buffer.from(base64, 'base64');
-  if (bytes.length > settings.imageMaxBytes) {
-    return refuse(`must encode at most ${settings.imageMaxBytes} bytes`);
-  }
-  const mediaType = detectImageType(bytes);
-  if (!mediaType) return refuse('must be a PNG, JPEG, GIF or WebP image');
-  return { bytes, mediaType };
-}
-
-async function* disposeAfter<T>(events: AsyncIterable<T>, dispose: () => Promise<void>) {
-  try {
-    yield* events;
-  } finally {
-    await dispose();
-  }
+  return decoded;
 }

@@ -1,0 +1,40 @@
+import type { ServerResponse } from 'node:http';
+import { SHUTDOWN } from '../assistant/chat-events.ts';
+
+export interface ChatAbort {
+  /** Aborted when the client goes away, or with SHUTDOWN when the server stops. */
+  signal: AbortSignal;
+  /** Stops listening for the shutdown: call once the answer is over. */
+  release(): void;
+}
+
+/**
+ * Ties a chat to its HTTP exchange, for every door that answers with the assistant. `close`
+ * on the response before it finished means the client went away: the model (its HTTP request
+ * is aborted) and the tools stop at once. A server stopping after its grace period aborts with
+ * SHUTDOWN, so the client still listening is told why.
+ */
+export function abortWithExchange(response: ServerResponse, shutdown: AbortSignal): ChatAbort {
+  const abort = new AbortController();
+  const stop = () => abort.abort(SHUTDOWN);
+  response.on('close', () => {
+    if (!response.writableFinished) abort.abort();
+  });
+  shutdown.addEventListener('abort', stop, { once: true });
+  return {
+    signal: abort.signal,
+    release: () => shutdown.removeEventListener('abort', stop),
+  };
+}
+
+/** Passes events through, then runs `dispose` however they end (finished, failed, abandoned). */
+export async function* disposeAfter<T>(
+  events: AsyncIterable<T>,
+  dispose: () => Promise<void>,
+): AsyncGenerator<T> {
+  try {
+    yield* events;
+  } finally {
+    await dispose();
+  }
+}

@@ -1,0 +1,445 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import OpenAI, { type APIError } from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const TOKEN = 'openai-door-admin-token';
+const RUN_ID = /^chatcmpl-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A PNG signature and some bytes: enough for the type check, never decoded. */
+const PNG = Buffer.concat([
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+  Buffer.from('a red square'),
+]);
+const RECORDED = join(import.meta.dirname, '../../../shared/data/llm-streams/openai');
+
+type Message = { role: string; content?: unknown };
+
+// The official SDK as the client: every contract case of issue 23, on both engines.
+describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  let parley: RunningParley;
+  /** Alice's own key (`pk_…`). */
+  let aliceKey: string;
+  const client = (apiKey: string) =>
+    new OpenAI({ baseURL: `${parley.url}/v1`, apiKey, maxRetries: 0 });
+  const admin = (path: string, method: string, body?: unknown) =>
+    parley.fetch(path, {
+      method,
+      headers: body ? { 'content-type': 'application/json' } : {},
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+  const modelRequest = (index: number) => llm.chats[index]?.body.messages as Message[];
+  const rawCompletion = (body: Record<string, unknown>, key = aliceKey) =>
+    parley.fetch('/v1/chat/completions', {
+      method: 'POST',
+      token: key,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'parley', ...body }),
+    });
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    storage = await engineEnv(engine);
+    parley = await startParley({
+      env: {
+        API_TOKEN: TOKEN,
+        LLM_BASE_URL: llm.url,
+        LLM_MODEL: 'fake-chat',
+        LLM_MAX_RETRIES: '0',
+        LLM_CHUNK_TIMEOUT_MS: '2000',
+        MESSAGE_MAX_CHARS: '2000',
+        VISION_ENABLED: 'true',
+        VISION_MODEL_ID: 'fake-vision',
+        VISION_BASE_URL: llm.url,
+        ...storage.env,
+      },
+    });
+    const created = await admin('/admin/users', 'POST', { user_id: 'alice' });
+    aliceKey = ((await created.json()) as { key: string }).key;
+  }, 120_000);
+  afterEach(() => {
+    llm.assertNoUnexpected();
+    llm.assertAllConsumed();
+    llm.chats.length = 0; // each test reads its own model requests from index 0
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  it('lists and describes the one model, parley', async () => {
+    const models = await client(aliceKey).models.list();
+    expect(models.data).toEqual([
+      { id: 'parley', object: 'model', created: expect.any(Number), owned_by: 'parley' },
+    ]);
+    const raw = await parley.fetch('/v1/models', { token: aliceKey });
+    expect(((await raw.json()) as { object: string }).object).toBe('list');
+    expect((await client(aliceKey).models.retrieve('parley')).id).toBe('parley');
+  });
+
+  it("answers a non-streamed completion with the user's assistant and the client's conversation", async () => {
+    llm.enqueue(reply.text('Arr, hello Alice', { usage: { prompt: 40, completion: 5 } }));
+    const completion = await client(aliceKey).chat.completions.create({
+      model: 'parley',
+      messages: [
+        { role: 'system', content: 'Answer like a pirate.' },
+        { role: 'user', content: 'My name is Alice.' },
+        { role: 'assistant', content: 'Ahoy Alice!' },
+        { role: 'user', content: [{ type: 'text', text: 'Say hello.' }] },
+      ],
+      max_tokens: 50,
+      temperature: 0.2,
+    });
+    expect(completion.id).toMatch(RUN_ID);
+    expect(completion.object).toBe('chat.completion');
+    expect(completion.model).toBe('parley');
+    expect(completion.choices).toEqual([
+      {
+        index: 0,
+        message: { role: 'assistant', content: 'Arr, hello Alice', refusal: null },
+        logprobs: null,
+        finish_reason: 'stop',
+      },
+    ]);
+    expect(completion.usage).toMatchObject({
+      prompt_tokens: 40,
+      completion_tokens: 5,
+      total_tokens: 45,
+    });
+
+    // Parley's own system prompt first, the client's after it; then the client's messages.
+    const sent = modelRequest(0);
+    expect(sent[0]?.role).toBe('system');
+    const system = String(sent[0]?.content);
+    expect(system).toContain('The current date and time for the user is ');
+    expect(system.trimEnd().endsWith('Answer like a pirate.')).toBe(true);
+    expect(sent.slice(1)).toEqual([
+      { role: 'user', content: 'My name is Alice.' },
+      { role: 'assistant', content: 'Ahoy Alice!' },
+      { role: 'user', content: 'Say hello.' },
+    ]);
+    expect(llm.chats[0]?.body).toMatchObject({ max_tokens: 50, temperature: 0.2 });
+
+    // The completion is a run of alice's: feedback takes its id.
+    const feedback = await parley.fetch('/feedback', {
+      method: 'POST',
+      token: aliceKey,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run_id: completion.id.slice('chatcmpl-'.length), score: 1 }),
+    });
+    expect(feedback.status).toBe(200);
+  });
+
+  it("keeps the exchange out of /chat's stored history", async () => {
+    llm.enqueue(reply.text('Noted.'), reply.text('Hello again.'));
+    await client(aliceKey).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'A secret only this client knows.' }],
+    });
+    const chat = await parley.fetch('/chat', {
+      method: 'POST',
+      token: aliceKey,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'Hi' }),
+    });
+    await chat.text();
+    const history = modelRequest(1).filter((m) => m.role !== 'system');
+    expect(JSON.stringify(history)).not.toContain('A secret only this client knows.');
+    expect(history.at(-1)).toEqual({ role: 'user', content: 'Hi' });
+  });
+
+  it('streams chunks as OpenAI sends them, with include_usage', async () => {
+    llm.enqueue(reply.text('one two three', { usage: { prompt: 12, completion: 3 } }));
+    const stream = await client(aliceKey).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Count to three.' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
+    for await (const chunk of stream) chunks.push(chunk);
+
+    expect(chunks[0]?.choices[0]?.delta.role).toBe('assistant');
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1);
+    expect(chunks[0]?.id).toMatch(RUN_ID);
+    const text = chunks.map((c) => c.choices[0]?.delta.content ?? '').join('');
+    expect(text).toBe('one two three');
+    const withChoices = chunks.filter((c) => c.choices.length > 0);
+    expect(withChoices.at(-1)?.choices[0]).toMatchObject({ delta: {}, finish_reason: 'stop' });
+    expect(withChoices.slice(0, -1).every((c) => c.choices[0]?.finish_reason === null)).toBe(true);
+    const last = chunks.at(-1);
+    expect(last?.choices).toEqual([]);
+    expect(last?.usage).toMatchObject({
+      prompt_tokens: 12,
+      completion_tokens: 3,
+      total_tokens: 15,
+    });
+  });
+
+  it('frames every chunk field for field as a recorded OpenAI stream', async () => {
+    llm.enqueue(reply.text('Hello there', { usage: { prompt: 3, completion: 2 } }));
+    const response = await rawCompletion({
+      messages: [{ role: 'user', content: 'Hello' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const ours = dataLines(await response.text());
+    const recorded = dataLines(
+      readFileSync(
+        join(RECORDED, 'e2aad469b71d1d4894ff833ea147020a9d875eb7ce644a0ff355581690a4cbfd.sse'),
+        'utf8',
+      ),
+    );
+    expect(ours.at(-1)).toBe('[DONE]');
+    expect(recorded.at(-1)).toBe('[DONE]');
+    const parse = (lines: string[]) =>
+      lines.slice(0, -1).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const [mine, theirs] = [parse(ours), parse(recorded)];
+    // First (role), a content delta, the finish chunk, the usage chunk: same fields, same types.
+    const pick = (chunks: Record<string, unknown>[]) => [
+      chunks[0],
+      chunks[1],
+      chunks.at(-2),
+      chunks.at(-1),
+    ];
+    const mineShape = pick(mine).map(shapeOf);
+    const theirShape = pick(theirs).map(shapeOf);
+    expect(mineShape).toEqual(theirShape);
+    expect(mine[0]).toMatchObject({
+      choices: [{ delta: { role: 'assistant', content: '', refusal: null } }],
+    });
+  });
+
+  it('sends reasoning as reasoning_content, never in content', async () => {
+    llm.enqueue(
+      reply.reasoning('Think: greet back.', 'Hello!'),
+      reply.reasoning('Think again.', 'Hi!'),
+    );
+    const stream = await client(aliceKey).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Hello' }],
+      stream: true,
+    });
+    let content = '';
+    let reasoning = '';
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as { content?: string; reasoning_content?: string };
+      content += delta?.content ?? '';
+      reasoning += delta?.reasoning_content ?? '';
+    }
+    expect(content).toBe('Hello!');
+    expect(reasoning).toBe('Think: greet back.');
+
+    const completion = await client(aliceKey).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
+    expect(completion.choices[0]?.message).toMatchObject({
+      content: 'Hi!',
+      reasoning_content: 'Think again.',
+    });
+  });
+
+  it('hands an image part to analyze_image and refuses a remote image URL', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ name: 'analyze_image', args: { question: 'What colour?' } }]),
+      reply.text('It is a red square.'),
+      reply.text('The image shows a red square.'),
+    );
+    const completion = await client(aliceKey).chat.completions.create({
+      model: 'parley',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'What is in this picture?' },
+            {
+              type: 'image_url',
+              image_url: { url: `data:image/png;base64,${PNG.toString('base64')}` },
+            },
+          ],
+        },
+      ],
+    });
+    expect(completion.choices[0]?.message.content).toBe('The image shows a red square.');
+    const vision = llm.chats[1]?.body;
+    expect(vision?.model).toBe('fake-vision');
+    expect(JSON.stringify(vision?.messages)).toContain(PNG.toString('base64'));
+
+    const error = await client(aliceKey)
+      .chat.completions.create({
+        model: 'parley',
+        messages: [
+          {
+            role: 'user',
+            content: [{ type: 'image_url', image_url: { url: 'https://example.com/cat.png' } }],
+          },
+        ],
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as APIError).param).toBe('messages[0].content[0].image_url.url');
+  });
+
+  it('answers failures with the typed errors of the SDK', async () => {
+    const fail = (promise: Promise<unknown>) =>
+      promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    const ask = (key: string, extra: Record<string, unknown> = {}) =>
+      client(key).chat.completions.create({
+        model: 'parley',
+        messages: [{ role: 'user', content: 'Hi' }],
+        ...extra,
+      } as OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming);
+
+    const wrongKey = await fail(ask('pk_not-a-real-key-at-all'));
+    expect(wrongKey).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((wrongKey as APIError).code).toBe('invalid_api_key');
+    expect(await fail(client('nope').models.list())).toBeInstanceOf(OpenAI.AuthenticationError);
+
+    expect(await fail(ask(aliceKey, { user: 'bob' }))).toBeInstanceOf(OpenAI.PermissionDeniedError);
+    const unknown = await fail(ask(aliceKey, { model: 'gpt-4o' }));
+    expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((unknown as APIError).code).toBe('model_not_found');
+
+    const tools = await fail(
+      ask(aliceKey, {
+        tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }],
+      }),
+    );
+    expect(tools).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((tools as APIError).code).toBe('unsupported_parameter');
+    expect((tools as APIError).param).toBe('tools');
+    const badType = await fail(ask(aliceKey, { temperature: 'hot' }));
+    expect(badType).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((badType as APIError).param).toBe('temperature');
+
+    // A user over their limit: 429 with Retry-After, before any model call.
+    const created = await admin('/admin/users', 'POST', { user_id: 'limited' });
+    const limitedKey = ((await created.json()) as { key: string }).key;
+    await admin('/admin/users/limited', 'PATCH', { limits: { chats_per_minute: 1 } });
+    llm.enqueue(reply.text('Once.'));
+    await ask(limitedKey);
+    const limited = await fail(ask(limitedKey));
+    expect(limited).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(Number((limited as APIError).headers?.get('retry-after'))).toBeGreaterThan(0);
+
+    // The model failing a non-streamed completion: a 5xx the SDK raises.
+    llm.enqueue(reply.error(500));
+    expect(await fail(ask(aliceKey))).toBeInstanceOf(OpenAI.InternalServerError);
+  });
+
+  it('answers 401 and unknown /v1 routes in OpenAI error shape, and /chat as before', async () => {
+    const v1 = await parley.fetch('/v1/chat/completions', { method: 'POST', token: null });
+    expect(v1.status).toBe(401);
+    expect(v1.headers.get('www-authenticate')).toBe('Bearer');
+    expect(await v1.json()).toEqual({
+      error: {
+        message: expect.any(String),
+        type: 'invalid_request_error',
+        param: null,
+        code: 'invalid_api_key',
+      },
+    });
+    const chat = await parley.fetch('/chat', { method: 'POST', token: null });
+    expect(await chat.json()).toEqual({ detail: 'Unauthorized' });
+    const missing = await parley.fetch('/v1/embeddings', { method: 'POST', token: aliceKey });
+    expect(missing.status).toBe(404);
+    expect(((await missing.json()) as { error: { type: string } }).error.type).toBe(
+      'invalid_request_error',
+    );
+    const malformed = await parley.fetch('/v1/chat/completions', {
+      method: 'POST',
+      token: aliceKey,
+      headers: { 'content-type': 'application/json' },
+      body: '{"model": ',
+    });
+    expect(malformed.status).toBe(400);
+    expect(((await malformed.json()) as { error: unknown }).error).toBeDefined();
+  });
+
+  it('ends a stream whose model fails with an error chunk the SDK raises, then [DONE]', async () => {
+    llm.enqueue(reply.text('partial answer that breaks', { chunks: 4, disconnectAfter: 3 }));
+    const stream = await client(aliceKey).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Tell me a story.' }],
+      stream: true,
+    });
+    let content = '';
+    const error = await (async () => {
+      for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+    })().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(OpenAI.APIError);
+    expect((error as APIError).code).toMatch(/^model_/);
+    expect(content.length).toBeGreaterThan(0);
+
+    llm.enqueue(reply.text('partial answer that breaks', { chunks: 4, disconnectAfter: 3 }));
+    const raw = dataLines(
+      await (
+        await rawCompletion({ messages: [{ role: 'user', content: 'Again.' }], stream: true })
+      ).text(),
+    );
+    expect(raw.at(-1)).toBe('[DONE]');
+    expect(JSON.parse(raw.at(-2) ?? '{}')).toMatchObject({
+      error: { type: 'server_error', code: expect.stringMatching(/^model_/) },
+    });
+  });
+
+  it('stops the model at once when the client aborts mid-stream', async () => {
+    llm.enqueue(reply.text('a b c d e f g h', { delayMs: 150 }));
+    const controller = new AbortController();
+    const stream = await client(aliceKey).chat.completions.create(
+      { model: 'parley', messages: [{ role: 'user', content: 'Slowly.' }], stream: true },
+      { signal: controller.signal },
+    );
+    // The SDK ends the iteration quietly once its own signal aborted.
+    let received = '';
+    await (async () => {
+      for await (const chunk of stream) {
+        received += chunk.choices[0]?.delta.content ?? '';
+        if (received) controller.abort();
+      }
+    })().catch(() => {});
+    expect(received).toMatch(/^a/);
+    expect((await llm.waitForClientClose(5_000)).outcome).toBe('client-closed');
+  });
+
+  it('lets the administrator act for the user named in `user`', async () => {
+    await admin('/users/carol/profile', 'PUT', { display_name: 'Carol Example' });
+    llm.enqueue(reply.text('Hello Carol.'));
+    await client(TOKEN).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Who am I?' }],
+      user: 'carol',
+    });
+    expect(String(modelRequest(0)[0]?.content)).toContain('Carol Example');
+  });
+});
+
+function dataLines(body: string): string[] {
+  return body
+    .split('\n')
+    .filter((line) => line.startsWith('data: '))
+    .map((line) => line.slice('data: '.length));
+}
+
+/** The fields of a JSON value and their types, recursively; values themselves do not matter. */
+function shapeOf(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(shapeOf);
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([key, inner]) => [key, shapeOf(inner)]),
+    );
+  }
+  return value === null ? 'null' : typeof value;
+}
