@@ -13,7 +13,7 @@ export interface StoredTurn {
 }
 
 interface Row {
-  id: string;
+  position: string;
   run_id: string;
   role: string;
   content: unknown;
@@ -36,17 +36,19 @@ export class HistoryRepository {
 
   async turns(userId: string, before: string | undefined, limit: number): Promise<StoredTurn[]> {
     const client = this.#db.$client;
-    const starts = await client.query<{ id: string }>(
-      `SELECT id::text FROM messages
+    // The ids go out as text (a bigint may pass 2^53) under another name: ORDER BY id must
+    // sort the column, not the text.
+    const starts = await client.query<{ position: string }>(
+      `SELECT id::text AS position FROM messages
         WHERE user_id = $1 AND role = 'user' AND run_id IS NOT NULL
           AND ($2::bigint IS NULL OR id < $2::bigint)
         ORDER BY id DESC LIMIT $3`,
       [userId, before ?? null, limit],
     );
-    const oldest = starts.rows.at(-1)?.id;
+    const oldest = starts.rows.at(-1)?.position;
     if (oldest === undefined) return [];
     const { rows } = await client.query<Row>(
-      `SELECT id::text, run_id, role, content, interrupted, created_at FROM messages
+      `SELECT id::text AS position, run_id, role, content, interrupted, created_at FROM messages
         WHERE user_id = $1 AND id >= $2::bigint AND ($3::bigint IS NULL OR id < $3::bigint)
           AND run_id IS NOT NULL
         ORDER BY id`,
@@ -57,7 +59,7 @@ export class HistoryRepository {
       let turn = turns.get(row.run_id);
       if (!turn) {
         turn = {
-          position: row.id,
+          position: row.position,
           runId: row.run_id,
           createdAt: new Date(row.created_at),
           question: '',
