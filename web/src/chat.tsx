@@ -4,6 +4,8 @@ import { t } from './i18n.ts';
 import { renderMarkdown, splitThinking } from './markdown.ts';
 
 const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+/** How often a streaming answer is redrawn. */
+const DRAW_MS = 100;
 
 interface Turn {
   key: string;
@@ -119,12 +121,23 @@ export function ChatPage(props: { user: string }) {
     atBottom.current = true;
     const controller = new AbortController();
     abort.current = controller;
-    // Fragments arrive faster than a screen refreshes: the answer is drawn once a frame.
+    // Fragments arrive faster than anyone reads: the answer is drawn at most every DRAW_MS
+    // (and in an animation frame), so a fast model costs a few renders a second, not one a token.
     let answer = '';
     let frame = 0;
+    let drawnAt = 0;
     const draw = () => {
       frame = 0;
+      drawnAt = performance.now();
       update(key, { answer });
+    };
+    const schedule = () => {
+      if (frame) return;
+      const wait = DRAW_MS - (performance.now() - drawnAt);
+      frame =
+        wait > 0
+          ? window.setTimeout(() => requestAnimationFrame(draw), wait)
+          : requestAnimationFrame(draw);
     };
     try {
       const body: Record<string, unknown> = { message: question, show_thinking: thinking };
@@ -132,16 +145,18 @@ export function ChatPage(props: { user: string }) {
       for await (const event of chatStream(body, controller.signal)) {
         if (event.type === 'text') {
           answer += event.text;
-          if (!frame) frame = requestAnimationFrame(draw);
+          schedule();
         } else if (event.type === 'error') {
           update(key, { error: { code: event.code, message: event.message } });
         } else {
           update(key, { runId: event.runId });
         }
       }
+      clearTimeout(frame);
       cancelAnimationFrame(frame);
       update(key, { answer, streaming: false });
     } catch (error) {
+      clearTimeout(frame);
       cancelAnimationFrame(frame);
       if (controller.signal.aborted) {
         update(key, { answer, streaming: false, interrupted: true });
