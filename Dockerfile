@@ -12,6 +12,8 @@ ENV NODE_ENV=production \
 
 WORKDIR /app
 COPY package.json package-lock.json ./
+# npm ci runs the `prepare` script (web/build.ts), which has nothing to build until web/src is here.
+COPY web/build.ts ./web/build.ts
 # Production dependencies only; package.json's allowScripts decides which install scripts run.
 # Then drop what this image never runs: the `node` package's second Node binary (the image has
 # Node 24) and onnxruntime's macOS and Windows builds.
@@ -22,6 +24,10 @@ RUN npm ci --omit=dev --no-audit --no-fund \
  && npm cache clean --force
 
 COPY src ./src
+# The web client is built here (esbuild, Preact, marked and DOMPurify are production
+# dependencies for this), so the image serves the page without building at start.
+COPY web ./web
+RUN node web/build.ts && rm -rf web/src
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

@@ -93,6 +93,8 @@ export const configSchema = z.object({
       .default('info'),
   ),
   API_TOKEN: text(),
+  /** How long a web client's sign-in lasts (it ends sooner when its key expires or is revoked). */
+  WEB_SESSION_HOURS: integer(168, 1, 8760),
   SHUTDOWN_GRACE_MS: integer(10_000, 0, 600_000),
   /**
    * Longest a client may take to send a whole request (headers and body, an upload included);

@@ -1,8 +1,10 @@
 import cluster from 'node:cluster';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { AccountService } from './accounts/account-service.ts';
 import { defaultLimits } from './accounts/limits.ts';
 import { UsageLimits } from './accounts/usage-limits.ts';
+import { WebSessions } from './accounts/web-sessions.ts';
 import { ChatService } from './assistant/chat-service.ts';
 import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
@@ -18,6 +20,7 @@ import { FeedbackService } from './feedback/feedback-service.ts';
 import { GraphService } from './graph/graph-service.ts';
 import { graphPromptSection } from './graph/graph-summary.ts';
 import { buildServer } from './http/server.ts';
+import { loadWebClient } from './http/web-client.ts';
 import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
 import { ConversationMemory } from './memory/conversation-memory.ts';
@@ -40,6 +43,7 @@ import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
 import { FeedbackRepository } from './storage/feedback-repository.ts';
 import { GraphRepository } from './storage/graph-repository.ts';
+import { HistoryRepository } from './storage/history-repository.ts';
 import { LeaseRepository } from './storage/lease-repository.ts';
 import { MemoryQueueRepository } from './storage/memory-queue-repository.ts';
 import { MessageRepository } from './storage/message-repository.ts';
@@ -50,6 +54,7 @@ import { UsageRepository } from './storage/usage-repository.ts';
 import { UserDataRepository } from './storage/user-data-repository.ts';
 import { UserRepository } from './storage/user-repository.ts';
 import { VectorStore } from './storage/vector-store.ts';
+import { WebSessionRepository } from './storage/web-session-repository.ts';
 import { withCorrectiveFallback } from './tools/corrective-fallback.ts';
 import { documentTools } from './tools/document-tools.ts';
 import { graphTools } from './tools/graph-tools.ts';
@@ -287,8 +292,21 @@ export async function main(config: Config): Promise<void> {
   );
   await ingestion.start();
 
+  const webSessionLifetimeMs = config.WEB_SESSION_HOURS * 3_600_000;
+  const webSessions = new WebSessions({
+    sessions: new WebSessionRepository(db),
+    adminToken: config.API_TOKEN,
+    authenticateKey: (key) => accounts.authenticate(key),
+    lifetimeMs: webSessionLifetimeMs,
+  });
+
   const app = await buildServer({
     apiToken: config.API_TOKEN,
+    web: {
+      sessions: webSessions,
+      lifetimeMs: webSessionLifetimeMs,
+      files: await loadWebClient(fileURLToPath(new URL('../web/dist', import.meta.url))),
+    },
     accounts,
     limits,
     userData,
@@ -304,7 +322,7 @@ export async function main(config: Config): Promise<void> {
       admit: (principal, userId) => limits.admitChat(principal, userId),
       metrics,
     },
-    conversations: new ConversationService(new MessageRepository(db)),
+    conversations: new ConversationService(new MessageRepository(db), new HistoryRepository(db)),
     documents,
     feedback: new FeedbackService(feedbackRepository, () => forwarder?.kick()),
     reminders,

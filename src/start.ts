@@ -15,6 +15,7 @@ import { superviseWorkers } from './workers.ts';
  */
 async function start(): Promise<void> {
   const config = parseConfig(readEnvironment());
+  if (!cluster.isWorker) await buildWebClientIfStale(config.LOG_LEVEL);
   const workers = workerCount(config, availableParallelism());
   if (workers === 1 || cluster.isWorker) {
     const { main } = await import('./main.ts');
@@ -37,6 +38,27 @@ async function start(): Promise<void> {
     uploadsDir,
     onStopped: (code) => process.exit(code),
   });
+}
+
+/**
+ * `npm start` on a fresh clone serves the page: the web client is built here when web/dist is
+ * missing or older than its sources (`npm install` builds it too). A failed build is logged
+ * and the API is served anyway; `/` then says how to build the page.
+ */
+async function buildWebClientIfStale(level: Parameters<typeof createLogger>[0]): Promise<void> {
+  const web = await import('../web/build.ts');
+  if (!web.hasWebSources() || web.webClientIsCurrent()) return;
+  const logger = createLogger(level).child({ component: 'web-client' });
+  try {
+    const started = performance.now();
+    const files = await web.buildWebClient();
+    logger.info(
+      { ms: Math.round(performance.now() - started), files: files.map((file) => file.name) },
+      'web client built',
+    );
+  } catch (error) {
+    logger.error({ err: error }, 'could not build the web client: run `node web/build.ts`');
+  }
 }
 
 start().catch((error: unknown) => {

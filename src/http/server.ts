@@ -10,6 +10,7 @@ import {
 } from 'fastify-type-provider-zod';
 import type { AccountService } from '../accounts/account-service.ts';
 import type { UsageLimits } from '../accounts/usage-limits.ts';
+import type { WebSessions } from '../accounts/web-sessions.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
 import type { ConversationService } from '../assistant/conversation-service.ts';
 import type { DocumentService } from '../documents/document-service.ts';
@@ -34,22 +35,28 @@ import { registerDocumentRoutes } from './routes/documents.ts';
 import { registerFeedbackRoutes } from './routes/feedback.ts';
 import { registerGraphRoutes } from './routes/graph.ts';
 import { registerHealthRoutes } from './routes/health.ts';
+import { registerHistoryRoutes } from './routes/history.ts';
 import { registerIngestRoutes } from './routes/ingest.ts';
 import { registerMemoryRoutes } from './routes/memories.ts';
 import { type MetricsRouteSettings, registerMetricsRoutes } from './routes/metrics.ts';
 import { registerOpenAiRoutes } from './routes/openai.ts';
 import { registerReminderRoutes } from './routes/reminders.ts';
 import { registerResetRoutes } from './routes/reset.ts';
+import { registerSessionRoutes } from './routes/session.ts';
 import { registerUserRoutes } from './routes/users.ts';
 import { SOURCE_MAX_CHARS } from './schemas.ts';
+import { cookieAuthentication } from './session-cookie.ts';
+import { registerWebClient, type WebClientFiles } from './web-client.ts';
 
 export interface HttpDependencies {
   apiToken: string | undefined;
   accounts: AccountService;
   limits: UsageLimits;
   userData: UserDataRepository;
-  /** Ways in besides the Authorization header (the web client's session). */
+  /** Ways in besides the Authorization header (tests); the web client's session is added. */
   authenticateOther?: AuthSettings['authenticateOther'];
+  /** The web client's sessions (a cookie made from a key), and how long one lasts. */
+  web?: { sessions: WebSessions; lifetimeMs: number; files: WebClientFiles | undefined };
   logger: FastifyBaseLogger;
   ping: () => Promise<boolean>;
   chats: ChatService;
@@ -102,12 +109,17 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   app.setSerializerCompiler(serializerCompiler);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // For every response: no content sniffing, no address sent on in a Referer. The page's
+    // own Content-Security-Policy is set where it is served (web-client.ts).
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('referrer-policy', 'no-referrer');
   });
   installErrorHandling(app);
   installAuth(app, {
     adminToken: deps.apiToken,
     authenticateKey: (key) => deps.accounts.authenticate(key),
-    authenticateOther: deps.authenticateOther,
+    authenticateOther:
+      deps.authenticateOther ?? (deps.web && cookieAuthentication(deps.web.sessions)),
   });
   const metrics = deps.metrics?.metrics;
   if (metrics) {
@@ -164,6 +176,11 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerMemoryRoutes(app, deps.memory);
   registerAccountRoutes(app, deps.limits, deps.userData);
   registerAdminRoutes(app, deps.accounts);
+  registerHistoryRoutes(app, deps.conversations);
+  if (deps.web) {
+    registerSessionRoutes(app, deps.web.sessions, deps.web.lifetimeMs);
+    registerWebClient(app, deps.web.files);
+  }
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route);
   methods.answer405();
 

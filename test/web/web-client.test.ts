@@ -1,0 +1,358 @@
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { launchChromium, seriousViolations } from './browser.ts';
+
+const TOKEN = 'browser-admin-token';
+const PDF = new URL('../../../shared/data/pdfs/tracemonkey.pdf', import.meta.url);
+const SCREENSHOT = new URL('../../docs/web-client-chat.png', import.meta.url);
+/** A 1×1 PNG. */
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+  'base64',
+);
+const words = (n: number, prefix = 'word') =>
+  Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`).join(' ');
+
+/**
+ * The web client in a real Chromium against a real Parley (embedded engine) and the fake
+ * model. Controls are found by role and name, as a screen-reader user finds them.
+ */
+describe('the web client in Chromium', () => {
+  let llm: FakeLlmServer;
+  let vision: FakeLlmServer;
+  let parley: RunningParley;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let key: string;
+
+  beforeAll(async () => {
+    browser = await launchChromium(); // fails loudly without Chromium
+    llm = await startFakeLlmServer();
+    vision = await startFakeLlmServer();
+    parley = await startParley({
+      env: {
+        API_TOKEN: TOKEN,
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        VISION_ENABLED: 'true',
+        VISION_MODEL_ID: 'fake-vision',
+        VISION_BASE_URL: vision.url,
+      },
+    });
+    const created = await parley.fetch('/admin/users', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: 'alice' }),
+    });
+    ({ key } = (await created.json()) as { key: string });
+    context = await browser.newContext({ locale: 'en-US', viewport: { width: 1000, height: 720 } });
+    page = await context.newPage();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await parley?.stop();
+    await llm?.close();
+    await vision?.close();
+  });
+
+  const messageBox = () => page.getByRole('textbox', { name: 'Message' });
+  const answers = () => page.locator('.bubble.assistant');
+  const lastAnswer = () => answers().last();
+  const history = async () => {
+    const response = await parley.fetch('/users/alice/history?limit=50');
+    return (
+      (await response.json()) as {
+        turns: Array<{
+          run_id: string;
+          question: string;
+          answer: string;
+          interrupted: boolean;
+          feedback: { score: number } | null;
+        }>;
+      }
+    ).turns;
+  };
+  /** Sends a message and waits until its turn is on screen. */
+  const send = async (text: string) => {
+    const turns = await page.locator('.bubble.user').count();
+    await messageBox().fill(text);
+    await messageBox().press('Enter');
+    await page.locator('.bubble.user').nth(turns).waitFor();
+  };
+  /** Waits until no answer is streaming. */
+  const waitForIdle = async () => {
+    await page.locator('.bubble.assistant[aria-busy="true"]').waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Send', exact: true }).waitFor();
+  };
+
+  it('signs in with a key, and the sign-in page has no serious accessibility violation', async () => {
+    await page.goto(parley.url);
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByLabel('API key').fill('pk_wrong');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').waitFor();
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await messageBox().waitFor();
+    const cookies = await context.cookies();
+    const session = cookies.find((cookie) => cookie.name === 'parley_session');
+    expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
+    expect(await page.evaluate('document.cookie')).toBe(''); // scripts cannot read it
+    for (const name of ['Chat', 'Documents', 'Reminders', 'Memories', 'Graph', 'Profile']) {
+      expect(await page.getByRole('link', { name }).count(), name).toBe(1);
+    }
+    expect(await page.getByRole('link', { name: 'Admin' }).count()).toBe(0);
+  });
+
+  it('shows the answer while the stream is still open', async () => {
+    llm.enqueue(reply.text(words(30), { chunks: 30, delayMs: 100 }));
+    await send('Count for me');
+    await lastAnswer().locator('.md').getByText('word3', { exact: false }).waitFor();
+    // Part of the answer is on screen and the stream has not ended: Stop is still offered.
+    const partial = (await lastAnswer().textContent()) ?? '';
+    expect(partial).not.toContain('word30');
+    expect(await page.getByRole('button', { name: 'Stop', exact: true }).isVisible()).toBe(true);
+    await waitForIdle();
+    expect(await lastAnswer().textContent()).toContain('word30');
+  });
+
+  it('keeps the partial answer on Stop, and a reload shows it from the history', async () => {
+    llm.enqueue(reply.text(words(60, 'slow'), { chunks: 60, delayMs: 100 }));
+    await send('Tell me a long story');
+    await lastAnswer().locator('.md').getByText('slow4', { exact: false }).waitFor();
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await waitForIdle();
+    const kept = (await lastAnswer().locator('.md').textContent()) ?? '';
+    expect(kept).toContain('slow4');
+    expect(kept).not.toContain('slow60');
+    expect(await lastAnswer().textContent()).toContain('Stopped');
+    await llm.waitForClientClose();
+    // The server stores the interrupted turn once it sees the client go.
+    await expect
+      .poll(async () => (await history())[0]?.interrupted, { timeout: 10_000 })
+      .toBe(true);
+
+    await page.reload();
+    await messageBox().waitFor();
+    await page.getByText('Tell me a long story').waitFor();
+    const reloaded = (await lastAnswer().locator('.md').textContent()) ?? '';
+    expect(reloaded).toContain('slow4');
+    expect(await page.getByText('Count for me').count()).toBe(1); // the earlier turn too
+    expect(await lastAnswer().textContent()).toContain('Stopped');
+  });
+
+  it('shows the model’s HTML and javascript: links as text: nothing runs, no element is made', async () => {
+    llm.enqueue(
+      reply.text(
+        'Look: <img src=x onerror="window.__xss=1"> and <script>window.__xss=2</script> and ' +
+          '[x](javascript:window.__xss=3) and **bold** and `code`\n\n| a | b |\n|---|---|\n| 1 | 2 |',
+        { chunks: 5 },
+      ),
+    );
+    await send('Be naughty');
+    await waitForIdle();
+    const answer = lastAnswer().locator('.md');
+    expect(await answer.locator('img, script, iframe, [onerror]').count()).toBe(0);
+    expect(await answer.locator('a').count()).toBe(0);
+    expect(await answer.locator('strong').count()).toBe(1);
+    expect(await answer.locator('table').count()).toBe(1);
+    expect(await answer.textContent()).toContain('<img src=x onerror=');
+    expect(await page.evaluate('window.__xss')).toBeUndefined();
+  });
+
+  it('sends 👍 with the answer’s run_id to /feedback', async () => {
+    llm.enqueue(reply.text('A fine answer.'));
+    await send('Rate me');
+    await waitForIdle();
+    const posted = page.waitForRequest((request) => request.url().endsWith('/feedback'));
+    await lastAnswer().getByRole('button', { name: 'Good answer' }).click();
+    const body = JSON.parse((await posted).postData() ?? '{}') as { run_id: string; score: number };
+    const turn = (await history()).find((t) => t.question === 'Rate me');
+    expect(body).toMatchObject({ run_id: turn?.run_id, score: 1 });
+    await expect.poll(async () => (await history())[0]?.feedback?.score).toBe(1);
+    // A comment can follow.
+    await lastAnswer().getByRole('textbox', { name: 'Comment (optional)' }).fill('clear');
+    await lastAnswer().getByRole('button', { name: 'Send comment' }).click();
+    await lastAnswer().getByRole('status').filter({ hasText: 'Thanks' }).waitFor();
+  });
+
+  it('sends an attached image to the vision model', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ name: 'analyze_image', args: { question: 'What is it?' } }]),
+      reply.text('It is a tiny picture.'),
+    );
+    vision.enqueue(reply.text('one white pixel'));
+    const chooser = page.waitForEvent('filechooser');
+    await page.getByRole('button', { name: 'Attach image' }).click();
+    await (await chooser).setFiles({ name: 'pixel.png', mimeType: 'image/png', buffer: PNG });
+    await page.getByRole('img', { name: 'Attached image' }).waitFor();
+    await send('What is in this picture?');
+    await waitForIdle();
+    expect(await lastAnswer().textContent()).toContain('It is a tiny picture.');
+    const sent = JSON.stringify(vision.chats[0]?.body.messages);
+    expect(sent).toContain(`data:image/png;base64,${PNG.toString('base64')}`);
+  });
+
+  it('never sends text an input method is still composing when Enter is pressed', async () => {
+    const before = llm.chats.length;
+    await messageBox().fill('');
+    await messageBox().focus();
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Input.imeSetComposition', { text: '한', selectionStart: 1, selectionEnd: 1 });
+    // Enter while composing: Chromium reports keyCode 229 and isComposing.
+    await cdp.send('Input.dispatchKeyEvent', {
+      type: 'rawKeyDown',
+      windowsVirtualKeyCode: 229,
+      key: 'Enter',
+      code: 'Enter',
+    });
+    await cdp.send('Input.dispatchKeyEvent', { type: 'keyUp', key: 'Enter', code: 'Enter' });
+    await cdp.send('Input.insertText', { text: '한' }); // the input method commits
+    await page.waitForTimeout(300);
+    expect(llm.chats.length).toBe(before);
+    expect(await messageBox().inputValue()).toBe('한');
+    // Enter after composing sends it.
+    llm.enqueue(reply.text('안녕하세요'));
+    const turns = await page.locator('.bubble.user').count();
+    await messageBox().press('Enter');
+    await page.locator('.bubble.user').nth(turns).waitFor();
+    await waitForIdle();
+    expect(llm.chats.length).toBe(before + 1);
+    expect(await lastAnswer().textContent()).toContain('안녕하세요');
+    expect(await page.locator('.bubble.user').last().textContent()).toContain('한');
+  });
+
+  it('shows a stream error in words with a way to retry', async () => {
+    llm.enqueue(reply.error(500), reply.text('Second time lucky.'));
+    await send('Try hard');
+    await waitForIdle();
+    const alert = lastAnswer().getByRole('alert');
+    expect(await alert.textContent()).toContain('The answer failed');
+    await alert.getByRole('button', { name: 'Retry' }).click();
+    await lastAnswer().getByText('Second time lucky.').waitFor();
+    await waitForIdle();
+  });
+
+  it('has no serious accessibility violation on any page, and takes the README’s screenshot', async () => {
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await messageBox().waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    // "New conversation" asks first, then clears the history (POST /reset).
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    await expect.poll(async () => (await history()).length).toBe(0);
+    expect(await page.locator('.turn').count()).toBe(0);
+    llm.enqueue(
+      reply.text(
+        'Here is a plan for **Saturday**:\n\n1. Pick up the dry cleaning\n2. Call 민수 about dinner\n' +
+          '3. Back up the photos:\n\n```sh\nrsync -a ~/Photos /mnt/backup/\n```\n\n' +
+          'Sources:\n- notes/weekend.md',
+        { chunks: 12 },
+      ),
+    );
+    await send('What should I do this weekend?');
+    await waitForIdle();
+    const shot = await page.screenshot({ type: 'png' });
+    expect(shot.length).toBeLessThan(200 * 1024);
+    await writeFile(SCREENSHOT, shot);
+    for (const name of ['Documents', 'Reminders', 'Memories', 'Graph', 'Profile']) {
+      await page.getByRole('link', { name }).click();
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      await page.waitForLoadState('networkidle');
+      expect(await seriousViolations(page), name).toEqual([]);
+    }
+  });
+
+  it('uploads a PDF with a progress bar and a processing state, then lists it', async () => {
+    await page.getByRole('link', { name: 'Documents' }).click();
+    const chooser = page.waitForEvent('filechooser');
+    await page.getByText('Choose files').click();
+    await (await chooser).setFiles({
+      name: 'tracemonkey.pdf',
+      mimeType: 'application/pdf',
+      buffer: await readFile(PDF),
+    });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByRole('list', { name: 'Sources' }).getByText('tracemonkey.pdf').waitFor({
+      timeout: 90_000,
+    });
+    expect(await page.getByRole('status').filter({ hasText: 'Added' }).count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Delete tracemonkey.pdf' }).count()).toBe(1);
+  });
+
+  it('is usable 360 px wide', async () => {
+    await page.setViewportSize({ width: 360, height: 740 });
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await messageBox().waitFor();
+    for (const control of [messageBox(), page.getByRole('button', { name: 'Send', exact: true })]) {
+      const box = await control.boundingBox();
+      expect(box && box.x >= 0 && box.x + box.width <= 360).toBe(true);
+    }
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(360);
+    llm.enqueue(reply.text('Small screens are fine.'));
+    await send('Phone?');
+    await waitForIdle();
+    expect(await lastAnswer().textContent()).toContain('Small screens are fine.');
+    await page.setViewportSize({ width: 1000, height: 720 });
+  });
+
+  it('works from the keyboard alone, with a visible focus', async () => {
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await messageBox().focus();
+    await page.keyboard.type('Keyboard only');
+    llm.enqueue(reply.text('Typed and sent.'));
+    await page.keyboard.press('Enter');
+    await page.getByText('Typed and sent.').waitFor();
+    await waitForIdle();
+    await page.keyboard.press('Tab'); // to "Attach image"
+    const outline = await page.evaluate(
+      'getComputedStyle(document.activeElement).outlineStyle + " " + document.activeElement.textContent',
+    );
+    expect(outline).toBe('solid Attach image');
+  });
+
+  it('signs out: the session ends on the server, the old cookie gets 401', async () => {
+    const cookie = (await context.cookies()).find((c) => c.name === 'parley_session');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    const response = await parley.fetch('/users/alice/history', {
+      token: null,
+      headers: { cookie: `parley_session=${cookie?.value}` },
+    });
+    expect(response.status).toBe(401);
+  });
+
+  it('shows the admin pages to the administrator, who can issue a key', async () => {
+    const admin = await browser.newContext({ locale: 'en-US' });
+    const adminPage = await admin.newPage();
+    await adminPage.goto(parley.url);
+    await adminPage.getByLabel('API key').fill(TOKEN);
+    await adminPage.getByRole('button', { name: 'Sign in' }).click();
+    await adminPage.getByRole('link', { name: 'Admin' }).click();
+    await adminPage.getByRole('heading', { name: 'alice' }).waitFor();
+    expect(await seriousViolations(adminPage)).toEqual([]);
+    await adminPage.getByLabel('User id').fill('bob');
+    await adminPage.getByRole('button', { name: 'Create user' }).click();
+    const issued = adminPage.getByRole('status').filter({ hasText: 'shown only once' });
+    expect(await issued.locator('code').textContent()).toMatch(/^pk_/);
+    await adminPage.getByRole('heading', { name: 'bob' }).waitFor();
+    await admin.close();
+  });
+
+  it('speaks Korean to a Korean browser', async () => {
+    const korean = await browser.newContext({ locale: 'ko-KR' });
+    const koPage = await korean.newPage();
+    await koPage.goto(parley.url);
+    await koPage.getByRole('button', { name: '로그인' }).waitFor();
+    expect(await koPage.evaluate('document.documentElement.lang')).toBe('ko');
+    await korean.close();
+  });
+
+  it('keeps the screenshot in the README small', async () => {
+    expect((await stat(SCREENSHOT)).size).toBeLessThan(200 * 1024);
+  });
+});

@@ -1,0 +1,138 @@
+/** Parley's public API as the page uses it: same origin, the session cookie, JSON. */
+
+/** Sent with every request: the server refuses a cookie-signed change without it (CSRF). */
+const CLIENT_HEADER = { 'x-parley-client': 'web' };
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** Told when the server answers 401: the session is gone, the page shows the sign-in form. */
+export const signedOut = new EventTarget();
+
+export async function detailOf(response: Response): Promise<string> {
+  try {
+    const body = (await response.json()) as { detail?: unknown };
+    const detail = body.detail;
+    if (typeof detail === 'string') return detail;
+    if (Array.isArray(detail)) {
+      return detail
+        .map(
+          (item: { loc?: unknown[]; msg?: string }) =>
+            `${item.loc?.slice(1).join('.')}: ${item.msg}`,
+        )
+        .join('; ');
+    }
+  } catch {
+    // not JSON
+  }
+  return `HTTP ${response.status}`;
+}
+
+export async function api<T>(
+  path: string,
+  init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+): Promise<T> {
+  const headers: Record<string, string> = { ...CLIENT_HEADER };
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(path, {
+    method: init.method ?? 'GET',
+    headers,
+    credentials: 'same-origin',
+    body: init.body === undefined ? null : JSON.stringify(init.body),
+    signal: init.signal ?? null,
+  });
+  if (response.status === 401 && !path.startsWith('/session')) {
+    signedOut.dispatchEvent(new Event('signed-out'));
+  }
+  if (!response.ok) throw new ApiError(response.status, await detailOf(response));
+  return (await response.json()) as T;
+}
+
+export const enc = encodeURIComponent;
+
+export type StreamEvent =
+  | { type: 'text'; text: string }
+  | { type: 'error'; code: string; message: string }
+  | { type: 'done'; runId: string };
+
+/** POST /chat and the events of its stream, as they arrive (spec §6). */
+export async function* chatStream(
+  body: Record<string, unknown>,
+  signal: AbortSignal,
+): AsyncGenerator<StreamEvent> {
+  const response = await fetch('/chat', {
+    method: 'POST',
+    headers: { ...CLIENT_HEADER, 'content-type': 'application/json' },
+    credentials: 'same-origin',
+    body: JSON.stringify(body),
+    signal,
+  });
+  if (response.status === 401) signedOut.dispatchEvent(new Event('signed-out'));
+  if (!response.ok || !response.body) {
+    throw new ApiError(response.status, await detailOf(response));
+  }
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let end = buffer.indexOf('\n\n');
+    while (end >= 0) {
+      const event = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      end = buffer.indexOf('\n\n');
+      for (const line of event.split('\n')) {
+        if (!line.startsWith('data: ')) continue;
+        const data = line.slice(6);
+        if (data === '[DONE]') return;
+        const parsed = JSON.parse(data) as
+          | string
+          | { __done?: boolean; run_id?: string; __error?: { code: string; message: string } };
+        if (typeof parsed === 'string') yield { type: 'text', text: parsed };
+        else if (parsed.__error) yield { type: 'error', ...parsed.__error };
+        else if (parsed.__done && parsed.run_id) yield { type: 'done', runId: parsed.run_id };
+      }
+    }
+  }
+}
+
+/** Uploads one file to /ingest, telling how much is sent; resolves with the server's answer. */
+export function upload(
+  file: File,
+  fields: Record<string, string>,
+  onProgress: (fraction: number) => void,
+  onSent: () => void,
+): Promise<{ chunks: number; source: string }> {
+  return new Promise((resolve, reject) => {
+    const form = new FormData();
+    for (const [name, value] of Object.entries(fields)) form.append(name, value);
+    form.append('file', file);
+    const xhr = new XMLHttpRequest();
+    xhr.open('POST', '/ingest');
+    xhr.setRequestHeader('x-parley-client', 'web');
+    xhr.upload.onprogress = (event) => {
+      if (event.lengthComputable) onProgress(event.loaded / event.total);
+    };
+    xhr.upload.onload = () => onSent();
+    xhr.onerror = () => reject(new ApiError(0, 'network'));
+    xhr.onload = () => {
+      if (xhr.status === 200) return resolve(JSON.parse(xhr.responseText));
+      let detail = `HTTP ${xhr.status}`;
+      try {
+        const body = JSON.parse(xhr.responseText) as { detail?: unknown };
+        if (typeof body.detail === 'string') detail = body.detail;
+      } catch {
+        // not JSON
+      }
+      if (xhr.status === 401) signedOut.dispatchEvent(new Event('signed-out'));
+      reject(new ApiError(xhr.status, detail));
+    };
+    xhr.send(form);
+  });
+}

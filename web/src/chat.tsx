@@ -1,0 +1,452 @@
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { ApiError, api, chatStream, enc } from './api.ts';
+import { t } from './i18n.ts';
+import { renderMarkdown, splitThinking } from './markdown.ts';
+
+const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
+/** How often a streaming answer is redrawn. */
+const DRAW_MS = 100;
+
+interface Turn {
+  key: string;
+  runId?: string | undefined;
+  question: string;
+  answer: string;
+  imageUrl?: string | undefined;
+  streaming: boolean;
+  interrupted: boolean;
+  error?: { code: string; message: string } | undefined;
+  feedback?: { score: number; comment: string | null } | null | undefined;
+}
+
+interface HistoryPage {
+  turns: Array<{
+    run_id: string;
+    question: string;
+    answer: string;
+    interrupted: boolean;
+    feedback: { score: number; comment: string | null } | null;
+  }>;
+  next_before: string | null;
+}
+
+let counter = 0;
+const newKey = () => `t${++counter}`;
+
+export function ChatPage(props: { user: string }) {
+  const [turns, setTurns] = useState<Turn[]>([]);
+  const [older, setOlder] = useState<string | null | undefined>(undefined);
+  const [draft, setDraft] = useState('');
+  const [image, setImage] = useState<{ file: File; url: string } | undefined>();
+  const [notice, setNotice] = useState<string | undefined>();
+  const [thinking, setThinking] = useState(localStorage.getItem('parley.thinking') === '1');
+  const [busy, setBusy] = useState(false);
+  const abort = useRef<AbortController | undefined>(undefined);
+  const log = useRef<HTMLDivElement>(null);
+  const top = useRef<HTMLDivElement>(null);
+  const fileInput = useRef<HTMLInputElement>(null);
+  const atBottom = useRef(true);
+  const keepOffset = useRef<number | undefined>(undefined);
+  const loadingOlder = useRef(false);
+
+  const update = (key: string, change: Partial<Turn>) =>
+    setTurns((all) => all.map((turn) => (turn.key === key ? { ...turn, ...change } : turn)));
+
+  const loadPage = async (before: string | undefined) => {
+    if (loadingOlder.current) return;
+    loadingOlder.current = true;
+    try {
+      const query = `limit=20${before ? `&before=${before}` : ''}`;
+      const page = await api<HistoryPage>(`/users/${enc(props.user)}/history?${query}`);
+      const loaded: Turn[] = page.turns.reverse().map((turn) => ({
+        key: newKey(),
+        runId: turn.run_id,
+        question: turn.question,
+        answer: turn.answer,
+        streaming: false,
+        interrupted: turn.interrupted,
+        feedback: turn.feedback,
+      }));
+      if (before && log.current)
+        keepOffset.current = log.current.scrollHeight - log.current.scrollTop;
+      setTurns((all) => [...loaded, ...all]);
+      setOlder(page.next_before);
+    } catch (error) {
+      setNotice((error as Error).message);
+    } finally {
+      loadingOlder.current = false;
+    }
+  };
+
+  useEffect(() => {
+    void loadPage(undefined);
+    return () => abort.current?.abort();
+  }, [props.user]);
+
+  // Scrolling up to the top loads the turns before the oldest one shown.
+  useEffect(() => {
+    const sentinel = top.current;
+    if (!sentinel || !older) return;
+    const observer = new IntersectionObserver(
+      (entries) => {
+        if (entries.some((entry) => entry.isIntersecting)) void loadPage(older);
+      },
+      { root: log.current },
+    );
+    observer.observe(sentinel);
+    return () => observer.disconnect();
+  }, [older]);
+
+  useLayoutEffect(() => {
+    const element = log.current;
+    if (!element) return;
+    if (keepOffset.current !== undefined) {
+      element.scrollTop = element.scrollHeight - keepOffset.current;
+      keepOffset.current = undefined;
+    } else if (atBottom.current) {
+      element.scrollTop = element.scrollHeight;
+    }
+  }, [turns]);
+
+  const send = async (question: string, attached = image) => {
+    if (!question.trim() || busy) return;
+    const key = newKey();
+    setTurns((all) => [
+      ...all,
+      { key, question, answer: '', streaming: true, interrupted: false, imageUrl: attached?.url },
+    ]);
+    setDraft('');
+    setImage(undefined);
+    setBusy(true);
+    atBottom.current = true;
+    const controller = new AbortController();
+    abort.current = controller;
+    // Fragments arrive faster than anyone reads: the answer is drawn at most every DRAW_MS
+    // (and in an animation frame), so a fast model costs a few renders a second, not one a token.
+    let answer = '';
+    let frame = 0;
+    let drawnAt = 0;
+    const draw = () => {
+      frame = 0;
+      drawnAt = performance.now();
+      update(key, { answer });
+    };
+    const schedule = () => {
+      if (frame) return;
+      const wait = DRAW_MS - (performance.now() - drawnAt);
+      frame =
+        wait > 0
+          ? window.setTimeout(() => requestAnimationFrame(draw), wait)
+          : requestAnimationFrame(draw);
+    };
+    try {
+      const body: Record<string, unknown> = { message: question, show_thinking: thinking };
+      if (attached) body.image_base64 = await dataUrl(attached.file);
+      for await (const event of chatStream(body, controller.signal)) {
+        if (event.type === 'text') {
+          answer += event.text;
+          schedule();
+        } else if (event.type === 'error') {
+          update(key, { error: { code: event.code, message: event.message } });
+        } else {
+          update(key, { runId: event.runId });
+        }
+      }
+      clearTimeout(frame);
+      cancelAnimationFrame(frame);
+      update(key, { answer, streaming: false });
+    } catch (error) {
+      clearTimeout(frame);
+      cancelAnimationFrame(frame);
+      if (controller.signal.aborted) {
+        update(key, { answer, streaming: false, interrupted: true });
+      } else {
+        const message = error instanceof ApiError ? error.message : String(error);
+        update(key, { answer, streaming: false, error: { code: 'request_failed', message } });
+      }
+    } finally {
+      abort.current = undefined;
+      setBusy(false);
+    }
+  };
+
+  const retry = (turn: Turn) => {
+    setTurns((all) => all.filter((other) => other.key !== turn.key));
+    void send(turn.question, undefined);
+  };
+
+  const attach = (file: File | undefined) => {
+    if (!file) return;
+    if (!file.type.startsWith('image/')) return setNotice(t.notAnImage);
+    if (file.size > IMAGE_MAX_BYTES) return setNotice(t.imageTooLarge);
+    setNotice(undefined);
+    setImage({ file, url: URL.createObjectURL(file) });
+  };
+
+  const newConversation = async () => {
+    if (!confirm(t.confirmNew)) return;
+    abort.current?.abort();
+    await api(`/reset?user_id=${enc(props.user)}`, { method: 'POST' });
+    setTurns([]);
+    setOlder(null);
+  };
+
+  const onKeyDown = (event: KeyboardEvent) => {
+    // An input method still composing (Korean, Japanese, Chinese) owns Enter: it commits the
+    // syllable there, and must never send the half-composed text.
+    if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.keyCode === 229) {
+      return;
+    }
+    event.preventDefault();
+    void send(draft);
+  };
+
+  return (
+    <section
+      class="chat"
+      aria-label={t.chat}
+      onDragOver={(e) => e.preventDefault()}
+      onDrop={(e) => {
+        e.preventDefault();
+        attach(e.dataTransfer?.files[0]);
+      }}
+    >
+      <div class="toolbar">
+        <h1>{t.chat}</h1>
+        <button type="button" onClick={newConversation}>
+          {t.newConversation}
+        </button>
+      </div>
+      <div
+        class="log"
+        ref={log}
+        role="log"
+        aria-label={t.conversation}
+        aria-live="polite"
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must be reachable by keyboard
+        tabIndex={0}
+        onScroll={(e) => {
+          const el = e.currentTarget as HTMLDivElement;
+          atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+        }}
+      >
+        <div ref={top} class="older">
+          {older ? (
+            <button type="button" class="link" onClick={() => loadPage(older)}>
+              {t.loadOlder}
+            </button>
+          ) : (
+            older === null && turns.length > 0 && <span>{t.noOlder}</span>
+          )}
+        </div>
+        {turns.map((turn) => (
+          <TurnView
+            key={turn.key}
+            turn={turn}
+            onRetry={() => retry(turn)}
+            onFeedback={(feedback) => update(turn.key, { feedback })}
+          />
+        ))}
+      </div>
+      {notice && (
+        <p role="alert" class="error">
+          {notice}
+        </p>
+      )}
+      <form
+        class="composer"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void send(draft);
+        }}
+      >
+        {image && (
+          <div class="preview">
+            <img src={image.url} alt={t.attachedImage} />
+            <button type="button" onClick={() => setImage(undefined)}>
+              {t.removeImage}
+            </button>
+          </div>
+        )}
+        <label class="visually-hidden" for="message">
+          {t.message}
+        </label>
+        <textarea
+          id="message"
+          rows={2}
+          value={draft}
+          onInput={(e) => setDraft((e.target as HTMLTextAreaElement).value)}
+          onKeyDown={onKeyDown}
+          onPaste={(e) => {
+            const file = e.clipboardData?.files[0];
+            if (file) {
+              e.preventDefault();
+              attach(file);
+            }
+          }}
+        />
+        <div class="actions">
+          <input
+            ref={fileInput}
+            type="file"
+            accept="image/png,image/jpeg,image/gif,image/webp"
+            hidden
+            tabIndex={-1}
+            aria-hidden="true"
+            onChange={(e) => {
+              const input = e.target as HTMLInputElement;
+              attach(input.files?.[0]);
+              input.value = '';
+            }}
+          />
+          <button type="button" onClick={() => fileInput.current?.click()}>
+            {t.attachImage}
+          </button>
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={thinking}
+              onChange={(e) => {
+                const on = (e.target as HTMLInputElement).checked;
+                setThinking(on);
+                localStorage.setItem('parley.thinking', on ? '1' : '0');
+              }}
+            />
+            {t.showThinking}
+          </label>
+          {busy ? (
+            <button type="button" class="primary" onClick={() => abort.current?.abort()}>
+              {t.stop}
+            </button>
+          ) : (
+            <button type="submit" class="primary">
+              {t.send}
+            </button>
+          )}
+        </div>
+      </form>
+    </section>
+  );
+}
+
+function TurnView(props: {
+  turn: Turn;
+  onRetry: () => void;
+  onFeedback: (feedback: { score: number; comment: string | null }) => void;
+}) {
+  const { turn } = props;
+  const { thinking, answer } = useMemo(() => splitThinking(turn.answer), [turn.answer]);
+  const html = useMemo(() => renderMarkdown(answer), [answer]);
+  return (
+    <article class="turn">
+      <div class="bubble user">
+        <span class="visually-hidden">{t.you}: </span>
+        {turn.imageUrl && <img class="thumb" src={turn.imageUrl} alt={t.attachedImage} />}
+        <p>{turn.question}</p>
+      </div>
+      <div class="bubble assistant" aria-busy={turn.streaming ? 'true' : 'false'}>
+        <span class="visually-hidden">{t.assistant}: </span>
+        {thinking !== undefined && (
+          <details class="thinking">
+            <summary>{t.reasoning}</summary>
+            <p>{thinking}</p>
+          </details>
+        )}
+        <div class="md" dangerouslySetInnerHTML={{ __html: html }} />
+        {turn.streaming && !answer && <p class="muted">{t.thinkingNow}</p>}
+        {turn.interrupted && <p class="muted">{t.interrupted}</p>}
+        {turn.error && (
+          <div role="alert" class="error">
+            <p>
+              {t.errorPrefix}: {turn.error.message}
+            </p>
+            <button type="button" onClick={props.onRetry}>
+              {t.retry}
+            </button>
+          </div>
+        )}
+        {turn.runId && !turn.streaming && (
+          <Feedback runId={turn.runId} given={turn.feedback ?? null} onGiven={props.onFeedback} />
+        )}
+      </div>
+    </article>
+  );
+}
+
+function Feedback(props: {
+  runId: string;
+  given: { score: number; comment: string | null } | null;
+  onGiven: (feedback: { score: number; comment: string | null }) => void;
+}) {
+  const [comment, setComment] = useState('');
+  const [open, setOpen] = useState(false);
+  const [status, setStatus] = useState<string | undefined>();
+  const submit = async (score: number, text?: string) => {
+    try {
+      await api('/feedback', {
+        method: 'POST',
+        body: { run_id: props.runId, score, ...(text ? { comment: text } : {}) },
+      });
+      props.onGiven({ score, comment: text ?? null });
+      setOpen(true);
+      setStatus(t.thanks);
+    } catch (error) {
+      setStatus((error as Error).message);
+    }
+  };
+  const score = props.given?.score;
+  return (
+    <div class="feedback">
+      <button
+        type="button"
+        aria-pressed={score === 1}
+        onClick={() => submit(1)}
+        aria-label={t.goodAnswer}
+        title={t.goodAnswer}
+      >
+        👍
+      </button>
+      <button
+        type="button"
+        aria-pressed={score === 0}
+        onClick={() => submit(0)}
+        aria-label={t.badAnswer}
+        title={t.badAnswer}
+      >
+        👎
+      </button>
+      {open && score !== undefined && (
+        <form
+          class="comment"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void submit(score, comment);
+          }}
+        >
+          <input
+            aria-label={t.comment}
+            placeholder={t.comment}
+            value={comment}
+            maxLength={4000}
+            onInput={(e) => setComment((e.target as HTMLInputElement).value)}
+          />
+          <button type="submit">{t.sendComment}</button>
+        </form>
+      )}
+      {status && (
+        <span role="status" class="muted">
+          {status}
+        </span>
+      )}
+    </div>
+  );
+}
+
+function dataUrl(file: File): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(String(reader.result));
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}

@@ -1,0 +1,8 @@
+import { render } from 'preact';
+import { App } from './app.tsx';
+import { lang } from './i18n.ts';
+import './styles.css';
+
+document.documentElement.lang = lang;
+const root = document.getElementById('app');
+if (root) render(<App />, root);
