@@ -80,7 +80,10 @@ export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
  * that had carried an earlier answer. undici does not retry a POST itself; its check of an
  * idle socket before reuse sees a close that had already arrived, not one still on its way.
  * A new connection that fails is a failure, and each retry uses up one idle connection, so
- * this ends. Applies to each hop of a redirect on its own.
+ * this ends. Applies to each hop of a redirect on its own. undici reports such a close as
+ * `UND_ERR_SOCKET` with the socket's byte counts; a reset it reports as a bare `ECONNRESET`
+ * carries none, so it cannot be told from a new connection's and is not sent again (the
+ * SDK's own retries, `LLM_MAX_RETRIES`, still apply to it).
  */
 const retryOnStaleSocket: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
   function dispatchWithRetry(request, handler) {

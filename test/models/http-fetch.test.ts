@@ -101,6 +101,11 @@ beforeAll(async () => {
     req.on('end', () => {
       const route = routes[req.url ?? ''];
       if (route) return route(req, body, res);
+      const hop = /^\/hop\/(\d+)$/.exec(req.url ?? '');
+      if (hop) {
+        res.writeHead(307, { location: `/hop/${Number(hop[1]) + 1}` });
+        return res.end();
+      }
       res.writeHead(404);
       res.end('no such route');
     });
@@ -194,6 +199,14 @@ describe('createHttpFetch', () => {
         server.closeAllConnections();
         await new Promise((resolve) => server.close(resolve));
       }
+    }
+  });
+
+  it('gives up after 20 redirects, as fetch does', async () => {
+    for (const fetcher of [httpFetch, fetch]) {
+      const error = await fetcher(`${origin}/hop/0`, post).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TypeError);
+      expect((error as TypeError).message).toBe('fetch failed');
     }
   });
 
