@@ -5,8 +5,9 @@
  * `Readable` piped into the response (what a framework that sends a stream body does).
  * `socket`: each fragment written straight to the socket, framed as an HTTP chunk by hand.
  * `relay`: reads the fake model's stream with the built-in fetch and writes one fragment per
- * token it finds, no SDK, no database; `relay-http` the same with Parley's `node:http`
- * client (src/models/http-fetch.ts). Prints its port on stdout.
+ * token it finds, no SDK, no database; `relay-http` the same with Parley's model-server
+ * client (src/models/http-fetch.ts: undici's dispatcher since issue 25, `node:http` before).
+ * Prints its port on stdout.
  *
  *   node bench/support/sse-floor-child.ts write|socket|passthrough|readable|relay|relay-http [fakeUrl]
  */

@@ -31,6 +31,11 @@ import type { CallSettings } from './chat-events.ts';
  * more: no approvals, provider-executed tools, files or sources. The recorded provider
  * streams give the same answers, tool messages and history as `streamText` did
  * (test/http/recorded-streams.test.ts).
+ *
+ * `ai/internal` is not promised stable between releases, so package.json pins `ai` and the
+ * `@ai-sdk/*` packages exactly. An upgrade that drops a name used here fails
+ * test/assistant/sdk-internals.test.ts, naming it; one that changes what they do fails the
+ * recorded-streams test, which is the behaviour check for an upgrade.
  */
 export interface ToolLoopOptions {
   model: LanguageModelV4;

@@ -1,28 +1,34 @@
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
+import { Agent, type Dispatcher, interceptors } from 'undici';
 
 /**
- * A `fetch` for the model server's streamed answers, on `node:http` instead of Node's
- * built-in fetch (undici).
+ * A `fetch` for the model server's streamed answers, on undici's dispatcher (the engine under
+ * Node's own fetch) without the fetch layer on top.
  *
- * Why: the chat reads one network chunk per token, and undici's fetch spends more CPU per
- * chunk (its body is a web stream fed through its own fetch machinery) and per request than
- * a plain `node:http` response does (bench/sse-floor.ts, `relay` against `relay-http`). The
- * AI SDK's provider only needs what the Fetch standard gives it: a `Response` with status,
- * headers and a web-stream body, rejections that are `TypeError('fetch failed')` with the
- * socket error as `cause`, and the abort signal's reason on abort. This gives exactly that,
- * and optionally lets `transformBody` rewrite the body's bytes on the way (see
- * coalesce-sse-bursts.ts) without adding a web-stream stage for it.
+ * Why not the built-in fetch: the provider would read each token through fetch's own body
+ * stream, and the burst merger (coalesce-sse-bursts.ts) would be one more web-stream stage per
+ * token behind it. The AI SDK's provider only needs what the Fetch standard gives it: a
+ * `Response` with status, headers and a web-stream body, rejections that are
+ * `TypeError('fetch failed')` with the cause, a body cut short erroring with
+ * `TypeError('terminated')`, and the abort signal's reason on abort. This gives exactly that
+ * from undici's handler callbacks, and `transformBody` rewrites each network read on the way.
  *
- * Scope: what an API client sends (a string, bytes or no body; `http:`/`https:` URLs),
- * following redirects as fetch does (credentials dropped on a change of origin), and decoding
- * gzip, deflate and br bodies (though it asks for none). Anything else (a `Request` object, a
- * streamed or form body, other protocols) goes to the built-in fetch.
+ * Why undici and not `node:http`: until issue 25 the same was hand-written on `node:http`,
+ * with its own redirects, decompression and retry; undici is maintained by Node's HTTP team,
+ * and its redirect (credentials dropped on a change of origin, 303 and POST-after-301/302
+ * become GET) and decompression are used as they are. Measured side by side, a chat costs the
+ * same within 5 % (per chat +3 % / −1 %, per token +2 % on each engine); the bare transport
+ * costs ~15 µs more a token than `node:http` did, about what the built-in fetch costs, so
+ * that is undici's parser and socket handling (bench/RESULTS.md, "Model-server client on
+ * undici").
+ *
+ * Scope: what an API client sends (a string, bytes or no body; `http:`/`https:` URLs; redirects
+ * followed). Anything else (a `Request` object, a streamed or form body, other protocols,
+ * `redirect: 'manual'`) goes to the built-in fetch. No compression is asked for (a compressed
+ * token stream costs CPU on both sides for a few bytes a token); one sent anyway is decoded.
  */
 export interface HttpFetchOptions {
-  /** Rewrites the response body's chunks; `end` returns what is left when it closes. */
-  transformBody?: (response: IncomingMessage) => BodyTransform | undefined;
+  /** Rewrites the response body's reads; `end` returns what is left when it closes. */
+  transformBody?: (headers: Headers) => BodyTransform | undefined;
 }
 
 export interface BodyTransform {
@@ -30,235 +36,191 @@ export interface BodyTransform {
   end(): Uint8Array | undefined;
 }
 
-const MAX_REDIRECTS = 20;
 const NULL_BODY_STATUS = new Set([204, 205, 304]);
 
 export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
-  // Keep-alive as the built-in fetch does, with no cap on sockets: one stream per chat.
-  const agents = {
-    'http:': new HttpAgent({ keepAlive: true }),
-    'https:': new HttpsAgent({ keepAlive: true }),
-  };
+  // One Agent: a pool per origin, sockets kept alive, no cap (one stream per chat).
+  const dispatcher = new Agent().compose(
+    retryOnStaleSocket,
+    interceptors.decompress({ skipErrorResponses: false }),
+    interceptors.redirect({ maxRedirections: 20, throwOnMaxRedirect: true }),
+  );
   return async function httpFetch(input, init = {}) {
     const body = init.body;
     const plainBody =
       body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
     const url = typeof input === 'string' ? new URL(input) : input instanceof URL ? input : null;
-    if (!url || !plainBody || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    if (
+      !url ||
+      !plainBody ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      (init.redirect !== undefined && init.redirect !== 'follow')
+    ) {
       return fetch(input, init);
     }
     const signal = init.signal ?? undefined;
     signal?.throwIfAborted();
-    let method = (init.method ?? 'GET').toUpperCase();
-    let payload: string | Uint8Array | undefined = body ?? undefined;
-    const headers = new Headers(init.headers);
-    let target = url;
-    for (let hop = 0; ; hop++) {
-      const response = await send(target, method, headers, payload, signal, agents);
-      const location = response.headers.location;
-      if (!isRedirect(response.statusCode) || !location || init.redirect === 'manual') {
-        return toResponse(response, { url: target, method, redirected: hop > 0 }, signal, options);
-      }
-      discard(response);
-      if (init.redirect === 'error' || hop >= MAX_REDIRECTS) {
-        throw new TypeError('fetch failed', { cause: new Error('redirect not followed') });
-      }
-      // As fetch does: 303, and 301/302 after a POST, become a GET without a body.
-      if (
-        response.statusCode === 303 ||
-        ((response.statusCode === 301 || response.statusCode === 302) && method === 'POST')
-      ) {
-        method = method === 'HEAD' ? 'HEAD' : 'GET';
-        payload = undefined;
-        headers.delete('content-type');
-        headers.delete('content-length');
-      }
-      const next = new URL(location, target);
-      // As fetch does: credentials never follow a redirect to another origin (the API key
-      // would reach whichever host the redirect names).
-      if (next.origin !== target.origin) {
-        for (const name of ['authorization', 'proxy-authorization', 'cookie']) {
-          headers.delete(name);
-        }
-      }
-      target = next;
-    }
+    const headers: Record<string, string> = {};
+    for (const [name, value] of new Headers(init.headers)) headers[name] = value;
+    headers.accept ??= '*/*';
+    const request: Dispatcher.DispatchOptions = {
+      origin: url.origin,
+      path: `${url.pathname}${url.search}`,
+      method: (init.method ?? 'GET').toUpperCase() as Dispatcher.HttpMethod,
+      headers,
+      body: body ?? null,
+    };
+    return send(dispatcher, request, signal, options);
   };
 }
 
-const isRedirect = (status: number | undefined) =>
-  status === 301 || status === 302 || status === 303 || status === 307 || status === 308;
+/**
+ * Sends a request again when the kept-alive connection it went out on turns out to have been
+ * closed by the server: it fails before any answer (so the server never read it), on a socket
+ * that had carried an earlier answer. undici does not retry a POST itself; its check of an
+ * idle socket before reuse sees a close that had already arrived, not one still on its way.
+ * A new connection that fails is a failure, and each retry uses up one idle connection, so
+ * this ends. Applies to each hop of a redirect on its own. undici reports such a close as
+ * `UND_ERR_SOCKET` with the socket's byte counts; a reset it reports as a bare `ECONNRESET`
+ * carries none, so it cannot be told from a new connection's and is not sent again (the
+ * SDK's own retries, `LLM_MAX_RETRIES`, still apply to it).
+ */
+const retryOnStaleSocket: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
+  function dispatchWithRetry(request, handler) {
+    let answered = false;
+    return dispatch(request, {
+      onRequestStart: (controller, context) => handler.onRequestStart?.(controller, context),
+      onResponseStart: (controller, status, headers, statusText) => {
+        answered = true;
+        handler.onResponseStart?.(controller, status, headers, statusText);
+      },
+      onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+      onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
+      onResponseError: (controller, error) => {
+        const { code, socket } = error as { code?: string; socket?: { bytesRead?: number } };
+        if (!answered && code === 'UND_ERR_SOCKET' && (socket?.bytesRead ?? 0) > 0) {
+          dispatchWithRetry(request, handler);
+          return;
+        }
+        handler.onResponseError?.(controller, error);
+      },
+    });
+  };
 
 /**
- * Sends one request and resolves with the response head. A kept-alive connection that the
- * server closed while it lay idle fails as soon as it is used, before any answer; the server
- * never read the request, so it is sent again on another connection (as Node's documentation
- * advises with `reusedSocket`). Each such failure uses up one idle connection, so this ends.
- * Under load the event loop can be too late to see the server's close before reusing one.
+ * Dispatches one request; resolves with the `Response` once its head is in. The body is a web
+ * stream fed straight from undici's callbacks.
+ *
+ * undici hands over each HTTP chunk of a chunked body on its own, even when one network read
+ * brought several; the built-in fetch hands over what one read brought. So chunks are gathered
+ * until the parser is done with the read (a microtask later) and passed on together: a burst
+ * of tokens stays one piece, which is what the burst merger needs.
  */
 function send(
-  url: URL,
-  method: string,
-  headers: Headers,
-  body: string | Uint8Array | undefined,
+  dispatcher: Dispatcher,
+  request: Dispatcher.DispatchOptions,
   signal: AbortSignal | undefined,
-  agents: Record<'http:' | 'https:', HttpAgent | HttpsAgent>,
-): Promise<IncomingMessage> {
+  options: HttpFetchOptions,
+): Promise<Response> {
   return new Promise((resolve, reject) => {
-    const outgoing: Record<string, string> = {};
-    for (const [name, value] of headers) outgoing[name] = value;
-    // No accept-encoding: a compressed token stream costs CPU on both sides for a few bytes
-    // a token. A server that compresses anyway is decoded.
-    outgoing.accept ??= '*/*';
-    if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
-    const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
-      method,
-      headers: outgoing,
-      agent: agents[url.protocol as 'http:' | 'https:'],
-    });
+    let controller: Dispatcher.DispatchController | undefined;
+    let body: ReadableStreamDefaultController<Uint8Array> | undefined;
+    let transform: BodyTransform | undefined;
+    let settled = false;
+    let ended = false;
+    let gathered: Buffer[] = [];
+    /** The redirect interceptor's list of URLs asked, the one that answered last. */
+    let history: URL[] | undefined;
+    const flush = () => {
+      if (gathered.length === 0 || ended || !body) return;
+      const bytes = gathered.length === 1 ? (gathered[0] as Buffer) : Buffer.concat(gathered);
+      gathered = [];
+      const out = transform ? transform.chunk(bytes) : bytes;
+      if (out && out.byteLength > 0) body.enqueue(out);
+      if ((body.desiredSize ?? 1) <= 0) controller?.pause();
+    };
+    /** Ends the body: what arrived before the end or the failure is delivered first. */
+    const finish = (error?: unknown) => {
+      flush();
+      signal?.removeEventListener('abort', onAbort);
+      if (ended || !body) return;
+      ended = true;
+      if (error !== undefined) return body.error(error);
+      const rest = transform?.end();
+      if (rest && rest.byteLength > 0) body.enqueue(rest);
+      body.close();
+    };
     const onAbort = () => {
-      request.destroy();
-      reject(signal?.reason);
+      if (!settled) {
+        settled = true;
+        reject(signal?.reason);
+      } else finish(signal?.reason);
+      controller?.abort(signal?.reason);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
-    let answered = false;
-    request.once('response', (response) => {
-      answered = true;
-      signal?.removeEventListener('abort', onAbort);
-      resolve(response);
-    });
-    // Errors after the answer began are the body's (see bodyOf); the listener stays so that
-    // none of them goes unhandled.
-    request.on('error', (error: NodeJS.ErrnoException) => {
-      signal?.removeEventListener('abort', onAbort);
-      if (answered || signal?.aborted) return;
-      answered = true;
-      if (request.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE')) {
-        resolve(send(url, method, headers, body, signal, agents));
-        return;
-      }
-      reject(new TypeError('fetch failed', { cause: error }));
-    });
-    request.end(body);
-  });
-}
 
-function toResponse(
-  incoming: IncomingMessage,
-  { url, method, redirected }: { url: URL; method: string; redirected: boolean },
-  signal: AbortSignal | undefined,
-  options: HttpFetchOptions,
-): Response {
-  const status = incoming.statusCode ?? 0;
-  const headers = new Headers();
-  const raw = incoming.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) headers.append(raw[i] as string, raw[i + 1] as string);
-  // Status outside 200–599 cannot be given to a Response; the built-in fetch fails on them too.
-  if (status < 200 || status > 599) {
-    incoming.destroy();
-    throw new TypeError('fetch failed', { cause: new Error(`HTTP status ${status}`) });
-  }
-  const nullBody = NULL_BODY_STATUS.has(status) || method === 'HEAD';
-  if (nullBody) discard(incoming);
-  const response = new Response(nullBody ? null : bodyOf(incoming, signal, options), {
-    status,
-    statusText: incoming.statusMessage ?? '',
-    headers,
-  });
-  // A constructed Response has neither; the provider reads neither, a caller might.
-  Object.defineProperties(response, {
-    url: { value: url.href },
-    redirected: { value: redirected },
-  });
-  return response;
-}
-
-/**
- * The response body as a web stream, decoded, with the caller's transform applied.
- *
- * `node:http` hands over each HTTP chunk of a chunked body on its own, even when one network
- * read brought several; the built-in fetch hands over what one read brought. So chunks are
- * gathered until the parser is done with the read (a microtask later) and passed on together:
- * a burst of tokens stays one piece, which is what the burst merger needs.
- */
-function bodyOf(
-  incoming: IncomingMessage,
-  signal: AbortSignal | undefined,
-  options: HttpFetchOptions,
-): ReadableStream<Uint8Array> {
-  const decoder = decoderFor(incoming.headers['content-encoding']);
-  const source = decoder ? incoming.pipe(decoder) : incoming;
-  const transform = options.transformBody?.(incoming);
-  let ended = false;
-  let gathered: Buffer[] = [];
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        const flush = () => {
-          if (gathered.length === 0 || ended) return;
-          const bytes = gathered.length === 1 ? (gathered[0] as Buffer) : Buffer.concat(gathered);
-          gathered = [];
-          const out = transform ? transform.chunk(bytes) : bytes;
-          if (out && out.byteLength > 0) controller.enqueue(out);
-          if ((controller.desiredSize ?? 1) <= 0) source.pause();
-        };
-        const finish = (error?: unknown) => {
-          flush(); // what arrived before the end or the failure is delivered first, as fetch does
+    dispatcher.dispatch(request, {
+      onRequestStart(started, context: { history?: URL[] }) {
+        controller = started;
+        if (signal?.aborted) started.abort(signal.reason);
+        history = context?.history;
+      },
+      onResponseStart(_controller, status, rawHeaders, statusText) {
+        const headers = new Headers();
+        for (const name in rawHeaders) {
+          const value = rawHeaders[name];
+          if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+          else if (value !== undefined) headers.append(name, value);
+        }
+        if (status > 599) {
+          controller?.abort(new Error(`HTTP status ${status}`));
+          return;
+        }
+        const nullBody = NULL_BODY_STATUS.has(status) || request.method === 'HEAD';
+        transform = nullBody ? undefined : options.transformBody?.(headers);
+        const stream = nullBody
+          ? null
+          : new ReadableStream<Uint8Array>(
+              {
+                start: (streamController) => {
+                  body = streamController;
+                },
+                pull: () => controller?.resume(),
+                cancel: (reason) => {
+                  ended = true;
+                  signal?.removeEventListener('abort', onAbort);
+                  controller?.abort(reason ?? new Error('body cancelled'));
+                },
+              },
+              { highWaterMark: 1 },
+            );
+        const response = new Response(stream, { status, statusText: statusText ?? '', headers });
+        // A constructed Response has neither; the provider reads neither, a caller might.
+        const answered = history?.at(-1);
+        Object.defineProperties(response, {
+          url: { value: answered ? answered.href : `${request.origin}${request.path}` },
+          redirected: { value: (history?.length ?? 0) > 1 },
+        });
+        settled = true;
+        if (nullBody) signal?.removeEventListener('abort', onAbort);
+        resolve(response);
+      },
+      onResponseData(_controller, chunk) {
+        if (gathered.push(chunk) === 1) queueMicrotask(flush);
+      },
+      onResponseEnd() {
+        finish();
+      },
+      onResponseError(_controller, error) {
+        if (!settled) {
+          settled = true;
           signal?.removeEventListener('abort', onAbort);
-          if (ended) return;
-          ended = true;
-          if (error !== undefined) return controller.error(error);
-          const rest = transform?.end();
-          if (rest && rest.byteLength > 0) controller.enqueue(rest);
-          controller.close();
-        };
-        const onAbort = () => {
-          finish(signal?.reason);
-          incoming.destroy();
-        };
-        if (signal?.aborted) return onAbort(); // between the headers and this body
-        signal?.addEventListener('abort', onAbort, { once: true });
-        source.on('data', (bytes: Buffer) => {
-          if (gathered.push(bytes) === 1) queueMicrotask(flush);
-        });
-        source.once('end', () => finish());
-        // A body cut before its end (the server or the network went away), as undici says it.
-        const cut = (cause: unknown) => finish(new TypeError('terminated', { cause }));
-        source.on('error', cut);
-        if (source !== incoming) incoming.on('error', cut);
-        incoming.once('close', () => {
-          if (!incoming.complete)
-            cut(Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }));
-        });
+          reject(new TypeError('fetch failed', { cause: error }));
+          return;
+        }
+        // A body cut before its end (the server or the network went away), as fetch says it.
+        finish(signal?.aborted ? signal.reason : new TypeError('terminated', { cause: error }));
       },
-      pull() {
-        source.resume();
-      },
-      cancel() {
-        ended = true;
-        incoming.destroy();
-      },
-    },
-    { highWaterMark: 1 },
-  );
-}
-
-/** Reads a body nobody wants to its end; a connection lost meanwhile is no one's error. */
-function discard(incoming: IncomingMessage): void {
-  incoming.on('error', () => {});
-  incoming.resume();
-}
-
-function decoderFor(contentEncoding: string | undefined) {
-  switch (contentEncoding?.trim().toLowerCase()) {
-    case 'gzip':
-    case 'x-gzip':
-      return createGunzip();
-    case 'deflate':
-      return createInflate();
-    case 'br':
-      return createBrotliDecompress();
-    default:
-      return undefined;
-  }
+    });
+  });
 }

@@ -25,11 +25,11 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     // Structured output (the memory decision) as a JSON schema in `response_format`, which
     // Ollama, vLLM, llama.cpp server and OpenAI all enforce; plain `json_object` would not.
     supportsStructuredOutputs: true,
-    // Streams are read with node:http (less CPU per token than the built-in fetch), and
+    // Streams are read with undici's dispatcher (less CPU per token than the built-in fetch), and
     // tokens that arrive together are merged before the SDK's per-chunk pipeline.
     fetch: createHttpFetch({
-      transformBody: (response) =>
-        response.headers['content-type']?.startsWith('text/event-stream')
+      transformBody: (headers) =>
+        headers.get('content-type')?.startsWith('text/event-stream')
           ? createSseBurstMerger()
           : undefined,
     }),

@@ -13,6 +13,11 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
  * snapshot was written by the chat loop built on the AI SDK's `streamText`; any other loop
  * must produce it unchanged. The loop does not touch storage, so one engine is enough here
  * (the failure paths run on both engines in chat.test.ts).
+ *
+ * This is also the test that an upgrade of the AI SDK must pass: the tool loop calls the
+ * functions of `ai/internal`, which the SDK may change in any release (package.json pins it
+ * exactly). A name that disappeared stops Parley from starting here; test/assistant/
+ * sdk-internals.test.ts then names it.
  */
 describe('recorded provider streams through POST /chat', () => {
   const recordings = readdirSync(recordingsDir)
@@ -65,19 +70,24 @@ describe('recorded provider streams through POST /chat', () => {
     llm.assertNoUnexpected();
 
     const ids = new Map<string, string>();
-    expect({
-      text: answer.text,
-      error: answer.error,
-      ended: answer.ended && next.ended,
-      modelCalls: calls,
-      // The tool loop's later calls, then the next chat's history.
-      sentBack: llm.chats.slice(first + 1).map((exchange) =>
-        normaliseIds(
-          exchange.body.messages.filter((m) => m.role !== 'system'),
-          ids,
+    expect(
+      {
+        text: answer.text,
+        error: answer.error,
+        ended: answer.ended && next.ended,
+        modelCalls: calls,
+        // The tool loop's later calls, then the next chat's history.
+        sentBack: llm.chats.slice(first + 1).map((exchange) =>
+          normaliseIds(
+            exchange.body.messages.filter((m) => m.role !== 'system'),
+            ids,
+          ),
         ),
-      ),
-    }).toMatchSnapshot();
+      },
+      'the chat path answers this recorded stream differently. After an upgrade of ai or ' +
+        '@ai-sdk/*: what src/assistant/tool-loop.ts takes from ai/internal changed behaviour; ' +
+        'read the release, adapt the loop, do not rewrite the snapshot',
+    ).toMatchSnapshot();
   });
 });
 

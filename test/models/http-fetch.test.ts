@@ -5,9 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHttpFetch } from '../../src/models/http-fetch.ts';
 
 /**
- * Parley's `node:http` fetch against the built-in one, on the same real server: whatever the
- * provider can see (status, headers, body, redirects, errors, aborts, a body cut short) must
- * be the same.
+ * Parley's fetch on undici's dispatcher against the built-in one, on the same real server:
+ * whatever the provider can see (status, headers, body, redirects, errors, aborts, a body cut
+ * short) must be the same. One known difference: a body decoded from gzip comes without its
+ * `content-encoding` and `content-length` (undici's decompress interceptor drops them, since
+ * they describe the bytes on the wire, not the body read); the provider reads neither.
  */
 type Route = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 
@@ -99,6 +101,11 @@ beforeAll(async () => {
     req.on('end', () => {
       const route = routes[req.url ?? ''];
       if (route) return route(req, body, res);
+      const hop = /^\/hop\/(\d+)$/.exec(req.url ?? '');
+      if (hop) {
+        res.writeHead(307, { location: `/hop/${Number(hop[1]) + 1}` });
+        return res.end();
+      }
       res.writeHead(404);
       res.end('no such route');
     });
@@ -143,6 +150,11 @@ describe('createHttpFetch', () => {
   ])('%s (%j) looks as it does through the built-in fetch', async (path, init) => {
     const ours = await seen(await httpFetch(`${origin}${path}`, init));
     const builtIn = await seen(await fetch(`${origin}${path}`, init));
+    if (path === '/gzip') {
+      expect(builtIn.headers['content-encoding']).toBe('gzip');
+      delete builtIn.headers['content-encoding'];
+      delete builtIn.headers['content-length'];
+    }
     expect(ours).toEqual(builtIn);
   });
 
@@ -187,6 +199,14 @@ describe('createHttpFetch', () => {
         server.closeAllConnections();
         await new Promise((resolve) => server.close(resolve));
       }
+    }
+  });
+
+  it('gives up after 20 redirects, as fetch does', async () => {
+    for (const fetcher of [httpFetch, fetch]) {
+      const error = await fetcher(`${origin}/hop/0`, post).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TypeError);
+      expect((error as TypeError).message).toBe('fetch failed');
     }
   });
 
@@ -242,14 +262,24 @@ describe('createHttpFetch', () => {
       for (let i = 0; i < 3; i++) {
         expect(await (await fetcher(url, post)).text()).toBe('fresh');
       }
-      expect(dropped).toBe(2);
-      // A fresh connection that fails is a failure, sent once.
-      const refused = createServer((req) => req.socket.destroy());
+      // undici may open a second connection while the first is being released: at least one
+      // request went out on a kept-alive connection, was dropped, and was sent again.
+      expect(dropped).toBeGreaterThanOrEqual(1);
+      // A fresh connection that fails is a failure, sent once, as fetch says it.
+      let received = 0;
+      const refused = createServer((req) => {
+        received++;
+        req.socket.destroy();
+      });
       await new Promise<void>((resolve) => refused.listen(0, '127.0.0.1', resolve));
       const port = (refused.address() as AddressInfo).port;
       const error = await fetcher(`http://127.0.0.1:${port}/`, post).catch((e: unknown) => e);
-      expect((error as TypeError).message).toBe('fetch failed');
-      expect(((error as TypeError).cause as { code?: string }).code).toBe('ECONNRESET');
+      const fetchError = await fetch(`http://127.0.0.1:${port}/`, post).catch((e: unknown) => e);
+      expect(received).toBe(2);
+      for (const failed of [error, fetchError]) {
+        expect((failed as TypeError).message).toBe('fetch failed');
+        expect(((failed as TypeError).cause as { code?: string }).code).toBe('UND_ERR_SOCKET');
+      }
       refused.close();
     } finally {
       dropping.closeAllConnections();
@@ -257,14 +287,17 @@ describe('createHttpFetch', () => {
     }
   });
 
-  it('errors a compressed body cut short as "terminated" too, and survives a cut redirect', async () => {
+  it('errors a compressed body cut short as "terminated" too, and fails a cut redirect', async () => {
     const response = await httpFetch(`${origin}/gzip-cut`);
     const error = await response.text().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(TypeError);
     expect((error as TypeError).message).toBe('terminated');
-    // The redirect's own body is dropped mid-way; the request it points to still answers.
-    const redirected = await httpFetch(`${origin}/moved-cut`, post);
-    expect(await redirected.json()).toEqual({ echoed: '{"a":1}' });
+    // undici's redirect interceptor reads a redirect's own body to its end before it follows
+    // it; cut short, the request fails as a lost connection does. (The built-in fetch follows
+    // it or fails, depending on which it sees first: the head or the close.)
+    const failed = await httpFetch(`${origin}/moved-cut`, post).catch((e: unknown) => e);
+    expect((failed as TypeError).message).toBe('fetch failed');
+    expect(((failed as TypeError).cause as { code?: string }).code).toBe('UND_ERR_SOCKET');
   });
 
   it('rejects with the signal’s reason when aborted before the answer or during the body', async () => {
@@ -299,8 +332,8 @@ describe('createHttpFetch', () => {
 
   it('passes each network read through transformBody, and what is left at the end', async () => {
     const transformed = createHttpFetch({
-      transformBody: (incoming) =>
-        incoming.headers['content-type'] === 'text/event-stream'
+      transformBody: (headers) =>
+        headers.get('content-type') === 'text/event-stream'
           ? {
               chunk: (bytes) => Buffer.from(bytes.toString().toUpperCase().replaceAll('DATA', 'D')),
               end: () => Buffer.from('end\n'),
