@@ -15,18 +15,31 @@ const TOKENS_TODAY = `(SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(
  * interval in ms (0: no rate limit), `$4` the token limit (0: none), `$5` whether to enforce
  * (false counts the chat without refusing it: the administrator's, unless limited).
  */
-const ADMIT_CHAT = {
-  name: 'parley-admit-chat',
+const admitChat = (name: string, tokensCondition: string) => ({
+  name,
   text: `
     INSERT INTO chat_rates AS r (user_id, tat)
     SELECT $1::text, now() + $3::float8 * interval '1 millisecond'
-     WHERE NOT $5::boolean OR $4::bigint = 0 OR ${TOKENS_TODAY} < $4::bigint
+     WHERE ${tokensCondition}
     ON CONFLICT (user_id) DO UPDATE
       SET tat = greatest(r.tat, now()) + $3::float8 * interval '1 millisecond'
      WHERE NOT $5::boolean
         OR greatest(r.tat, now()) + $3::float8 * interval '1 millisecond' <= now() + interval '1 minute'
     RETURNING tat`,
-};
+});
+/** With a token limit to enforce, the day's tokens are summed in the same statement. */
+const ADMIT_CHAT_WITH_TOKENS = admitChat(
+  'parley-admit-chat-tokens',
+  `NOT $5::boolean OR $4::bigint = 0 OR ${TOKENS_TODAY} < $4::bigint`,
+);
+/**
+ * Without one (the default), runs are not read at all. The condition is always true; it names
+ * the parameters the other statement reads, so both take the same values.
+ */
+const ADMIT_CHAT = admitChat(
+  'parley-admit-chat',
+  `$2::text IS NOT NULL OR $4::bigint IS NOT NULL OR TRUE`,
+);
 
 export interface ChatRateState {
   /** Milliseconds until the rate's "theoretical arrival time" (0 when it is past). */
@@ -52,8 +65,9 @@ export class UsageRepository {
     tokensPerDay: number,
     enforce: boolean,
   ): Promise<boolean> {
+    const statement = enforce && tokensPerDay > 0 ? ADMIT_CHAT_WITH_TOKENS : ADMIT_CHAT;
     const { rows } = await this.#db.$client.query({
-      ...ADMIT_CHAT,
+      ...statement,
       values: [userId, defaultTimezone, intervalMs, tokensPerDay, enforce],
     });
     return rows.length > 0;
