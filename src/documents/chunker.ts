@@ -263,7 +263,7 @@ type Size = (text: string) => number;
  * (Qwen3's: 1.15 on the Korean benchmark set, 1.02 times `estimateTokens`; Gemma 3's
  * SentencePiece: 0.96), so the estimate is right about a Korean chunk's cost in context;
  * but a syllable carries less than four Latin letters, and at one a syllable 256 tokens cut
- * Korean encyclopedia paragraphs (170-580 syllables) into 1.5 chunks on average, a question's
+ * Korean encyclopedia paragraphs (220-580 characters) into 1.5 chunks on average, a question's
  * words landing in different chunks: Recall@1 0.887 against 0.907 for BM25 over whole
  * paragraphs. Quality stops rising at 1.75-2 syllables a token (0.902, 0.907;
  * bench/RESULTS.md, benchmark 2), as it did for English from 256 tokens up.
