@@ -87,7 +87,8 @@ describe.each(ENGINES)('hybrid ranking on the %s engine', (engine) => {
     });
     // The PostgreSQL server of a machine may lack pgvector: search is then lexical, and the
     // same user-visible expectations hold without fusion.
-    hybrid = !parley.logs.some((line) => /no pgvector/.test(line.msg));
+    hybrid = (await parley.waitForLog((line) => line.msg === 'database ready')).vector === true;
+    if (engine === 'embedded') expect(hybrid).toBe(true); // PGlite always has pgvector
     await ingestText('animals.txt', ANIMALS);
     await ingestText('notes/ko/korea.txt', KOREA);
   }, 120_000);
