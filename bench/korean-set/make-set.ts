@@ -10,10 +10,11 @@
  *   node bench/korean-set/make-set.ts
  */
 import { writeFileSync } from 'node:fs';
+import { dishes } from './dishes.ts';
 import { Dice, Names } from './korean.ts';
 import { animals, heritage } from './nature.ts';
 import { companies, people } from './people.ts';
-import { cities, dishes, mountains } from './places.ts';
+import { cities, mountains } from './places.ts';
 
 const dice = new Dice(20);
 const names = new Names(dice);
