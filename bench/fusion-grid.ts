@@ -130,8 +130,9 @@ for (const share of [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]) {
   const fuse = (lexical: ChunkHit[], vector: ChunkHit[]) =>
     fuseByScore(
       [
-        { hits: lexical, weight: 1 - share, floor: 0 },
-        { hits: vector, weight: share, floor: -1 },
+        // As DocumentService: BM25 is complete when it found fewer chunks than asked for.
+        { hits: lexical, weight: 1 - share, floor: 0, complete: lexical.length < DEPTH },
+        { hits: vector, weight: share, floor: -1, complete: false },
       ],
       40,
     );

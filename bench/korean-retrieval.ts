@@ -1,164 +1,159 @@
 /**
- * Benchmark 2: Korean retrieval. Twenty short passages written for this check and one
- * question each whose key words carry other particles or endings than in the passage
- * (`서울에서` in the text, `서울의` in the question). Recall@5 of BM25 over whitespace tokens
- * (written here) against Parley's lexical search through the real code path.
+ * Benchmark 2: Korean retrieval, through the real DocumentService (chunking, postings, BM25
+ * in the database), each paragraph stored as its own TXT source as `POST /ingest` stores it.
  *
- *   node bench/korean-retrieval.ts [embedded|server]
+ * - `encyclopedia`: 460 synthetic encyclopedia paragraphs (168–579 characters) with one
+ *   question each, written against that paragraph in other words (bench/korean-set/).
+ *   Baseline: plain BM25 over the Hangul character bigrams of whole paragraphs, no chunking.
+ * - `particles`: 20 short passages whose key words carry other particles in the question
+ *   (`서울에서` / `서울의`). Baseline: BM25 over whitespace tokens.
+ *
+ * Measured: the question's paragraph first, among the 5 chunks `search_documents` returns
+ * by default (SEARCH_TOP_K), and among the first 5 distinct sources of 20 chunks.
+ *
+ *   BENCH_CHUNKS=256/32,512/64 BENCH_CAPS=500,5000 node bench/korean-retrieval.ts [embedded|server]
  */
+import { readFileSync } from 'node:fs';
+import { HANGUL_PER_TOKEN } from '../src/documents/chunker.ts';
+import { lexicalTerms } from '../src/documents/lexical-terms.ts';
+import { BM25 } from '../src/storage/lexical-index.ts';
 import { openBenchStore } from './support/document-store.ts';
 import { machineReport } from './support/machine.ts';
 
 const engine = (process.argv[2] ?? 'embedded') as 'embedded' | 'server';
+/** `max/overlap[/Hangul syllables per token]`, as ChunkingOptions. */
+const chunkings = (process.env.BENCH_CHUNKS ?? '256/32').split(',').map((spec) => {
+  const [maxTokens, overlapTokens, hangulPerToken] = spec.split('/').map(Number) as number[];
+  return { maxTokens: maxTokens as number, overlapTokens: overlapTokens as number, hangulPerToken };
+});
+const caps = (process.env.BENCH_CAPS ?? '500').split(',').map(Number);
 
-const CASES: { passage: string; question: string }[] = [
+interface Case {
+  text: string;
+  question: string;
+}
+const data = (name: string) => readFileSync(new URL(`korean-set/${name}`, import.meta.url), 'utf8');
+const SETS: {
+  name: string;
+  cases: Case[];
+  baseline: string;
+  tokens: (text: string) => string[];
+}[] = [
   {
-    passage:
-      '세종대왕은 1443년에 훈민정음을 창제하였다. 백성들이 글을 쉽게 익히도록 만든 문자이다.',
-    question: '훈민정음의 창제 시기는 언제인가요?',
+    name: 'encyclopedia',
+    cases: data('encyclopedia.jsonl')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Case),
+    baseline: 'BM25 over character bigrams of whole paragraphs',
+    tokens: lexicalTerms,
   },
   {
-    passage: '서울에서 가장 오래된 전통 시장은 광장시장이다. 빈대떡과 육회가 유명하다.',
-    question: '서울의 오래된 시장은 어디야?',
-  },
-  {
-    passage: '부산은 해운대 해수욕장으로 유명하며 여름마다 피서객이 몰린다.',
-    question: '해운대가 있는 도시에는 피서객이 언제 많아?',
-  },
-  {
-    passage: '제주도에는 한라산이 있고 섬 전체가 화산 활동으로 만들어졌다.',
-    question: '한라산은 어느 섬에 있지?',
-  },
-  {
-    passage: '김치는 배추와 고춧가루로 담그며 발효가 될수록 신맛이 강해진다.',
-    question: '배추로 만드는 발효 음식의 맛은?',
-  },
-  {
-    passage: '태권도는 대한민국의 국기로 발차기 기술이 특징인 무술이다.',
-    question: '발차기가 특징인 한국 무술이 뭐야?',
-  },
-  {
-    passage: '경복궁은 조선 왕조의 법궁으로 1395년에 지어졌다.',
-    question: '조선의 법궁은 언제 지어졌어?',
-  },
-  {
-    passage: '한강 공원에서는 봄마다 벚꽃 축제가 열리고 자전거를 빌릴 수 있다.',
-    question: '한강에서 벚꽃 축제가 열리나요?',
-  },
-  {
-    passage: '설날에는 떡국을 먹고 어른들께 세배를 드리는 풍습이 있다.',
-    question: '세배는 어떤 명절의 풍습이야?',
-  },
-  {
-    passage: '추석은 음력 팔월 보름으로 송편을 빚고 차례를 지낸다.',
-    question: '송편을 빚는 명절은?',
-  },
-  {
-    passage: '반도체 산업은 한국 수출에서 가장 큰 비중을 차지한다.',
-    question: '한국의 수출 가운데 반도체가 차지하는 비중',
-  },
-  {
-    passage: 'KTX를 타면 서울역에서 부산역까지 약 두 시간 반이 걸린다.',
-    question: '서울역부터 부산역까지 기차로 얼마나 걸려?',
-  },
-  {
-    passage: '지하철 2호선은 서울 도심을 순환하는 노선이다.',
-    question: '순환 노선인 지하철은 몇 호선인가?',
-  },
-  {
-    passage: '비빔밥은 밥 위에 나물과 고추장을 올려 비벼 먹는 음식이다.',
-    question: '나물과 고추장을 넣는 음식은 뭐예요?',
-  },
-  {
-    passage: '이순신 장군은 거북선을 이끌고 한산도 대첩에서 승리하였다.',
-    question: '거북선으로 승리한 장군의 이름은?',
-  },
-  {
-    passage: '백두산은 한반도에서 가장 높은 산으로 정상에 천지가 있다.',
-    question: '천지는 어느 산의 정상에 있나요?',
-  },
-  {
-    passage: '판소리는 소리꾼과 고수가 함께 공연하는 전통 음악이다.',
-    question: '고수와 소리꾼이 공연하는 음악',
-  },
-  {
-    passage: '인천국제공항은 영종도에 있으며 아시아의 주요 허브 공항이다.',
-    question: '영종도의 공항은 어떤 곳이야?',
-  },
-  {
-    passage: '전주는 한옥마을과 비빔밥으로 널리 알려진 도시이다.',
-    question: '한옥마을이 있는 도시가 어디지?',
-  },
-  {
-    passage: '독서는 어휘력을 키우고 집중력을 높이는 데 도움이 된다.',
-    question: '어휘력과 집중력에 도움이 되는 활동',
+    name: 'particles',
+    cases: (JSON.parse(data('particles.json')) as { passage: string; question: string }[]).map(
+      (c) => ({ text: c.passage, question: c.question }),
+    ),
+    baseline: 'BM25 over whitespace tokens',
+    tokens: (text) =>
+      text
+        .toLowerCase()
+        .split(/[\s.,?!]+/)
+        .filter(Boolean),
   },
 ];
 
-/** BM25 (k1 0.9, b 0.4) over whitespace tokens, the way a plain full-text index splits Korean. */
-function whitespaceRecall(k: number): number {
-  const tokens = (text: string) =>
-    text
-      .toLowerCase()
-      .split(/[\s.,?!]+/)
-      .filter(Boolean);
-  const docs = CASES.map((c) => tokens(c.passage));
+/** Plain BM25 (Parley's k1 and b) over whole passages: the share whose passage is in the top k. */
+function baselineRecall(cases: Case[], tokens: (text: string) => string[], k: number): number {
+  return baselineRanks(cases, tokens).filter((rank) => rank < k).length / cases.length;
+}
+
+/** Where plain BM25 ranks each question's passage (0 = first; Infinity = not matched). */
+function baselineRanks(cases: Case[], tokens: (text: string) => string[]): number[] {
+  const docs = cases.map((c) => tokens(c.text));
   const avgdl = docs.reduce((sum, doc) => sum + doc.length, 0) / docs.length;
-  let found = 0;
-  CASES.forEach((c, expected) => {
+  const df = new Map<string, number>();
+  for (const doc of docs) for (const term of new Set(doc)) df.set(term, (df.get(term) ?? 0) + 1);
+  return cases.map((c, expected) => {
+    const query = tokens(c.question);
     const scores = docs.map((doc) => {
       let score = 0;
-      for (const term of new Set(tokens(c.question))) {
-        const df = docs.filter((d) => d.includes(term)).length;
+      for (const term of query) {
         const tf = doc.filter((t) => t === term).length;
         if (!tf) continue;
-        const idf = Math.log(1 + (docs.length - df + 0.5) / (df + 0.5));
-        score += (idf * tf * 1.9) / (tf + 0.9 * (0.6 + (0.4 * doc.length) / avgdl));
+        const n = df.get(term) ?? 0;
+        const idf = Math.log(1 + (docs.length - n + 0.5) / (n + 0.5));
+        score +=
+          (idf * tf * (BM25.k1 + 1)) /
+          (tf + BM25.k1 * (1 - BM25.b + (BM25.b * doc.length) / avgdl));
       }
       return score;
     });
-    const ranked = scores
+    const rank = scores
       .map((score, i) => ({ score, i }))
       .filter((x) => x.score > 0)
-      .sort((a, b) => b.score - a.score)
-      .slice(0, k);
-    if (ranked.some((x) => x.i === expected)) found++;
+      .sort((a, b) => b.score - a.score || a.i - b.i)
+      .findIndex((x) => x.i === expected);
+    return rank < 0 ? Number.POSITIVE_INFINITY : rank;
   });
-  return found / CASES.length;
 }
 
-const store = await openBenchStore(engine, { maxTokens: 256, overlapTokens: 32 });
-let parleyFound = 0;
-try {
-  for (const [i, c] of CASES.entries()) {
-    await store.service.ingest({
-      source: `ko/${i}.txt`,
-      filename: `${i}.txt`,
-      contentType: 'text/plain',
-      bytes: Buffer.byteLength(c.passage),
-      document: { kind: 'text', pages: [{ page: null, text: c.passage }], ocrPages: [] },
-    });
+const rows: string[] = [];
+for (const set of SETS) {
+  const n = set.cases.length;
+  rows.push(
+    `| ${set.name} (${n}) | ${set.baseline} (baseline) | – | ${baselineRecall(set.cases, set.tokens, 1).toFixed(3)} | ${baselineRecall(set.cases, set.tokens, 5).toFixed(3)} | – |`,
+  );
+  for (const chunking of chunkings) {
+    const store = await openBenchStore(engine, chunking);
+    try {
+      let chunks = 0;
+      for (const [i, c] of set.cases.entries()) {
+        chunks += (
+          await store.service.ingest({
+            source: `ko/${i}.txt`,
+            filename: `${i}.txt`,
+            contentType: 'text/plain',
+            bytes: Buffer.byteLength(c.text),
+            document: { kind: 'text', pages: [{ page: null, text: c.text }], ocrPages: [] },
+          })
+        ).chunks;
+      }
+      for (const cap of caps) {
+        const service = store.withPostingsPerTerm(cap);
+        let first = 0;
+        let inTop5 = 0;
+        let inFirst5Sources = 0;
+        for (const [i, c] of set.cases.entries()) {
+          const { hits } = await service.search(c.question, { limit: 20 });
+          const source = `ko/${i}.txt`;
+          if (hits[0]?.source === source) first++;
+          if (hits.slice(0, 5).some((hit) => hit.source === source)) inTop5++;
+          if ([...new Set(hits.map((hit) => hit.source))].slice(0, 5).includes(source)) {
+            inFirst5Sources++;
+          }
+        }
+        const label = `Parley, ${chunking.maxTokens}/${chunking.overlapTokens}, ${chunking.hangulPerToken ?? HANGUL_PER_TOKEN} Hangul/token, ${cap} postings/term`;
+        rows.push(
+          `| ${set.name} (${n}) | ${label} | ${(chunks / n).toFixed(2)} | ${(first / n).toFixed(3)} | ${(inTop5 / n).toFixed(3)} | ${(inFirst5Sources / n).toFixed(3)} |`,
+        );
+      }
+    } finally {
+      await store.close();
+    }
   }
-  for (const [i, c] of CASES.entries()) {
-    const { hits } = await store.service.search(c.question, { limit: 5 });
-    if (hits.some((hit) => hit.source === `ko/${i}.txt`)) parleyFound++;
-  }
-} finally {
-  await store.close();
 }
 
 console.log(
   [
-    `## Korean retrieval: ${CASES.length} questions whose words carry other particles, ${engine} engine`,
+    `## Korean retrieval, ${engine} engine`,
     '',
     '```',
     machineReport(),
-    `command: node bench/korean-retrieval.ts ${process.argv.slice(2).join(' ')}`,
+    `command: BENCH_CHUNKS=${process.env.BENCH_CHUNKS ?? ''} BENCH_CAPS=${process.env.BENCH_CAPS ?? ''} node bench/korean-retrieval.ts ${process.argv.slice(2).join(' ')}`,
     '```',
     '',
-    '| tokens | Recall@5 |',
-    '| --- | --- |',
-    `| whitespace tokens, BM25 (baseline) | ${whitespaceRecall(5).toFixed(2)} |`,
-    `| Parley: Hangul character bigrams, BM25 in the database | ${(parleyFound / CASES.length).toFixed(2)} |`,
+    '| set | retrieval | chunks per paragraph | first (Recall@1) | in the 5 chunks returned (Recall@5) | in the first 5 sources of 20 chunks |',
+    '| --- | --- | ---: | ---: | ---: | ---: |',
+    ...rows,
   ].join('\n'),
 );

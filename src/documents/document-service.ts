@@ -175,13 +175,19 @@ export class DocumentService {
     const lexical = this.#deps.documents.searchLexical(terms, owners, depth);
     let result: SearchResult;
     if (useVectors) {
-      const nearest = semantic.embedder
-        .embedQuery(query, options.signal)
-        .then((vector) => semantic.vectors.search(semantic.embedder.id, vector, owners, depth));
+      const nearest = semantic.embedder.embedQuery(query, options.signal).then((vector) =>
+        // A zero vector has no direction (its cosine is NaN) and pgvector refuses NaN.
+        hasDirection(vector)
+          ? semantic.vectors.search(semantic.embedder.id, vector, owners, depth)
+          : [],
+      );
       const [bm25, vectors] = await Promise.all([lexical, nearest]);
       const lists = [
-        { hits: bm25, weight: 1 - semantic.vectorWeight, floor: 0 },
-        { hits: vectors, weight: semantic.vectorWeight, floor: -1 }, // cosine similarity
+        // Fewer hits than asked for: BM25 returned every chunk that matches a query term
+        // (a term capped at POSTINGS_PER_TERM, 500, alone gives more than `depth` ≤ 50).
+        { hits: bm25, weight: 1 - semantic.vectorWeight, floor: 0, complete: bm25.length < depth },
+        // Cosine similarity; never complete (see ScoredList.complete).
+        { hits: vectors, weight: semantic.vectorWeight, floor: -1, complete: false },
       ];
       result = { retrieval: 'hybrid', hits: fuseByScore(lists, options.limit) };
     } else {
@@ -234,3 +240,6 @@ export class DocumentService {
     return prepared;
   }
 }
+
+const hasDirection = (vector: readonly number[]) =>
+  vector.every(Number.isFinite) && vector.some((x) => x !== 0);

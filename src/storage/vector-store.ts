@@ -53,7 +53,11 @@ export class VectorStore {
     );
   }
 
-  /** Nearest chunks the owners may see, by cosine similarity (score in [-1, 1]). */
+  /**
+   * Nearest chunks the owners may see, by cosine similarity (score in [-1, 1]). A chunk whose
+   * vector is zero has no direction: pgvector's cosine is NaN, reported as the floor, −1
+   * (NaN sorts after every number in PostgreSQL, so such chunks come last).
+   */
   async search(
     model: string,
     vector: readonly number[],
@@ -72,7 +76,8 @@ export class VectorStore {
          ORDER BY embedding::vector(${dim}) <=> $1::vector(${dim})
          LIMIT $3
        )
-       SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata, 1 - nn.distance AS score
+       SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata,
+              coalesce(nullif(1 - nn.distance, 'NaN'), -1) AS score
        FROM nn
        JOIN chunks c ON c.content_hash = nn.content_hash AND c.owner = ANY($2::text[])
        JOIN documents d ON d.id = c.document_id

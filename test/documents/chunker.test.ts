@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { chunkDocument, estimateTokens } from '../../src/documents/chunker.ts';
+import {
+  chunkDocument,
+  chunkTokens,
+  estimateTokens,
+  HANGUL_PER_TOKEN,
+} from '../../src/documents/chunker.ts';
 import { lexicalTerms } from '../../src/documents/lexical-terms.ts';
 
 const sentences = (prefix: string, n: number) =>
@@ -57,8 +62,10 @@ describe('chunkDocument', () => {
       maxTokens: 100,
       overlapTokens: 0,
     });
-    expect(chunks.length).toBeGreaterThanOrEqual(5);
-    for (const chunk of chunks) expect(estimateTokens(chunk.text)).toBeLessThanOrEqual(100);
+    expect(chunks.length).toBeGreaterThanOrEqual(3);
+    for (const chunk of chunks) {
+      expect(chunkTokens(chunk.text, HANGUL_PER_TOKEN)).toBeLessThanOrEqual(100);
+    }
     expect(
       chunks
         .map((chunk) => chunk.text)
@@ -67,6 +74,22 @@ describe('chunkDocument', () => {
     ).toBe(korean);
     expect(chunks[0]?.start).toBe(0);
     expect(chunks.every((chunk) => chunk.page === 3)).toBe(true);
+  });
+
+  it('counts two Hangul syllables a token, so a Korean paragraph of 380 stays whole', () => {
+    const sentence = '경복궁은 조선 왕조의 법궁으로 1395년에 지어졌다. '; // 19 syllables
+    const paragraph = sentence.repeat(20).trim();
+    const options = { maxTokens: 256, overlapTokens: 32 };
+    expect(estimateTokens(paragraph)).toBeGreaterThan(400);
+    expect(chunkDocument([{ page: null, text: paragraph }], options)).toHaveLength(1);
+    // Counted one a syllable (the context estimate), the same paragraph took two chunks.
+    const strict = chunkDocument([{ page: null, text: paragraph }], {
+      ...options,
+      hangulPerToken: 1,
+    });
+    expect(strict.length).toBeGreaterThanOrEqual(2);
+    // English is counted as before: four characters a token.
+    expect(chunkTokens('a'.repeat(400), HANGUL_PER_TOKEN)).toBe(estimateTokens('a'.repeat(400)));
   });
 
   it('returns no chunk for a document without text', () => {

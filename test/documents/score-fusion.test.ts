@@ -15,8 +15,14 @@ const scored = (...pairs: [id: number, score: number][]): ChunkHit[] =>
   }));
 
 const ids = (hits: ChunkHit[]) => hits.map((hit) => hit.chunkId);
-const bm25 = (hits: ChunkHit[], weight: number) => ({ hits, weight, floor: 0 });
-const cosine = (hits: ChunkHit[], weight: number) => ({ hits, weight, floor: -1 });
+/** A BM25 list cut at its depth (`complete`: it held every matching chunk). */
+const bm25 = (hits: ChunkHit[], weight: number, complete = false) => ({
+  hits,
+  weight,
+  floor: 0,
+  complete,
+});
+const cosine = (hits: ChunkHit[], weight: number) => ({ hits, weight, floor: -1, complete: false });
 
 describe('fuseByScore', () => {
   it('follows a confident BM25 ranking when the vectors barely tell their candidates apart', () => {
@@ -54,7 +60,7 @@ describe('fuseByScore', () => {
     ]);
   });
 
-  it("gives a chunk missing from a list that list's lowest score, not nothing", () => {
+  it("gives a chunk missing from a cut list that list's lowest score, not nothing", () => {
     const fused = fuseByScore(
       [
         bm25(scored([1, 10], [2, 9], [3, 8]), 0.5),
@@ -67,6 +73,42 @@ describe('fuseByScore', () => {
     expect(score(1)).toBeCloseTo(0.5 * 1 + 0.5 * (1.4 / 1.9), 12);
     expect(score(9)).toBeCloseTo(0.5 * 0.8 + 0.5 * 1, 12);
     expect(ids(fused)).toEqual([9, 1, 2, 3]);
+  });
+
+  it('gives a chunk missing from a complete list the floor: one lexical match ranks first', () => {
+    const lists = (complete: boolean) => [
+      bm25(scored([2, 7.5]), 0.5, complete), // the one chunk with the query's rare term
+      cosine(scored([1, 0.9], [3, 0.85], [2, 0.6]), 0.5), // nearer vectors without it
+    ];
+    const fused = fuseByScore(lists(true), 10);
+    expect(ids(fused)).toEqual([2, 1, 3]);
+    expect(fused[0]?.score).toBeCloseTo(0.5 + 0.5 * (1.6 / 1.9), 12);
+    expect(fused[1]?.score).toBeCloseTo(0.5 * 1, 12);
+    // Cut at its depth, the same list credits the others with its lowest score, 1.
+    expect(ids(fuseByScore(lists(false), 10))).toEqual([1, 3, 2]);
+  });
+
+  it('scores a NaN or infinite score at the floor, and an all-floor list as nothing', () => {
+    const fused = fuseByScore(
+      [
+        bm25(scored([1, 3], [2, 2]), 0.5, true),
+        cosine(scored([3, 0.5], [2, Number.NaN], [1, Number.POSITIVE_INFINITY]), 0.5),
+      ],
+      10,
+    );
+    expect(fused.map((hit) => [hit.chunkId, hit.score])).toEqual([
+      [1, expect.closeTo(0.5, 12)],
+      [3, expect.closeTo(0.5, 12)],
+      [2, expect.closeTo(0.5 * (2 / 3), 12)],
+    ]);
+    const degenerate = fuseByScore(
+      [bm25(scored([5, 2]), 0.5, true), cosine(scored([6, Number.NaN], [5, Number.NaN]), 0.5)],
+      10,
+    );
+    expect(degenerate.map((hit) => [hit.chunkId, hit.score])).toEqual([
+      [5, 0.5],
+      [6, 0],
+    ]);
   });
 
   it('with a weight-0 list, returns the other order unchanged', () => {
@@ -104,6 +146,8 @@ describe('fuseByScore', () => {
   it('returns nothing for nothing, and scores a one-hit list as its best', () => {
     expect(fuseByScore([], 5)).toEqual([]);
     expect(fuseByScore([bm25([], 1)], 5)).toEqual([]);
-    expect(fuseByScore([bm25(scored([4, 0]), 1)], 5).map((hit) => hit.score)).toEqual([1]);
+    expect(fuseByScore([bm25(scored([4, 2.5]), 1)], 5).map((hit) => hit.score)).toEqual([1]);
+    // At the function's floor, the best is still nothing.
+    expect(fuseByScore([cosine(scored([4, -1]), 1)], 5).map((hit) => hit.score)).toEqual([0]);
   });
 });

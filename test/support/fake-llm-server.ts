@@ -46,6 +46,11 @@ export interface FakeLlmServerOptions {
   embeddingDimension?: number;
   /** Ids listed by `GET /v1/models`. */
   models?: string[];
+  /**
+   * Chooses the vector of a text, to build a case a real model might produce (a nearest
+   * neighbour without the query's words, a zero vector); default: a hashed bag of words.
+   */
+  embed?: (text: string, dimension: number) => number[];
 }
 
 export interface FakeLlmServer {
@@ -74,7 +79,7 @@ export interface FakeLlmServer {
 export async function startFakeLlmServer(
   options: FakeLlmServerOptions = {},
 ): Promise<FakeLlmServer> {
-  const { apiKey, embeddingDimension = 384, models = ['fake-chat', 'fake-embed'] } = options;
+  const { apiKey, embeddingDimension = 384, models = ['fake-chat', 'fake-embed'], embed } = options;
   const requests: RecordedRequest[] = [];
   const unexpected: UnexpectedRequest[] = [];
   const chats: ChatExchange[] = [];
@@ -181,7 +186,7 @@ export async function startFakeLlmServer(
   }
 
   function embeddings(request: RecordedRequest, res: ServerResponse) {
-    const answer = embeddingsResponse(request.body, embeddingDimension);
+    const answer = embeddingsResponse(request.body, embeddingDimension, embed);
     if (answer === undefined) {
       return refuse(res, request, 400, 'embeddings request without model or input');
     }

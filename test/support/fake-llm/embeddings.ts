@@ -29,9 +29,14 @@ function fnv1a(text: string): number {
 
 /**
  * The `POST /v1/embeddings` answer for a request body, in OpenAI's shape; undefined when
- * the body is not a valid request. Honours `dimensions` and `encoding_format: 'base64'`.
+ * the body is not a valid request. Honours `dimensions` and `encoding_format: 'base64'`;
+ * `embed` (default: the hashed bag of words) makes the vectors.
  */
-export function embeddingsResponse(body: unknown, defaultDimension: number): object | undefined {
+export function embeddingsResponse(
+  body: unknown,
+  defaultDimension: number,
+  embed: (text: string, dimension: number) => number[] = embedText,
+): object | undefined {
   const request = body as
     | { model?: unknown; input?: unknown; dimensions?: unknown; encoding_format?: unknown }
     | undefined;
@@ -39,7 +44,7 @@ export function embeddingsResponse(body: unknown, defaultDimension: number): obj
   if (typeof request?.model !== 'string' || inputs === undefined) return undefined;
   const dimension = typeof request.dimensions === 'number' ? request.dimensions : defaultDimension;
   const data = inputs.map((text, index) => {
-    const vector = embedText(text, dimension);
+    const vector = embed(text, dimension);
     const embedding = request.encoding_format === 'base64' ? toBase64(vector) : vector;
     return { object: 'embedding', index, embedding };
   });
