@@ -39,6 +39,10 @@ import { registerMemoryRoutes } from './routes/memories.ts';
 import { type MetricsRouteSettings, registerMetricsRoutes } from './routes/metrics.ts';
 import { registerReminderRoutes } from './routes/reminders.ts';
 import { registerResetRoutes } from './routes/reset.ts';
+import {
+  registerTelegramWebhookRoute,
+  type TelegramWebhookSettings,
+} from './routes/telegram-webhook.ts';
 import { registerUserRoutes } from './routes/users.ts';
 import { SOURCE_MAX_CHARS } from './schemas.ts';
 
@@ -67,6 +71,8 @@ export interface HttpDependencies {
   memory?: ConversationMemory | undefined;
   /** Present when METRICS_ENABLED: requests are counted and GET /metrics is served. */
   metrics?: { metrics: Metrics; route: MetricsRouteSettings } | undefined;
+  /** Present when TELEGRAM_WEBHOOK_URL is set: POST /telegram/webhook takes updates. */
+  telegramWebhook?: TelegramWebhookSettings | undefined;
 }
 
 /** A client-supplied request id is kept when it is short and plain, so logs can be joined. */
@@ -163,6 +169,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerAccountRoutes(app, deps.limits, deps.userData);
   registerAdminRoutes(app, deps.accounts);
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route);
+  if (deps.telegramWebhook) registerTelegramWebhookRoute(app, deps.telegramWebhook);
   methods.answer405();
 
   return app;
