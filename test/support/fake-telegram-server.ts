@@ -85,7 +85,7 @@ export interface FakeTelegramServer {
   addFile(bytes: Buffer, extension: string): { fileId: string; size: number };
   /** Makes the next getUpdates answer again everything since `fromUpdateId` (a re-delivery). */
   redeliverFrom(fromUpdateId: number): void;
-  /** Posts an update to the webhook set with setWebhook, as Telegram does; the HTTP status. */
+  /** Posts an update again to the webhook set with setWebhook (pushing posts it once). */
   deliver(updateId: number, options?: { secret?: string | null }): Promise<number>;
   sentTo(chatId: string): SentMessage[];
   /** What the user sees in a chat: each message's text as last edited, in order. */
@@ -140,6 +140,14 @@ export async function startFakeTelegramServer(
     const updateId = nextUpdateId++;
     updates.push({ update_id: updateId, ...fields });
     wakePoller?.();
+    // With a webhook set, Telegram posts each update there (once here; `deliver` repeats it).
+    if (fake.webhook) {
+      fake
+        .deliver(updateId)
+        .catch((error: unknown) =>
+          unexpected.push({ method: 'POST', path: 'webhook', reason: `delivery failed: ${error}` }),
+        );
+    }
     return updateId;
   };
 

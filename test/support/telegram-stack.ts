@@ -34,6 +34,8 @@ export interface TelegramStack {
   /** Waits until the bot sent a chat a message with buttons (an answer) after `from`. */
   answerAfter(chatId: number, from: number, timeoutMs?: number): Promise<SentMessage[]>;
   restart(signal?: NodeJS.Signals): Promise<void>;
+  /** Another replica on the same database (server engine only), with its own data dir. */
+  startAnother(): Promise<RunningParley>;
   stop(): Promise<void>;
 }
 
@@ -69,6 +71,7 @@ export async function startTelegramStack(
   };
   const launch = () => startParley({ dataDir, env, startTimeoutMs: 180_000 });
   let parley = await launch();
+  const others: RunningParley[] = [];
 
   const answers = (chatId: number, from: number) => telegram.sentTo(String(chatId)).slice(from);
   const stack: TelegramStack = {
@@ -115,7 +118,20 @@ export async function startTelegramStack(
       await parley.stop(signal);
       parley = await launch();
     },
+    async startAnother() {
+      const other = await startParley({
+        dataDir: mkdtempSync(join(tmpdir(), 'parley-telegram-2-')),
+        env,
+        startTimeoutMs: 180_000,
+      });
+      others.push(other);
+      return other;
+    },
     async stop() {
+      for (const other of others) {
+        await other.stop();
+        rmSync(other.dataDir, { recursive: true, force: true });
+      }
       await parley.stop();
       await llm.close();
       await vision.close();

@@ -3,7 +3,9 @@ import { readChat } from '../support/chat-stream.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { ChatCompletionRequest } from '../support/fake-llm-server.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { startTelegramStack, type TelegramStack } from '../support/telegram-stack.ts';
+import type { SentMessage } from '../support/fake-telegram-server.ts';
+import { makePdf } from '../support/make-pdf.ts';
+import { startTelegramStack, type TelegramStack, TOKEN } from '../support/telegram-stack.ts';
 
 const START_TIMEOUT_MS = 200_000;
 
@@ -58,9 +60,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(final?.parseMode).toBe('HTML');
     expect(final?.text).toContain('<b>teal</b>');
     expect(final?.text).toContain('2 &lt; 3 &amp; 4 &gt; 1');
-    const buttons = (final?.replyMarkup as { inline_keyboard: { callback_data: string }[][] })
-      .inline_keyboard[0];
-    expect(buttons?.map((b) => b.callback_data)).toEqual([
+    expect(keyboardOf(final).map((b) => b.callback_data)).toEqual([
       expect.stringMatching(/^f:[0-9a-f-]{36}:1$/),
       expect.stringMatching(/^f:[0-9a-f-]{36}:0$/),
     ]);
@@ -225,8 +225,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     await stack.link('gina', 507);
     stack.llm.enqueue(reply.text('Rated answer.'));
     const [answer] = await stack.ask(507, 'Rate me.');
-    const keyboard = (answer?.replyMarkup as { inline_keyboard: { callback_data: string }[][] })
-      .inline_keyboard[0];
+    const keyboard = keyboardOf(answer);
     const up = keyboard?.[0]?.callback_data ?? '';
     const runId = up.split(':')[1];
     stack.telegram.pushCallback(507, answer?.messageId ?? 0, up);
@@ -285,7 +284,64 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
       'What animal is this?',
     );
   });
+
+  it('makes a PDF the user sends searchable by that user only', async () => {
+    const judy = await stack.link('judy', 510);
+    const kim = await stack.link('kim', 511);
+    const pdf = Buffer.from(makePdf([{ text: ['The launch code is zebra-42.'] }]));
+    const file = stack.telegram.addFile(pdf, 'pdf');
+    const say = async (chatId: number, fields: Record<string, unknown>) => {
+      const from = stack.telegram.sentTo(String(chatId)).length;
+      stack.telegram.pushUpdateMessage(chatId, fields);
+      await stack.telegram.waitFor(
+        () => stack.telegram.sentTo(String(chatId)).length > from,
+        60_000,
+      );
+      return stack.telegram.sentTo(String(chatId))[from]?.visible;
+    };
+    expect(
+      await say(510, {
+        document: {
+          file_id: file.fileId,
+          file_unique_id: 'd1',
+          file_name: 'launch.pdf',
+          mime_type: 'application/pdf',
+          file_size: file.size,
+        },
+      }),
+    ).toMatch(/^“launch\.pdf” is in your documents \(1 passage\)/);
+    const sources = async (token: string) =>
+      (
+        (await (await stack.parley.fetch('/documents', { token })).json()) as {
+          documents: string[];
+        }
+      ).documents;
+    expect(await sources(judy)).toContain('launch.pdf');
+    expect(await sources(kim)).not.toContain('launch.pdf');
+    expect(await sources(TOKEN)).not.toContain('launch.pdf');
+
+    // Past the Bot API's 20 MB download limit: refused before any download.
+    const getFiles = stack.telegram.callsOf('getFile').length;
+    expect(
+      await say(510, {
+        document: {
+          file_id: 'too-big',
+          file_unique_id: 'd2',
+          file_name: 'huge.pdf',
+          file_size: 30 * 1_048_576,
+        },
+      }),
+    ).toContain('too large');
+    expect(stack.telegram.callsOf('getFile')).toHaveLength(getFiles);
+  });
 });
+
+const keyboardOf = (message: SentMessage | undefined) =>
+  (
+    (message?.replyMarkup ?? { inline_keyboard: [] }) as {
+      inline_keyboard: { callback_data: string }[][];
+    }
+  ).inline_keyboard[0] ?? [];
 
 /** Whitespace runs as one space: parts are cut at paragraph or line breaks. */
 const norm = (text: string) => text.replace(/\s+/g, ' ').trim();
