@@ -9,9 +9,9 @@ import type { FeedbackService } from '../feedback/feedback-service.ts';
 import type { ImageIntake, StoredImage } from '../vision/image-intake.ts';
 import { detectImageType } from '../vision/image-type.ts';
 import { AnswerStream, type DraftSupport } from './answer-stream.ts';
+import type { Incoming } from './incoming.ts';
 import { overLimitText, sendReply } from './send-reply.ts';
 import type { TelegramApi } from './telegram-api.ts';
-import type { Incoming } from './telegram-channel.ts';
 import { type Language, textsFor } from './telegram-texts.ts';
 
 export interface ChatDoorDependencies {

@@ -5,9 +5,9 @@ import type { Principal } from '../accounts/principal.ts';
 import type { UsageLimits } from '../accounts/usage-limits.ts';
 import type { IngestAccess, IngestionService, UploadPart } from '../documents/ingestion-service.ts';
 import { AppError } from '../errors.ts';
+import type { Incoming } from './incoming.ts';
 import { overLimitText, sendReply } from './send-reply.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';
-import type { Incoming } from './telegram-channel.ts';
 import { textsFor } from './telegram-texts.ts';
 
 /** The Bot API's download limit (getFile). */

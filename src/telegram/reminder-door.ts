@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import { AppError } from '../errors.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
+import type { Incoming } from './incoming.ts';
 import { sendReply } from './send-reply.ts';
 import type { TelegramApi } from './telegram-api.ts';
-import type { Incoming } from './telegram-channel.ts';
 import { type Language, textsFor } from './telegram-texts.ts';
 
 /** Reminders listed with /reminders, at most this many (one button each). */

@@ -6,6 +6,7 @@ import { hashLinkCode } from '../reminders/link-code.ts';
 import type { TelegramRepository } from '../storage/telegram-repository.ts';
 import type { ChatDoor } from './chat-door.ts';
 import type { DocumentDoor } from './document-door.ts';
+import type { Incoming } from './incoming.ts';
 import type { ReminderDoor } from './reminder-door.ts';
 import { sendReply } from './send-reply.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';
@@ -27,15 +28,6 @@ const HINT_EVERY_SECONDS = 3_600;
 const FORGET_UPDATES_AFTER_SECONDS = 7 * 24 * 3_600;
 const START = /^\/start(?:@\w+)?(?:\s+(\S+))?\s*$/;
 const COMMAND = /^\/(\w+)(?:@\w+)?(?:\s|$)/;
-
-/** What a message handler knows about where it came from. */
-export interface Incoming {
-  chatId: number;
-  userId: string;
-  language: Language;
-  /** performance.now() when the update arrived. */
-  receivedAt: number;
-}
 
 /**
  * Telegram as a door to the assistant. Updates arrive from the poller or the webhook; each is

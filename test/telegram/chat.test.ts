@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { ChatCompletionRequest } from '../support/fake-llm-server.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import type { SentMessage } from '../support/fake-telegram-server.ts';
+import { PDFS } from '../support/ingest-client.ts';
 import { makePdf } from '../support/make-pdf.ts';
 import { startTelegramStack, type TelegramStack, TOKEN } from '../support/telegram-stack.ts';
 
@@ -320,6 +322,15 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(await sources(kim)).not.toContain('launch.pdf');
     expect(await sources(TOKEN)).not.toContain('launch.pdf');
 
+    // An encrypted PDF: the user is told to upload it with its password in the web client.
+    const locked = stack.telegram.addFile(readFileSync(`${PDFS}/pr6531_1.pdf`), 'pdf');
+    expect(
+      await say(510, {
+        document: { file_id: locked.fileId, file_unique_id: 'd3', file_name: 'locked.pdf' },
+      }),
+    ).toContain('protected by a password. Upload it with its password in the web client');
+    expect(await sources(judy)).not.toContain('locked.pdf');
+
     // Past the Bot API's 20 MB download limit: refused before any download.
     const getFiles = stack.telegram.callsOf('getFile').length;
     expect(
@@ -333,6 +344,44 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
       }),
     ).toContain('too large');
     expect(stack.telegram.callsOf('getFile')).toHaveLength(getFiles);
+  });
+
+  it('lists upcoming reminders with cancel buttons, and sets the command menu in two languages', async () => {
+    await stack.link('lena', 512);
+    stack.llm.enqueue(
+      reply.toolCalls([
+        { name: 'set_reminder', args: { title: 'Dentist', date: '2099-03-04', time: '15:30' } },
+      ]),
+      reply.text('Saved.'),
+    );
+    await stack.ask(512, 'Remind me of the dentist on 2099-03-04 at 15:30.');
+    const from = stack.telegram.sentTo('512').length;
+    stack.telegram.pushMessage(512, '/reminders');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('512').length > from);
+    const list = stack.telegram.sentTo('512')[from];
+    expect(list?.visible).toBe('Upcoming reminders:\n1. 2099-03-04 15:30 — Dentist');
+    const cancel = keyboardOf(list)[0]?.callback_data ?? '';
+    stack.telegram.pushCallback(512, list?.messageId ?? 0, cancel);
+    await stack.telegram.waitFor(() =>
+      stack.telegram.callbackAnswers.some((a) => a.text === 'Reminder cancelled.'),
+    );
+    const left = await (await stack.parley.fetch('/reminders/lena')).json();
+    expect(left).toMatchObject({ reminders: [] });
+
+    expect(stack.telegram.commands.get('')?.map((c) => c.command)).toEqual([
+      'new',
+      'reminders',
+      'help',
+      'stop',
+    ]);
+    expect(stack.telegram.commands.get('ko')?.[0]).toEqual({
+      command: 'new',
+      description: '새 대화 시작',
+    });
+    // A Korean client is answered in Korean.
+    stack.telegram.pushMessage(513, '안녕하세요', 'ko');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('513').length === 1);
+    expect(stack.telegram.sentTo('513')[0]?.visible).toMatch(/^이 채팅은 Parley 사용자와/);
   });
 });
 
