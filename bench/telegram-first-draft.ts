@@ -59,6 +59,7 @@ try {
 
   const parleySide: number[] = [];
   const fakeSide: number[] = [];
+  let drafted = 0;
   for (let i = 0; i < MESSAGES; i++) {
     llm.enqueue(reply.text(`Answer number ${i}, quickly.`));
     const sentBefore = telegram.sentTo('7').length;
@@ -72,6 +73,7 @@ try {
       .slice(callsBefore)
       .find((c) => c.method === 'sendMessageDraft' || c.method === 'sendMessage');
     if (first) fakeSide.push(first.at - pushedAt);
+    if (first?.method === 'sendMessageDraft') drafted++;
     const logged = await parley.waitForLog(
       (l) => l.msg === 'Telegram answer sent' && parley.logs.indexOf(l) >= logsBefore,
     );
@@ -82,6 +84,9 @@ try {
   );
   console.log(
     `first draft or message, fake's clock (message pushed → received): ${line(summarize(fakeSide))}`,
+  );
+  console.log(
+    `answers whose first text was a draft (not the final message): ${drafted}/${MESSAGES}`,
   );
   console.log(`load after: ${load()}`);
 } finally {
