@@ -106,7 +106,11 @@ export async function main(config: Config): Promise<void> {
     botUsername: config.TELEGRAM_BOT_USERNAME,
   });
   const telegram = config.TELEGRAM_BOT_TOKEN
-    ? new TelegramApi({ token: config.TELEGRAM_BOT_TOKEN, baseUrl: config.TELEGRAM_API_BASE })
+    ? new TelegramApi({
+        token: config.TELEGRAM_BOT_TOKEN,
+        baseUrl: config.TELEGRAM_API_BASE,
+        now: () => clock.now().getTime(),
+      })
     : undefined;
   const scheduler = telegram
     ? new ReminderScheduler({

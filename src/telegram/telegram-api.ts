@@ -6,6 +6,8 @@ export interface TelegramApiOptions {
   token: string;
   /** TELEGRAM_API_BASE, e.g. https://api.telegram.org. */
   baseUrl: string;
+  /** The clock a 429's pause is timed by (the reminders' clock, which tests move). */
+  now?: () => number;
 }
 
 /**
@@ -19,7 +21,7 @@ export interface TelegramApiOptions {
 export class TelegramApi {
   readonly reliable: Api;
   readonly bestEffort: Api;
-  readonly gate = new RateGate();
+  readonly gate: RateGate;
   /** The numeric id before the token's colon: update ids are counted per bot. */
   readonly botId: string;
   readonly #fileBase: string;
@@ -28,6 +30,7 @@ export class TelegramApi {
   readonly #closed = new AbortController();
 
   constructor(options: TelegramApiOptions) {
+    this.gate = new RateGate(options.now);
     const apiRoot = options.baseUrl.replace(/\/+$/, '');
     const client = { apiRoot, fetch: nodeFetch as never };
     this.reliable = new Api(options.token, { ...client, timeoutSeconds: 30 });

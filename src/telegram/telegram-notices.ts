@@ -29,7 +29,9 @@ export function telegramNotices(telegram: TelegramApi) {
 export function toNoticeFailure(error: unknown): NoticeFailure {
   const failure = callFailure(error);
   const status = failure?.status;
-  const message = `Telegram sendMessage: ${status ?? 'network error or timeout'}`;
+  const reason =
+    status === undefined ? networkReason(error) : `${status} ${failure?.description ?? ''}`;
+  const message = `Telegram sendMessage: ${reason.trim()}`;
   if (status === 429) {
     return new NoticeFailure('rate_limited', message, {
       status,
@@ -39,4 +41,15 @@ export function toNoticeFailure(error: unknown): NoticeFailure {
   // 401 (wrong token) and 409 are the operator's to fix, not the chat's.
   const permanent = status === 400 || status === 403 || status === 404;
   return new NoticeFailure(permanent ? 'permanent' : 'temporary', message, { status });
+}
+
+/** Why a call got no Bot API answer: codes only (grammY's messages name the URL's method). */
+function networkReason(error: unknown): string {
+  const cause = (error as { error?: unknown })?.error;
+  if (cause instanceof SyntaxError) return 'unreadable answer'; // a proxy's HTML error page
+  if ((cause as { name?: string })?.name === 'AbortError' || String(cause).includes('abort')) {
+    return 'timed out';
+  }
+  const code = (cause as { cause?: { code?: string } })?.cause?.code;
+  return `failed: ${code ?? 'network error'}`;
 }
