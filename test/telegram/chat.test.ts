@@ -94,6 +94,23 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(sent.firstUpdateMs).toEqual(expect.any(Number));
   });
 
+  it('lets a message sent while the previous answer streams wait its turn', async () => {
+    await stack.link('nora', 514);
+    stack.llm.enqueue(
+      reply.text('First, slowly.', { chunks: 5, delayMs: 300 }),
+      reply.text('Second.'),
+    );
+    const from = stack.telegram.sentTo('514').length;
+    stack.telegram.pushMessage(514, 'one');
+    stack.telegram.pushMessage(514, 'two');
+    await stack.telegram.waitFor(
+      () => stack.sentSince(514, from).filter((m) => m.replyMarkup !== undefined).length === 2,
+    );
+    expect(stack.sentSince(514, from).map((m) => m.visible)).toEqual(['First, slowly.', 'Second.']);
+    const second = stack.llm.chats.at(-1)?.body as ChatCompletionRequest;
+    expect(seen(second)).toContain('First, slowly.');
+  });
+
   it('answers an unlinked chat only with how to link, once an hour, and ignores groups', async () => {
     const before = stack.llm.chats.length;
     stack.telegram.pushMessage(601, 'hello?');
