@@ -12,9 +12,10 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { parseConfig } from '../src/config.ts';
 import { ReminderScheduler } from '../src/reminders/reminder-scheduler.ts';
-import { TelegramBotApi } from '../src/reminders/telegram-bot-api.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { NoticeRepository } from '../src/storage/notice-repository.ts';
+import { TelegramApi } from '../src/telegram/telegram-api.ts';
+import { telegramNotices } from '../src/telegram/telegram-notices.ts';
 import { startFakeTelegramServer } from '../test/support/fake-telegram-server.ts';
 import { createTestDatabase } from '../test/support/postgres-server.ts';
 import { load, machineReport } from './support/machine.ts';
@@ -65,7 +66,7 @@ try {
 
   const scheduler = new ReminderScheduler({
     notices: new NoticeRepository(store.db),
-    channel: new TelegramBotApi({ token: telegram.token, baseUrl: telegram.url }),
+    channel: telegramNotices(new TelegramApi({ token: telegram.token, baseUrl: telegram.url })),
     clock: { now: () => NOW },
     logger: pino({ level: 'silent' }),
     intervalMs: 60_000,

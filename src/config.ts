@@ -294,6 +294,29 @@ export const configSchema = z.object({
   /** How long one getUpdates waits on Telegram's side for a message. */
   TELEGRAM_POLL_TIMEOUT_SECONDS: integer(25, 0, 50),
   TELEGRAM_BOT_USERNAME: text(),
+  /**
+   * Webhook mode (replicas behind a load balancer): the public https URL of this service's
+   * `/telegram/webhook`. Parley calls setWebhook with it at start; polling is then off.
+   */
+  TELEGRAM_WEBHOOK_URL: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+        message: 'accepts an http:// or https:// URL',
+      })
+      .optional(),
+  ),
+  /** The webhook's X-Telegram-Bot-Api-Secret-Token; default: derived from the bot token. */
+  TELEGRAM_WEBHOOK_SECRET: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,256}$/, { message: 'accepts 1-256 of A-Z, a-z, 0-9, _ and -' })
+      .optional(),
+  ),
+  /** Least time between two updates of an answer growing in a chat (Telegram: ~1/s). */
+  TELEGRAM_STREAM_INTERVAL_MS: integer(1_000, 50, 10_000),
   /** FOR TESTS ONLY: a file holding the current instant (see src/reminders/clock.ts). */
   PARLEY_TEST_CLOCK_FILE: text(),
 });

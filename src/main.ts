@@ -34,8 +34,6 @@ import { fileClock, systemClock } from './reminders/clock.ts';
 import { ProfileService } from './reminders/profile-service.ts';
 import { ReminderScheduler } from './reminders/reminder-scheduler.ts';
 import { ReminderService } from './reminders/reminder-service.ts';
-import { TelegramBotApi } from './reminders/telegram-bot-api.ts';
-import { TelegramLinker } from './reminders/telegram-linker.ts';
 import { AccountRepository } from './storage/account-repository.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
 import { ChatTurnRepository } from './storage/chat-turn-repository.ts';
@@ -50,11 +48,15 @@ import { MessageRepository } from './storage/message-repository.ts';
 import { NoticeRepository } from './storage/notice-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
 import { RunRepository } from './storage/run-repository.ts';
+import { TelegramRepository } from './storage/telegram-repository.ts';
 import { UsageRepository } from './storage/usage-repository.ts';
 import { UserDataRepository } from './storage/user-data-repository.ts';
 import { UserRepository } from './storage/user-repository.ts';
 import { VectorStore } from './storage/vector-store.ts';
 import { WebSessionRepository } from './storage/web-session-repository.ts';
+import { startTelegram } from './telegram/start-telegram.ts';
+import { TelegramApi } from './telegram/telegram-api.ts';
+import { telegramNotices } from './telegram/telegram-notices.ts';
 import { withCorrectiveFallback } from './tools/corrective-fallback.ts';
 import { documentTools } from './tools/document-tools.ts';
 import { graphTools } from './tools/graph-tools.ts';
@@ -109,12 +111,16 @@ export async function main(config: Config): Promise<void> {
     botUsername: config.TELEGRAM_BOT_USERNAME,
   });
   const telegram = config.TELEGRAM_BOT_TOKEN
-    ? new TelegramBotApi({ token: config.TELEGRAM_BOT_TOKEN, baseUrl: config.TELEGRAM_API_BASE })
+    ? new TelegramApi({
+        token: config.TELEGRAM_BOT_TOKEN,
+        baseUrl: config.TELEGRAM_API_BASE,
+        now: () => clock.now().getTime(),
+      })
     : undefined;
   const scheduler = telegram
     ? new ReminderScheduler({
         notices: new NoticeRepository(db),
-        channel: telegram,
+        channel: telegramNotices(telegram),
         clock,
         logger: logger.child({ component: 'reminders' }),
         intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000,
@@ -122,17 +128,6 @@ export async function main(config: Config): Promise<void> {
         metrics,
       })
     : undefined;
-  const linker =
-    telegram && config.TELEGRAM_POLLING
-      ? new TelegramLinker({
-          api: telegram,
-          leases: new LeaseRepository(db),
-          linkChat: (codeHash, chatId, now) => users.linkChat(codeHash, chatId, now),
-          clock,
-          logger: logger.child({ component: 'telegram-linker' }),
-          pollSeconds: config.TELEGRAM_POLL_TIMEOUT_SECONDS,
-        })
-      : undefined;
   const shutdownSignal = new AbortController();
   const feedbackRepository = new FeedbackRepository(db);
   const langSmith = connectLangSmith(config, logger);
@@ -299,6 +294,30 @@ export async function main(config: Config): Promise<void> {
     authenticateKey: (key) => accounts.authenticate(key),
     lifetimeMs: webSessionLifetimeMs,
   });
+  const conversations = new ConversationService(
+    new MessageRepository(db),
+    new HistoryRepository(db),
+  );
+  const feedbackService = new FeedbackService(feedbackRepository, () => forwarder?.kick());
+  // Telegram as a door to the assistant: long polling (one replica at a time) or a webhook.
+  const telegramDoor = telegram
+    ? startTelegram({
+        config,
+        telegram,
+        store: new TelegramRepository(db),
+        leases: new LeaseRepository(db),
+        chats,
+        conversations,
+        limits,
+        feedback: feedbackService,
+        reminders,
+        ingestion,
+        images,
+        clock,
+        shutdown: shutdownSignal.signal,
+        logger: logger.child({ component: 'telegram' }),
+      })
+    : undefined;
 
   const app = await buildServer({
     apiToken: config.API_TOKEN,
@@ -322,9 +341,9 @@ export async function main(config: Config): Promise<void> {
       admit: (principal, userId) => limits.admitChat(principal, userId),
       metrics,
     },
-    conversations: new ConversationService(new MessageRepository(db), new HistoryRepository(db)),
+    conversations,
     documents,
-    feedback: new FeedbackService(feedbackRepository, () => forwarder?.kick()),
+    feedback: feedbackService,
     reminders,
     ingestion,
     ingestMaxBytes: config.INGEST_MAX_BYTES,
@@ -340,6 +359,7 @@ export async function main(config: Config): Promise<void> {
         token: config.METRICS_TOKEN,
       },
     },
+    telegramWebhook: telegramDoor?.webhook,
   });
 
   if (!config.API_TOKEN && !isLoopback(config.HOST)) {
@@ -368,10 +388,12 @@ export async function main(config: Config): Promise<void> {
     try {
       await app.close();
       clearInterval(idle);
+      // Telegram answers in progress finish (or are stopped with the grace period) first.
+      await telegramDoor?.stop();
       ingestion.stop();
       await memory?.stop();
       await scheduler?.stop();
-      await linker?.stop();
+      telegram?.close();
       await forwarder?.stop();
       await semantic?.indexer.stop();
       await model.dispose?.();
@@ -398,10 +420,10 @@ export async function main(config: Config): Promise<void> {
   // Chunks stored while the embedding model was unavailable (or under another model).
   semantic?.indexer.kick();
   scheduler?.start();
-  linker?.start();
+  telegramDoor?.start();
   if (!scheduler) logger.info('reminder notices are off: TELEGRAM_BOT_TOKEN is not set');
-  if (config.TELEGRAM_POLLING && !telegram) {
-    logger.warn('TELEGRAM_POLLING is set but TELEGRAM_BOT_TOKEN is not: no chat can be linked');
+  if ((config.TELEGRAM_POLLING || config.TELEGRAM_WEBHOOK_URL) && !telegram) {
+    logger.warn('Telegram is configured but TELEGRAM_BOT_TOKEN is not: the bot is off');
   }
   const address = app.server.address();
   logger.info(

@@ -43,6 +43,10 @@ import { registerOpenAiRoutes } from './routes/openai.ts';
 import { registerReminderRoutes } from './routes/reminders.ts';
 import { registerResetRoutes } from './routes/reset.ts';
 import { registerSessionRoutes } from './routes/session.ts';
+import {
+  registerTelegramWebhookRoute,
+  type TelegramWebhookSettings,
+} from './routes/telegram-webhook.ts';
 import { registerUserRoutes } from './routes/users.ts';
 import { SOURCE_MAX_CHARS } from './schemas.ts';
 import { cookieAuthentication } from './session-cookie.ts';
@@ -75,6 +79,8 @@ export interface HttpDependencies {
   memory?: ConversationMemory | undefined;
   /** Present when METRICS_ENABLED: requests are counted and GET /metrics is served. */
   metrics?: { metrics: Metrics; route: MetricsRouteSettings } | undefined;
+  /** Present when TELEGRAM_WEBHOOK_URL is set: POST /telegram/webhook takes updates. */
+  telegramWebhook?: TelegramWebhookSettings | undefined;
 }
 
 /** A client-supplied request id is kept when it is short and plain, so logs can be joined. */
@@ -182,6 +188,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     registerWebClient(app, deps.web.files);
   }
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route);
+  if (deps.telegramWebhook) registerTelegramWebhookRoute(app, deps.telegramWebhook);
   methods.answer405();
 
   return app;

@@ -6,15 +6,10 @@ import type {
   NoticeRepository,
 } from '../storage/notice-repository.ts';
 import type { Clock } from './clock.ts';
+import { type NoticeChannel, NoticeFailure } from './notice-channel.ts';
 import { noticeMessage } from './notice-message.ts';
 import { type DaysBefore, dueNotice } from './notice-schedule.ts';
-import { TelegramError } from './telegram-bot-api.ts';
 import { addDays } from './zoned-time.ts';
-
-/** Where notices go: the Telegram Bot API in production, its fake in tests. */
-export interface NoticeChannel {
-  sendMessage(chatId: string, text: string): Promise<unknown>;
-}
 
 export interface ReminderSchedulerOptions {
   notices: NoticeRepository;
@@ -181,9 +176,9 @@ export class ReminderScheduler {
   async #recordFailure(notice: ClaimedNotice, error: unknown, log: Logger): Promise<void> {
     const { notices, clock, metrics } = this.#options;
     const now = clock.now().getTime();
-    const permanent = error instanceof TelegramError && error.failure === 'permanent';
+    const permanent = error instanceof NoticeFailure && error.failure === 'permanent';
     metrics?.notice(permanent ? 'failed' : 'retry');
-    if (!(error instanceof TelegramError)) {
+    if (!(error instanceof NoticeFailure)) {
       await notices.markRetry(notice, new Date(now + RETRY_BASE_MS), 'unexpected error');
       log.error({ err: error }, 'reminder notice failed unexpectedly');
       return;

@@ -285,6 +285,41 @@ export const serviceLeases = pgTable('service_leases', {
 });
 
 /**
+ * Telegram chats that talk to an assistant: a private chat linked with a one-time code (not a
+ * `telegram_chat_id` set through the profile, which only says where notices go). One user per
+ * chat; `/stop` deletes the row. `hinted_at` is when an unlinked chat was last told how to
+ * link (at most once an hour), kept here so that every replica agrees.
+ */
+export const telegramChats = pgTable(
+  'telegram_chats',
+  {
+    chatId: text('chat_id').primaryKey(),
+    userId: text('user_id'),
+    linkedAt: timestamp('linked_at', { withTimezone: true }),
+    hintedAt: timestamp('hinted_at', { withTimezone: true }),
+  },
+  (table) => [index('telegram_chats_user_id_idx').on(table.userId)],
+);
+
+/**
+ * Telegram updates already taken by a replica, by bot and `update_id`: an update delivered
+ * twice (a webhook retried, a poll after a crash before its offset was saved) is handled
+ * once. Rows older than a week are deleted (Telegram keeps an update at most 24 hours).
+ */
+export const telegramUpdates = pgTable(
+  'telegram_updates',
+  {
+    botId: text('bot_id').notNull(),
+    updateId: bigint('update_id', { mode: 'number' }).notNull(),
+    receivedAt: timestamp('received_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (table) => [
+    primaryKey({ columns: [table.botId, table.updateId] }),
+    index('telegram_updates_received_at_idx').on(table.receivedAt),
+  ],
+);
+
+/**
  * CONV_RAG_ENABLED: answered exchanges waiting for the model to decide whether they are worth
  * remembering. Queued in the database, so a restart or a replica's death loses none; a row
  * is leased by moving `next_attempt_at` ahead, and deleted once decided. One per run.

@@ -36,6 +36,7 @@ export class UserDataRepository {
         'DELETE FROM memory_decisions WHERE user_id = $1',
         'DELETE FROM graph_triples WHERE user_id = $1',
         'DELETE FROM reminders WHERE user_id = $1', // notices cascade
+        'DELETE FROM telegram_chats WHERE user_id = $1',
         'DELETE FROM users WHERE user_id = $1', // profile and Telegram link
         'DELETE FROM chat_rates WHERE user_id = $1',
         'DELETE FROM ingest_usage WHERE user_id = $1',

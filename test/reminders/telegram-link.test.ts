@@ -60,8 +60,8 @@ describe.each(ENGINES)('linking a Telegram chat on the %s engine', (engine) => {
     );
     expect(await chatOf('carol')).toBeNull();
 
-    expect(await say(778, `/start ${link.code}`)).toBe(
-      'Linked. Your reminder notices will come to this chat.',
+    expect(await say(778, `/start ${link.code}`)).toMatch(
+      /^Linked\. Your reminder notices will come to this chat, and you can talk to your assistant here\./,
     );
     expect(await chatOf('carol')).toBe('778');
     // Spent: the same code from another chat links nothing.

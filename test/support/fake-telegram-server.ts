@@ -7,15 +7,39 @@ import {
   sendJson,
   type UnexpectedRequest,
 } from './fake-http.ts';
+import { parseTelegramHtml } from './fake-telegram/parse-html.ts';
 
-/** A message the fake Bot API accepted. */
+/** A message the fake Bot API accepted (sendMessage), as it stands after any edits. */
 export interface SentMessage {
   chatId: string;
+  /** The `text` of the request (HTML source when `parseMode` is HTML). */
   text: string;
   messageId: number;
+  parseMode?: string | undefined;
+  /** What the user sees: the text with its HTML parsed. */
+  visible: string;
+  replyMarkup?: unknown;
+  /** Visible texts of later edits, oldest first. */
+  edits: string[];
 }
 
-/** A scripted answer to the next sendMessage, in the Bot API's own error shapes. */
+export interface DraftShown {
+  chatId: string;
+  draftId: number;
+  visible: string;
+  at: number;
+}
+
+/** One Bot API call, as received (answered or not). */
+export interface BotCall {
+  method: string;
+  body: Record<string, unknown>;
+  at: number;
+  /** The HTTP status the fake answered with. */
+  status?: number;
+}
+
+/** A scripted answer to a call, in the Bot API's own error shapes. */
 export type SendFault =
   | { kind: 'error'; status: number; description: string; retryAfter?: number }
   /** Reads the request, then never answers (a send cut short by a crash). */
@@ -29,27 +53,69 @@ export interface FakeTelegramServer {
   sendRequests: RecordedRequest[];
   /** sendMessage requests the fake accepted (`ok: true`). */
   sent: SentMessage[];
+  /** Every call to any method, in arrival order. */
+  calls: BotCall[];
+  drafts: DraftShown[];
+  callbackAnswers: { id: string; text?: string }[];
+  /** setMyCommands, by language_code ('' for the default). */
+  commands: Map<string, { command: string; description: string }[]>;
+  webhook: { url: string; secret: string | undefined } | undefined;
   unexpected: UnexpectedRequest[];
   /** getUpdates requests that arrived while another was still waiting (Telegram: 409). */
   conflicts: number;
   /** The next sendMessage calls get these answers, one each. */
   failNext(...faults: SendFault[]): void;
+  /** The next calls of `method` get these answers, one each. */
+  failMethod(method: string, ...faults: SendFault[]): void;
+  /** The next `count` calls of any sending method get 429 with `retry_after`. */
+  rateLimit(count: number, retryAfterSeconds: number): void;
+  /** sendMessageDraft answers 400, as for a bot or chat where drafts are not available. */
+  draftsRefused: boolean;
   /** While down, every sendMessage gets a 502 from the proxy in front (HTML, not JSON). */
   down: boolean;
   /** Chats that blocked the bot: 403. */
   blocked: Set<string>;
-  /** Queues a user's message for getUpdates. */
-  pushMessage(chatId: number, text: string, languageCode?: string): void;
+  /** Queues a user's message for getUpdates (or the webhook); returns its update_id. */
+  pushMessage(chatId: number, text: string, languageCode?: string): number;
+  /** Queues any message (photo, document, sticker, a group's…); returns its update_id. */
+  pushUpdateMessage(chatId: number, fields: Record<string, unknown>, options?: PushOptions): number;
+  /** Queues a button press under message `messageId`; returns the callback query's id. */
+  pushCallback(chatId: number, messageId: number, data: string, languageCode?: string): string;
+  /** A file the bot can fetch with getFile; returns its file_id. */
+  addFile(bytes: Buffer, extension: string): { fileId: string; size: number };
+  /** Makes the next getUpdates answer again everything since `fromUpdateId` (a re-delivery). */
+  redeliverFrom(fromUpdateId: number): void;
+  /** Posts an update again to the webhook set with setWebhook (pushing posts it once). */
+  deliver(updateId: number, options?: { secret?: string | null }): Promise<number>;
   sentTo(chatId: string): SentMessage[];
+  /** What the user sees in a chat: each message's text as last edited, in order. */
+  visibleIn(chatId: string): string[];
+  callsOf(method: string): BotCall[];
   waitFor(predicate: () => boolean, timeoutMs?: number): Promise<void>;
   assertNoUnexpected(): void;
   close(): Promise<void>;
 }
 
+export interface PushOptions {
+  languageCode?: string;
+  chatType?: 'private' | 'group' | 'supergroup' | 'channel';
+}
+
+const SENDING = new Set([
+  'sendMessage',
+  'sendMessageDraft',
+  'editMessageText',
+  'sendChatAction',
+  'answerCallbackQuery',
+]);
+
 /**
- * A fake Telegram Bot API: `POST /bot<token>/sendMessage` and `/getUpdates` with the real JSON
- * (`ok`, `result`, `error_code`, `description`, `parameters.retry_after`). Anything else, or a
- * wrong token, is answered as Telegram would and recorded as unexpected.
+ * A fake Telegram Bot API speaking the real JSON (`ok`, `result`, `error_code`,
+ * `description`, `parameters.retry_after`): getUpdates, setWebhook, deleteWebhook,
+ * sendMessage, sendMessageDraft, editMessageText, sendChatAction, getFile and the file
+ * download path, answerCallbackQuery, setMyCommands. HTML (`parse_mode: HTML`) is checked as
+ * Telegram does and the 4,096-character limit enforced. Anything else, or a wrong token, is
+ * answered as Telegram would and recorded as unexpected.
  */
 export async function startFakeTelegramServer(
   token = '123456:TEST-token',
@@ -57,38 +123,124 @@ export async function startFakeTelegramServer(
   const sendRequests: RecordedRequest[] = [];
   const sent: SentMessage[] = [];
   const unexpected: UnexpectedRequest[] = [];
-  const faults: SendFault[] = [];
-  const updates: { update_id: number; message: unknown }[] = [];
+  const faults = new Map<string, SendFault[]>();
+  const updates: { update_id: number; [key: string]: unknown }[] = [];
+  const files = new Map<string, { path: string; bytes: Buffer }>();
   const hung: ServerResponse[] = [];
   let nextUpdateId = 1000;
   let nextMessageId = 1;
+  let nextFile = 1;
+  let nextCallback = 1;
   let polling = 0;
+  let rateLimited = { count: 0, retryAfter: 1 };
+  let redeliver: number | undefined;
   let wakePoller: (() => void) | undefined;
+
+  const push = (fields: Record<string, unknown>) => {
+    const updateId = nextUpdateId++;
+    updates.push({ update_id: updateId, ...fields });
+    wakePoller?.();
+    // With a webhook set, Telegram posts each update there (once here; `deliver` repeats it).
+    if (fake.webhook) {
+      fake
+        .deliver(updateId)
+        .catch((error: unknown) =>
+          unexpected.push({ method: 'POST', path: 'webhook', reason: `delivery failed: ${error}` }),
+        );
+    }
+    return updateId;
+  };
 
   const fake: FakeTelegramServer = {
     url: '',
     token,
     sendRequests,
     sent,
+    calls: [],
+    drafts: [],
+    callbackAnswers: [],
+    commands: new Map(),
+    webhook: undefined,
     unexpected,
     conflicts: 0,
+    draftsRefused: false,
     down: false,
     blocked: new Set(),
-    failNext: (...more) => faults.push(...more),
-    pushMessage(chatId, text, languageCode = 'en') {
-      updates.push({
-        update_id: nextUpdateId++,
+    failNext: (...more) => fake.failMethod('sendMessage', ...more),
+    failMethod(method, ...more) {
+      faults.set(method, [...(faults.get(method) ?? []), ...more]);
+    },
+    rateLimit(count, retryAfter) {
+      rateLimited = { count, retryAfter };
+    },
+    pushMessage: (chatId, text, languageCode = 'en') =>
+      fake.pushUpdateMessage(chatId, { text }, { languageCode }),
+    pushUpdateMessage(chatId, fields, options = {}) {
+      const chatType = options.chatType ?? 'private';
+      return push({
         message: {
           message_id: nextUpdateId,
           date: Math.floor(Date.now() / 1000),
-          chat: { id: chatId, type: 'private' },
-          from: { id: chatId, is_bot: false, first_name: 'Test', language_code: languageCode },
-          text,
+          chat:
+            chatType === 'private'
+              ? { id: chatId, type: 'private', first_name: 'Test' }
+              : { id: chatId, type: chatType, title: 'A group' },
+          from: {
+            id: chatType === 'private' ? chatId : 4242,
+            is_bot: false,
+            first_name: 'Test',
+            language_code: options.languageCode ?? 'en',
+          },
+          ...fields,
         },
       });
-      wakePoller?.();
+    },
+    pushCallback(chatId, messageId, data, languageCode = 'en') {
+      const id = `cb${nextCallback++}`;
+      const message = sent.find((m) => m.messageId === messageId);
+      push({
+        callback_query: {
+          id,
+          from: { id: chatId, is_bot: false, first_name: 'Test', language_code: languageCode },
+          chat_instance: `ci${chatId}`,
+          data,
+          message: {
+            message_id: messageId,
+            date: Math.floor(Date.now() / 1000),
+            chat: { id: chatId, type: 'private', first_name: 'Test' },
+            text: message?.visible ?? '',
+          },
+        },
+      });
+      return id;
+    },
+    addFile(bytes, extension) {
+      const fileId = `file-${nextFile}`;
+      files.set(fileId, { path: `documents/file_${nextFile}.${extension}`, bytes });
+      nextFile++;
+      return { fileId, size: bytes.length };
+    },
+    redeliverFrom(fromUpdateId) {
+      redeliver = fromUpdateId;
+    },
+    async deliver(updateId, options = {}) {
+      if (!fake.webhook) throw new Error('fake Telegram: no webhook set');
+      const update = updates.find((u) => u.update_id === updateId);
+      const secret = options.secret === undefined ? fake.webhook.secret : options.secret;
+      const response = await fetch(fake.webhook.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          ...(secret ? { 'x-telegram-bot-api-secret-token': secret } : {}),
+        },
+        body: JSON.stringify(update),
+      });
+      await response.arrayBuffer();
+      return response.status;
     },
     sentTo: (chatId) => sent.filter((m) => m.chatId === chatId),
+    visibleIn: (chatId) => sent.filter((m) => m.chatId === chatId).map((m) => m.visible),
+    callsOf: (method) => fake.calls.filter((c) => c.method === method),
     async waitFor(predicate, timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate()) {
@@ -111,9 +263,12 @@ export async function startFakeTelegramServer(
       description,
       ...(retryAfter ? { parameters: { retry_after: retryAfter } } : {}),
     });
+  const ok = (res: ServerResponse, result: unknown) => sendJson(res, 200, { ok: true, result });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const request = await readRequest(req);
+    const file = /^\/file\/bot([^/]+)\/(.+)$/.exec(request.path);
+    if (file && request.method === 'GET') return download(file[1] ?? '', file[2] ?? '', res);
     const match = /^\/bot([^/]+)\/(\w+)$/.exec(request.path);
     if (!match || request.method !== 'POST') {
       unexpected.push({ method: request.method, path: request.path, reason: 'no such route' });
@@ -123,51 +278,188 @@ export async function startFakeTelegramServer(
       unexpected.push({ method: request.method, path: '/bot<wrong>/…', reason: 'wrong token' });
       return fail(res, 401, 'Unauthorized');
     }
-    if (match[2] === 'sendMessage') return sendMessage(request, res);
-    if (match[2] === 'getUpdates') return getUpdates(request, res);
-    unexpected.push({ method: request.method, path: `/bot…/${match[2]}`, reason: 'unused method' });
-    return fail(res, 404, 'Not Found: method not found');
-  }
-
-  function sendMessage(request: RecordedRequest, res: ServerResponse) {
-    sendRequests.push(request);
-    const body = request.body as { chat_id?: unknown; text?: unknown } | undefined;
-    const chatId = body?.chat_id;
-    if (
-      (typeof chatId !== 'string' && typeof chatId !== 'number') ||
-      typeof body?.text !== 'string'
-    ) {
-      unexpected.push({ method: 'POST', path: '/sendMessage', reason: 'no chat_id or text' });
-      return fail(res, 400, 'Bad Request: message text is empty');
+    const method = match[2] as string;
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const call: BotCall = { method, body, at: Date.now() };
+    fake.calls.push(call);
+    const answer = res.writeHead.bind(res);
+    res.writeHead = ((status: number, ...rest: never[]) => {
+      call.status = status;
+      return answer(status, ...rest);
+    }) as typeof res.writeHead;
+    if (method === 'sendMessage') sendRequests.push(request);
+    if (method === 'getUpdates') return getUpdates(body, res);
+    const handler = METHODS[method];
+    if (!handler) {
+      unexpected.push({ method: request.method, path: `/bot…/${method}`, reason: 'unused method' });
+      return fail(res, 404, 'Not Found: method not found');
     }
-    if (fake.down) {
+    if (method === 'sendMessage' && fake.down) {
       res.writeHead(502, { 'content-type': 'text/html' });
       res.end('<html><body><h1>502 Bad Gateway</h1></body></html>');
       return;
     }
-    const fault = faults.shift();
+    const fault = faults.get(method)?.shift();
     if (fault?.kind === 'hang') {
       hung.push(res);
       return;
     }
     if (fault) return fail(res, fault.status, fault.description, fault.retryAfter);
-    if (fake.blocked.has(String(chatId)))
+    if (SENDING.has(method) && rateLimited.count > 0) {
+      rateLimited.count--;
+      return fail(
+        res,
+        429,
+        `Too Many Requests: retry after ${rateLimited.retryAfter}`,
+        rateLimited.retryAfter,
+      );
+    }
+    const chatId = body.chat_id;
+    if (chatId !== undefined && fake.blocked.has(String(chatId))) {
       return fail(res, 403, 'Forbidden: bot was blocked by the user');
-    const messageId = nextMessageId++;
-    sent.push({ chatId: String(chatId), text: body.text, messageId });
-    sendJson(res, 200, {
-      ok: true,
-      result: {
-        message_id: messageId,
-        date: 0,
-        chat: { id: Number(chatId), type: 'private' },
-        text: body.text,
-      },
-    });
+    }
+    return handler(body, res);
   }
 
-  async function getUpdates(request: RecordedRequest, res: ServerResponse): Promise<void> {
-    const body = (request.body ?? {}) as { offset?: number; timeout?: number };
+  /** The text as the user would see it, or the 400 Telegram answers. */
+  function visibleText(body: Record<string, unknown>): { text: string } | { error: string } {
+    if (typeof body.text !== 'string' || body.text.length === 0) {
+      return { error: 'Bad Request: message text is empty' };
+    }
+    let text = body.text;
+    if (body.parse_mode === 'HTML') {
+      const parsed = parseTelegramHtml(body.text);
+      if ('error' in parsed) return { error: `Bad Request: can't parse entities: ${parsed.error}` };
+      text = parsed.text;
+    } else if (body.parse_mode !== undefined) {
+      return { error: 'Bad Request: unsupported parse_mode in this fake' };
+    }
+    if (text.trim().length === 0) return { error: 'Bad Request: message text is empty' };
+    if (text.length > 4096) return { error: 'Bad Request: message is too long' };
+    return { text };
+  }
+
+  const METHODS: Record<string, (body: Record<string, unknown>, res: ServerResponse) => void> = {
+    sendMessage(body, res) {
+      const chatId = body.chat_id;
+      if (typeof chatId !== 'string' && typeof chatId !== 'number') {
+        unexpected.push({ method: 'POST', path: '/sendMessage', reason: 'no chat_id' });
+        return fail(res, 400, 'Bad Request: chat not found');
+      }
+      const shown = visibleText(body);
+      if ('error' in shown) return fail(res, 400, shown.error);
+      const messageId = nextMessageId++;
+      sent.push({
+        chatId: String(chatId),
+        text: body.text as string,
+        messageId,
+        parseMode: body.parse_mode as string | undefined,
+        visible: shown.text,
+        replyMarkup: body.reply_markup,
+        edits: [],
+      });
+      ok(res, {
+        message_id: messageId,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: Number(chatId), type: 'private' },
+        text: shown.text,
+      });
+    },
+    sendMessageDraft(body, res) {
+      if (fake.draftsRefused) {
+        return fail(res, 400, 'Bad Request: method is available only for bots with topics enabled');
+      }
+      if (typeof body.draft_id !== 'number' || body.draft_id === 0) {
+        return fail(res, 400, 'Bad Request: invalid draft_id');
+      }
+      const shown = visibleText(body);
+      if ('error' in shown) return fail(res, 400, shown.error);
+      fake.drafts.push({
+        chatId: String(body.chat_id),
+        draftId: body.draft_id,
+        visible: shown.text,
+        at: Date.now(),
+      });
+      ok(res, true);
+    },
+    editMessageText(body, res) {
+      const message = sent.find(
+        (m) => m.messageId === body.message_id && m.chatId === String(body.chat_id),
+      );
+      if (!message) return fail(res, 400, 'Bad Request: message to edit not found');
+      const shown = visibleText(body);
+      if ('error' in shown) return fail(res, 400, shown.error);
+      const sameMarkup =
+        JSON.stringify(body.reply_markup ?? null) === JSON.stringify(message.replyMarkup ?? null);
+      if (shown.text === message.visible && sameMarkup && body.parse_mode === message.parseMode) {
+        return fail(
+          res,
+          400,
+          'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+        );
+      }
+      message.edits.push(shown.text);
+      message.visible = shown.text;
+      message.text = body.text as string;
+      message.parseMode = body.parse_mode as string | undefined;
+      if (body.reply_markup !== undefined) message.replyMarkup = body.reply_markup;
+      ok(res, { message_id: message.messageId, chat: { id: Number(body.chat_id) } });
+    },
+    sendChatAction: (_body, res) => ok(res, true),
+    answerCallbackQuery(body, res) {
+      fake.callbackAnswers.push({ id: String(body.callback_query_id), text: body.text as string });
+      ok(res, true);
+    },
+    getFile(body, res) {
+      const file = files.get(String(body.file_id));
+      if (!file) return fail(res, 400, 'Bad Request: invalid file_id');
+      ok(res, {
+        file_id: body.file_id,
+        file_unique_id: `u${body.file_id}`,
+        file_size: file.bytes.length,
+        file_path: file.path,
+      });
+    },
+    setMyCommands(body, res) {
+      fake.commands.set(
+        String(body.language_code ?? ''),
+        body.commands as { command: string; description: string }[],
+      );
+      ok(res, true);
+    },
+    setWebhook(body, res) {
+      if (typeof body.url !== 'string') return fail(res, 400, 'Bad Request: bad webhook');
+      fake.webhook = { url: body.url, secret: body.secret_token as string | undefined };
+      ok(res, true);
+    },
+    deleteWebhook(_body, res) {
+      fake.webhook = undefined;
+      ok(res, true);
+    },
+  };
+
+  function download(fileToken: string, path: string, res: ServerResponse) {
+    const file = [...files.values()].find((f) => f.path === path);
+    if (fileToken !== token || !file) {
+      unexpected.push({ method: 'GET', path: '/file/…', reason: 'no such file or wrong token' });
+      return fail(res, 404, 'Not Found');
+    }
+    res.writeHead(200, {
+      'content-type': 'application/octet-stream',
+      'content-length': file.bytes.length,
+    });
+    res.end(file.bytes);
+  }
+
+  async function getUpdates(body: Record<string, unknown>, res: ServerResponse): Promise<void> {
+    if (fake.webhook) {
+      unexpected.push({
+        method: 'POST',
+        path: '/getUpdates',
+        reason: 'polling with a webhook set',
+      });
+      return fail(res, 409, "Conflict: can't use getUpdates method while webhook is active");
+    }
     if (polling > 0) {
       fake.conflicts++;
       unexpected.push({ method: 'POST', path: '/getUpdates', reason: 'two pollers at once' });
@@ -179,11 +471,13 @@ export async function startFakeTelegramServer(
     }
     polling++;
     try {
-      const offset = body.offset ?? 0;
+      const offset = redeliver ?? (body.offset as number | undefined) ?? 0;
+      redeliver = undefined;
       const pending = () => updates.filter((u) => u.update_id >= offset);
-      if (pending().length === 0 && (body.timeout ?? 0) > 0) {
+      const timeout = (body.timeout as number | undefined) ?? 0;
+      if (pending().length === 0 && timeout > 0) {
         await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, (body.timeout ?? 0) * 1000);
+          const timer = setTimeout(resolve, timeout * 1000);
           wakePoller = () => {
             clearTimeout(timer);
             resolve();
@@ -195,7 +489,7 @@ export async function startFakeTelegramServer(
         });
         wakePoller = undefined;
       }
-      if (!res.destroyed) sendJson(res, 200, { ok: true, result: pending() });
+      if (!res.destroyed) ok(res, pending());
     } finally {
       polling--;
     }

@@ -1,0 +1,252 @@
+import type { InlineKeyboardMarkup } from 'grammy/types';
+import type { Logger } from 'pino';
+import type { ChatEvent } from '../assistant/chat-events.ts';
+import { splitMessage } from './split-message.ts';
+import {
+  callFailure,
+  grammySignal,
+  isBadMarkup,
+  isNotModified,
+  type TelegramApi,
+} from './telegram-api.ts';
+import { toTelegramHtml } from './telegram-html.ts';
+
+/** Whether this bot's drafts work; switched off for the process at the first refusal. */
+export interface DraftSupport {
+  enabled: boolean;
+}
+
+export interface AnswerStreamOptions {
+  telegram: TelegramApi;
+  chatId: number;
+  /** Least time between two updates of the growing answer (Telegram: ~1 per second per chat). */
+  intervalMs: number;
+  drafts: DraftSupport;
+  /** The 👍/👎 buttons for a finished answer's run. */
+  buttons(runId: string): InlineKeyboardMarkup;
+  /** Said when an answer is empty. */
+  noAnswer: string;
+  logger: Logger;
+  /** Stops waiting on Telegram (shutdown). */
+  signal: AbortSignal;
+  /** When the user's message arrived, for the time to the first draft. */
+  receivedAt: number;
+}
+
+export interface StreamedAnswer {
+  runId: string | undefined;
+  /** Milliseconds from the message's arrival to the first draft or message of the answer. */
+  firstUpdateMs: number | undefined;
+}
+
+/** "typing…" lasts 5 s on the user's screen; renewed a little before it runs out. */
+const TYPING_EVERY_MS = 4_000;
+
+/**
+ * Turns one answer's ChatEvents into Telegram messages. While the answer grows, the user sees
+ * it as a draft (`sendMessageDraft`), updated at most once per `intervalMs`; where drafts are
+ * refused, as a message (`sendMessage`) edited in place (`editMessageText`). The final text is
+ * sent with `sendMessage` (drafts vanish; the Bot API needs the message), in parts of at most
+ * 4,096 characters; parts complete before the end are sent as soon as they are complete.
+ *
+ * Only the latest text matters while growing: an update refused by a 429 is skipped, and the
+ * next carries everything. Final messages wait out a 429 and are retried, so none is lost, and
+ * one that Telegram refused was not sent, so none is doubled.
+ */
+export class AnswerStream {
+  readonly #o: AnswerStreamOptions;
+  #text = '';
+  #error = '';
+  /** Parts sent for good. */
+  #sealed = 0;
+  /** Edit mode: the message showing the current part, and what it shows. */
+  #editing: { messageId: number; shown: string } | undefined;
+  #shownDraft = '';
+  readonly #draftBase = 1 + Math.floor(Math.random() * 1_000_000_000);
+  #inFlight: Promise<void> | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #lastUpdateAt = 0;
+  #firstUpdateMs: number | undefined;
+  #typing: NodeJS.Timeout | undefined;
+
+  constructor(options: AnswerStreamOptions) {
+    this.#o = options;
+  }
+
+  async run(events: AsyncIterable<ChatEvent>): Promise<StreamedAnswer> {
+    this.#startTyping();
+    let runId: string | undefined;
+    try {
+      for await (const event of events) {
+        if (event.type === 'text') {
+          this.#stopTyping();
+          this.#text += event.text;
+          this.#schedule();
+        } else if (event.type === 'error') {
+          this.#error = event.message;
+        } else if (event.type === 'done') {
+          runId = event.runId;
+        } // reasoning is never sent to Telegram
+      }
+    } finally {
+      this.#stopTyping();
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+      await this.#inFlight;
+    }
+    await this.#finish(runId);
+    return { runId, firstUpdateMs: this.#firstUpdateMs };
+  }
+
+  #startTyping(): void {
+    const typing = () => {
+      if (this.#o.telegram.gate.remainingMs() > 0) return;
+      this.#o.telegram.bestEffort
+        .sendChatAction(this.#o.chatId, 'typing')
+        .catch((error: unknown) => this.#o.logger.debug({ err: error }, 'typing not shown'));
+    };
+    typing();
+    this.#typing = setInterval(typing, TYPING_EVERY_MS);
+  }
+
+  #stopTyping(): void {
+    clearInterval(this.#typing);
+  }
+
+  #schedule(): void {
+    if (this.#inFlight || this.#timer) return;
+    const wait = Math.max(
+      this.#lastUpdateAt + this.#o.intervalMs - performance.now(),
+      this.#o.telegram.gate.remainingMs(),
+      0,
+    );
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      const before = this.#text;
+      this.#inFlight = this.#update()
+        .catch((error: unknown) => this.#o.logger.warn({ err: error }, 'answer update failed'))
+        .finally(() => {
+          this.#inFlight = undefined;
+          this.#lastUpdateAt = performance.now();
+          if (this.#text !== before) this.#schedule();
+        });
+    }, wait);
+  }
+
+  /** Shows the growing answer: earlier parts for good, the current one as a draft or edit. */
+  async #update(): Promise<void> {
+    const parts = splitMessage(this.#text);
+    while (this.#sealed < parts.length - 1) {
+      await this.#sendFinal(parts[this.#sealed] ?? '', undefined);
+      this.#sealed++;
+    }
+    const current = parts.at(-1) ?? '';
+    if (!current.trim()) return;
+    if (this.#o.drafts.enabled && (await this.#draft(current))) return;
+    await this.#edit(current);
+  }
+
+  /** True when the draft was shown or skipped for a 429; false when drafts are refused. */
+  async #draft(text: string): Promise<boolean> {
+    if (text === this.#shownDraft) return true;
+    const api = this.#o.telegram.bestEffort;
+    const draftId = this.#draftBase + this.#sealed;
+    try {
+      try {
+        await api.sendMessageDraft(this.#o.chatId, draftId, toTelegramHtml(text), {
+          parse_mode: 'HTML',
+        });
+      } catch (error) {
+        if (!isBadMarkup(error)) throw error;
+        await api.sendMessageDraft(this.#o.chatId, draftId, text);
+      }
+      this.#shownDraft = text;
+      this.#shown();
+      return true;
+    } catch (error) {
+      const failure = callFailure(error);
+      if (failure?.status === 429 || failure?.status === undefined) return true; // next time
+      if (failure.status === 400 || failure.status === 404) {
+        this.#o.drafts.enabled = false;
+        this.#o.logger.info(
+          { status: failure.status },
+          'Telegram refused a draft: answers stream by editing a message instead',
+        );
+        return false;
+      }
+      throw error;
+    }
+  }
+
+  async #edit(text: string): Promise<void> {
+    const api = this.#o.telegram.bestEffort;
+    const { chatId } = this.#o;
+    try {
+      if (!this.#editing) {
+        const sent = await api.sendMessage(chatId, text);
+        this.#editing = { messageId: sent.message_id, shown: text };
+      } else if (this.#editing.shown !== text) {
+        await api.editMessageText(chatId, this.#editing.messageId, text);
+        this.#editing.shown = text;
+      }
+      this.#shown();
+    } catch (error) {
+      if (isNotModified(error)) return;
+      const status = callFailure(error)?.status;
+      if (status === 429 || status === undefined) return; // the next update carries the text
+      throw error;
+    }
+  }
+
+  #shown(): void {
+    this.#firstUpdateMs ??= Math.round(performance.now() - this.#o.receivedAt);
+  }
+
+  async #finish(runId: string | undefined): Promise<void> {
+    let text = this.#text.trim() ? this.#text : '';
+    if (this.#error) text = text ? `${text}\n\n⚠️ ${this.#error}` : `⚠️ ${this.#error}`;
+    if (!text) text = this.#o.noAnswer;
+    const parts = splitMessage(text);
+    for (; this.#sealed < parts.length; this.#sealed++) {
+      const last = this.#sealed === parts.length - 1;
+      const buttons = last && runId && this.#text.trim() ? this.#o.buttons(runId) : undefined;
+      await this.#sendFinal(parts[this.#sealed] ?? '', buttons);
+    }
+  }
+
+  /** A part for good: sent (or, in edit mode, its message edited), waiting out any 429. */
+  async #sendFinal(part: string, buttons: InlineKeyboardMarkup | undefined): Promise<void> {
+    const api = this.#o.telegram.reliable;
+    const { chatId } = this.#o;
+    const signal = grammySignal(this.#o.signal);
+    const markup = buttons ? { reply_markup: buttons } : {};
+    const editing = this.#editing;
+    this.#editing = undefined;
+    this.#shownDraft = '';
+    const send = async (text: string, html: boolean) => {
+      const other = { ...markup, ...(html ? { parse_mode: 'HTML' as const } : {}) };
+      if (editing) {
+        try {
+          await api.editMessageText(chatId, editing.messageId, text, other, signal);
+        } catch (error) {
+          if (!isNotModified(error)) throw error;
+        }
+      } else {
+        await api.sendMessage(
+          chatId,
+          text,
+          { ...other, link_preview_options: { is_disabled: true } },
+          signal,
+        );
+      }
+    };
+    try {
+      await send(toTelegramHtml(part), true);
+    } catch (error) {
+      if (!isBadMarkup(error)) throw error;
+      this.#o.logger.warn('Telegram refused the answer as HTML: sent as plain text');
+      await send(part, false);
+    }
+    this.#shown();
+  }
+}

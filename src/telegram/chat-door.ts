@@ -1,0 +1,181 @@
+import type { InlineKeyboardMarkup, PhotoSize } from 'grammy/types';
+import type { Logger } from 'pino';
+import type { Principal } from '../accounts/principal.ts';
+import { SHUTDOWN } from '../assistant/chat-events.ts';
+import type { ChatService } from '../assistant/chat-service.ts';
+import type { ConversationService } from '../assistant/conversation-service.ts';
+import { AppError } from '../errors.ts';
+import type { FeedbackService } from '../feedback/feedback-service.ts';
+import type { ImageIntake, StoredImage } from '../vision/image-intake.ts';
+import { detectImageType } from '../vision/image-type.ts';
+import { AnswerStream, type DraftSupport } from './answer-stream.ts';
+import type { Incoming } from './incoming.ts';
+import { overLimitText, sendReply } from './send-reply.ts';
+import type { TelegramApi } from './telegram-api.ts';
+import { type Language, textsFor } from './telegram-texts.ts';
+
+export interface ChatDoorDependencies {
+  telegram: TelegramApi;
+  chats: Pick<ChatService, 'chat'>;
+  conversations: ConversationService;
+  /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
+  admitChat(principal: Principal, userId: string): Promise<void>;
+  feedback: FeedbackService;
+  images: ImageIntake;
+  imageMaxBytes: number;
+  messageMaxChars: number;
+  /** Least time between two updates of a growing answer. */
+  streamIntervalMs: number;
+  /** Aborted when the server stops and the grace period is over. */
+  shutdown: AbortSignal;
+  logger: Logger;
+}
+
+/** What the user sent the assistant: text, and a photo whose caption is the text. */
+export interface Question {
+  message: string;
+  photo?: PhotoSize | undefined;
+}
+
+/** Feedback buttons: `f:<run id>:<score>`, well within Telegram's 64 bytes. */
+const RATE = /^f:([0-9a-f-]{36}):([01])$/;
+
+/**
+ * Text and photos to the user's assistant, in the same conversation as `/chat`: the same
+ * ChatService (so the same history, one chat at a time per user on every door and replica),
+ * the same limits (as the user, like a key of theirs), the answer streamed back.
+ */
+export class ChatDoor {
+  readonly #deps: ChatDoorDependencies;
+  readonly #drafts: DraftSupport = { enabled: true };
+
+  constructor(deps: ChatDoorDependencies) {
+    this.#deps = deps;
+  }
+
+  async answer(incoming: Incoming, question: Question, log: Logger): Promise<void> {
+    const { telegram, chats, shutdown } = this.#deps;
+    const { chatId, userId, language } = incoming;
+    const t = textsFor(language);
+    const principal: Principal = { kind: 'user', userId, keyId: undefined };
+    try {
+      await this.#deps.admitChat(principal, userId);
+    } catch (error) {
+      const refusal = overLimitText(error, language);
+      if (!refusal) throw error;
+      log.info('Telegram chat over a limit');
+      return sendReply(telegram, chatId, refusal, log);
+    }
+    let image: StoredImage | undefined;
+    if (question.photo) {
+      image = await this.#savePhoto(question.photo, chatId, language, log);
+      if (!image) return;
+    }
+    const abort = new AbortController();
+    const stop = () => abort.abort(SHUTDOWN);
+    shutdown.addEventListener('abort', stop, { once: true });
+    try {
+      const events = chats.chat(
+        {
+          userId,
+          // Telegram allows 4,096 characters; PostgreSQL cannot store U+0000.
+          message: question.message
+            .slice(0, this.#deps.messageMaxChars)
+            .replaceAll('\u0000', '\uFFFD'),
+          showThinking: false,
+          image,
+        },
+        abort.signal,
+      );
+      const stream = new AnswerStream({
+        telegram,
+        chatId,
+        intervalMs: this.#deps.streamIntervalMs,
+        drafts: this.#drafts,
+        buttons: rateButtons,
+        noAnswer: t.noAnswer,
+        logger: log,
+        // Final messages still go out for a few seconds after the answer was stopped.
+        signal: AbortSignal.any([afterDelay(shutdown, 5_000), AbortSignal.timeout(30 * 60_000)]),
+        receivedAt: incoming.receivedAt,
+      });
+      const sent = await stream.run(events);
+      log.info(
+        { runId: sent.runId, firstUpdateMs: sent.firstUpdateMs, drafts: this.#drafts.enabled },
+        'Telegram answer sent',
+      );
+    } finally {
+      shutdown.removeEventListener('abort', stop);
+      await image?.dispose();
+    }
+  }
+
+  async reset(userId: string): Promise<void> {
+    await this.#deps.conversations.reset(userId);
+  }
+
+  /** A 👍/👎 press: feedback on that answer's run, forwarded like POST /feedback. */
+  async rate(userId: string, data: string, language: Language, log: Logger): Promise<string> {
+    const t = textsFor(language);
+    const match = RATE.exec(data);
+    if (!match?.[1]) return t.feedbackGone;
+    try {
+      await this.#deps.feedback.submit({
+        runId: match[1],
+        score: Number(match[2]),
+        key: 'user_score',
+        userId,
+      });
+      log.info({ runId: match[1] }, 'Telegram feedback recorded');
+      return t.thanks;
+    } catch (error) {
+      if (AppError.isInstance(error) && error.status === 404) return t.feedbackGone;
+      throw error;
+    }
+  }
+
+  async #savePhoto(
+    photo: PhotoSize,
+    chatId: number,
+    language: Language,
+    log: Logger,
+  ): Promise<StoredImage | undefined> {
+    const { telegram, images, imageMaxBytes } = this.#deps;
+    const t = textsFor(language);
+    if (images.refusal) {
+      await sendReply(telegram, chatId, t.imagesOff, log);
+      return undefined;
+    }
+    if ((photo.file_size ?? 0) > imageMaxBytes) {
+      await sendReply(telegram, chatId, t.tooBig(Math.floor(imageMaxBytes / 1_048_576)), log);
+      return undefined;
+    }
+    const file = await telegram.reliable.getFile(photo.file_id);
+    if (!file.file_path) throw new Error('getFile named no file_path');
+    const bytes = await telegram.download(file.file_path, imageMaxBytes);
+    const mediaType = detectImageType(bytes);
+    if (!mediaType) {
+      await sendReply(telegram, chatId, t.unsupported, log);
+      return undefined;
+    }
+    return images.save(bytes, mediaType);
+  }
+}
+
+export const rateButtons = (runId: string): InlineKeyboardMarkup => ({
+  inline_keyboard: [
+    [
+      { text: '👍', callback_data: `f:${runId}:1` },
+      { text: '👎', callback_data: `f:${runId}:0` },
+    ],
+  ],
+});
+
+/** A signal aborted `ms` after `signal` is. */
+function afterDelay(signal: AbortSignal, ms: number): AbortSignal {
+  const later = new AbortController();
+  const fire = () => setTimeout(() => later.abort(), ms).unref();
+  if (signal.aborted) fire();
+  else signal.addEventListener('abort', fire, { once: true });
+  return later.signal;
+}

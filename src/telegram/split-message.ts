@@ -1,0 +1,49 @@
+/**
+ * Telegram takes at most 4,096 characters per message (counted after its HTML is parsed).
+ * Parts are cut from the Markdown source at most PART_CHARS long, which the HTML conversion
+ * only shortens; a fence cut in two is closed and reopened.
+ */
+export const PART_CHARS = 4_000;
+
+/**
+ * Splits at the last paragraph break within the limit, else a line break, else a sentence's
+ * end, else a space, else hard. A part depends only on the text up to the limit after its
+ * start, so the parts of a growing answer never change once the answer has grown past them:
+ * a streaming answer can send its earlier parts for good.
+ */
+export function splitMessage(text: string, limit = PART_CHARS): string[] {
+  const parts: string[] = [];
+  let rest = text;
+  while (rest.length > limit) {
+    const window = rest.slice(0, limit);
+    const cut = cutPoint(window);
+    let part = rest.slice(0, cut).trimEnd();
+    let next = rest.slice(cut).replace(/^\s*\n/, '');
+    if (isInsideFence(part)) {
+      part = `${part}\n\`\`\``;
+      next = `\`\`\`\n${next}`;
+    }
+    if (part.trim()) parts.push(part);
+    rest = next;
+  }
+  if (rest.trim() || parts.length === 0) parts.push(rest);
+  return parts;
+}
+
+function cutPoint(window: string): number {
+  // Room for a closing fence when the cut falls inside a code block.
+  const room = window.length - 4;
+  const min = Math.floor(room / 2);
+  for (const boundary of [/\n\s*\n/g, /\n/g, /[.!?。！？](?=\s)/g, /\s/g]) {
+    let best = -1;
+    for (const match of window.slice(0, room).matchAll(boundary)) {
+      best = match.index + match[0].length;
+    }
+    if (best >= min) return best;
+  }
+  return room;
+}
+
+function isInsideFence(text: string): boolean {
+  return (text.match(/^\s*```/gm)?.length ?? 0) % 2 === 1;
+}

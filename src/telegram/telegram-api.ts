@@ -1,0 +1,141 @@
+import { autoRetry } from '@grammyjs/auto-retry';
+import { Api, GrammyError, HttpError, type Transformer } from 'grammy';
+import { RateGate } from './rate-gate.ts';
+
+export interface TelegramApiOptions {
+  token: string;
+  /** TELEGRAM_API_BASE, e.g. https://api.telegram.org. */
+  baseUrl: string;
+  /** The clock a 429's pause is timed by (the reminders' clock, which tests move). */
+  now?: () => number;
+}
+
+/**
+ * Parley's one Telegram client (grammY), in two flavours sharing one 429 pause (RateGate):
+ * `reliable` for what must arrive (final messages, replies, file downloads' getFile): it waits
+ * out a pause and retries 429 and 5xx (grammY's auto-retry); `bestEffort` for what may be
+ * dropped (drafts, edits mid-answer, chat actions, polling, reminder notices, which keep their
+ * own retry schedule): never waits, never retries. The token is part of every URL, so URLs
+ * and grammY's error messages are never logged (see src/error-log-fields.ts).
+ */
+export class TelegramApi {
+  readonly reliable: Api;
+  readonly bestEffort: Api;
+  readonly gate: RateGate;
+  /** The numeric id before the token's colon: update ids are counted per bot. */
+  readonly botId: string;
+  readonly #fileBase: string;
+
+  /** Aborted by close(): no call waits or retries past shutdown. */
+  readonly #closed = new AbortController();
+
+  constructor(options: TelegramApiOptions) {
+    this.gate = new RateGate(options.now);
+    const apiRoot = options.baseUrl.replace(/\/+$/, '');
+    const client = { apiRoot, fetch: nodeFetch as never };
+    this.reliable = new Api(options.token, { ...client, timeoutSeconds: 30 });
+    this.reliable.config.use(this.gate.waiting);
+    // Each retry passes through the gate again. A pause longer than five minutes is not
+    // waited for: the caller is told.
+    this.reliable.config.use(autoRetry({ maxRetryAttempts: 20, maxDelaySeconds: 300 }));
+    this.reliable.config.use(this.#untilClosed);
+    this.bestEffort = new Api(options.token, { ...client, timeoutSeconds: 90 });
+    this.bestEffort.config.use(this.gate.refusing);
+    this.bestEffort.config.use(this.#untilClosed);
+    this.botId = options.token.split(':')[0] ?? '';
+    this.#fileBase = `${apiRoot}/file/bot${options.token}`;
+  }
+
+  /** Ends every call still waiting or retrying (at shutdown, after the last answer). */
+  close(): void {
+    this.#closed.abort();
+  }
+
+  /** Outermost transformer: every call also ends when the client is closed. */
+  readonly #untilClosed: Transformer = (prev, method, payload, signal) => {
+    const closed = this.#closed.signal;
+    const both = signal ? AbortSignal.any([signal as unknown as AbortSignal, closed]) : closed;
+    return prev(method, payload, grammySignal(both));
+  };
+
+  /** Downloads a file that getFile named, up to `maxBytes`; undefined when larger. */
+  async download(filePath: string, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
+    const timeout = AbortSignal.timeout(120_000);
+    const response = await fetch(`${this.#fileBase}/${filePath}`, {
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    });
+    if (!response.ok || !response.body) {
+      throw new TelegramCallError(response.status, 'file download failed');
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of response.body) {
+      size += chunk.byteLength;
+      if (size > maxBytes) throw new TelegramCallError(413, 'file larger than allowed');
+      chunks.push(Buffer.from(chunk));
+    }
+    return Buffer.concat(chunks);
+  }
+}
+
+/** grammY's Node build types signals with the `abort-controller` package; Node's are the same. */
+export type GrammySignal = Parameters<Api['sendMessage']>[3];
+export const grammySignal = (signal: AbortSignal): GrammySignal =>
+  signal as unknown as GrammySignal;
+
+/**
+ * Node's own fetch for grammY, instead of its node-fetch@2 fallback. grammY's Node build hands
+ * fetch a signal of the `abort-controller` package, which Node's fetch refuses, and options
+ * for node-fetch (`agent`, `compress`); both are translated here.
+ */
+function nodeFetch(url: string, init: RequestInit & { agent?: unknown; compress?: unknown }) {
+  const { agent: _agent, compress: _compress, signal, ...rest } = init;
+  if (!signal) return fetch(url, rest);
+  const native = new AbortController();
+  if (signal.aborted) native.abort();
+  else signal.addEventListener('abort', () => native.abort(), { once: true });
+  return fetch(url, { ...rest, signal: native.signal });
+}
+
+/** A file download that failed; `status` is the HTTP status. */
+export class TelegramCallError extends Error {
+  override readonly name = 'TelegramCallError';
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** What a failed Bot API call said, in codes: never its message (it names the token's URL). */
+export interface CallFailure {
+  /** The Bot API's error_code (or HTTP status); undefined for a network error or timeout. */
+  status: number | undefined;
+  description: string;
+  retryAfterSeconds: number | undefined;
+}
+
+export function callFailure(error: unknown): CallFailure | undefined {
+  if (error instanceof GrammyError) {
+    return {
+      status: error.error_code,
+      description: error.description,
+      retryAfterSeconds: error.parameters.retry_after,
+    };
+  }
+  if (error instanceof HttpError) {
+    return { status: undefined, description: 'network error', retryAfterSeconds: undefined };
+  }
+  if (error instanceof TelegramCallError) {
+    return { status: error.status, description: error.message, retryAfterSeconds: undefined };
+  }
+  return undefined;
+}
+
+/** 400 "message is not modified": an edit that changed nothing, which is fine. */
+export const isNotModified = (error: unknown) =>
+  callFailure(error)?.description.includes('message is not modified') ?? false;
+
+/** 400 "can't parse entities": our HTML was refused; the text is sent plain instead. */
+export const isBadMarkup = (error: unknown) =>
+  callFailure(error)?.description.includes("can't parse entities") ?? false;

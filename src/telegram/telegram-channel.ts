@@ -1,0 +1,187 @@
+import type { CallbackQuery, Message, Update } from 'grammy/types';
+import type { Logger } from 'pino';
+import { KeyedMutex } from '../assistant/keyed-mutex.ts';
+import type { Clock } from '../reminders/clock.ts';
+import { hashLinkCode } from '../reminders/link-code.ts';
+import type { TelegramRepository } from '../storage/telegram-repository.ts';
+import type { ChatDoor } from './chat-door.ts';
+import type { DocumentDoor } from './document-door.ts';
+import type { Incoming } from './incoming.ts';
+import type { ReminderDoor } from './reminder-door.ts';
+import { sendReply } from './send-reply.ts';
+import { callFailure, type TelegramApi } from './telegram-api.ts';
+import { type Language, languageOf, textsFor } from './telegram-texts.ts';
+
+export interface TelegramChannelDependencies {
+  telegram: TelegramApi;
+  store: TelegramRepository;
+  chat: ChatDoor;
+  documents: DocumentDoor;
+  reminders: ReminderDoor;
+  clock: Clock;
+  logger: Logger;
+}
+
+/** An unlinked chat is told how to link at most this often. */
+const HINT_EVERY_SECONDS = 3_600;
+/** Taken update ids are kept a week (Telegram keeps an update at most a day). */
+const FORGET_UPDATES_AFTER_SECONDS = 7 * 24 * 3_600;
+const START = /^\/start(?:@\w+)?(?:\s+(\S+))?\s*$/;
+const COMMAND = /^\/(\w+)(?:@\w+)?(?:\s|$)/;
+
+/**
+ * Telegram as a door to the assistant. Updates arrive from the poller or the webhook; each is
+ * claimed in the database first (so a second delivery, to this replica or another, is
+ * dropped), then handled in the background: one chat's messages in arrival order, chats in
+ * parallel. Only private chats linked with a one-time code reach an assistant; groups and
+ * channels are ignored.
+ */
+export class TelegramChannel {
+  readonly #deps: TelegramChannelDependencies;
+  readonly #order = new KeyedMutex();
+  readonly #inFlight = new Set<Promise<void>>();
+  #received = 0;
+
+  constructor(deps: TelegramChannelDependencies) {
+    this.#deps = deps;
+  }
+
+  /** Claims the updates and starts handling the new ones; resolves once they are claimed. */
+  async receive(updates: readonly Update[]): Promise<void> {
+    const { store, telegram, logger } = this.#deps;
+    const receivedAt = performance.now();
+    const fresh = await store.claimUpdates(
+      telegram.botId,
+      updates.map((update) => update.update_id),
+    );
+    for (const update of updates) {
+      if (!fresh.has(update.update_id)) {
+        logger.info({ updateId: update.update_id }, 'Telegram update already taken: skipped');
+        continue;
+      }
+      this.#dispatch(update, receivedAt);
+    }
+    if (++this.#received % 1_000 === 0) {
+      await store.forgetUpdates(FORGET_UPDATES_AFTER_SECONDS).catch(() => {});
+    }
+  }
+
+  /** Resolves when every update taken so far has been handled (for shutdown and tests). */
+  async drain(): Promise<void> {
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+  }
+
+  #dispatch(update: Update, receivedAt: number): void {
+    const log = this.#deps.logger.child({ updateId: update.update_id });
+    // Button presses are answered at once; messages of one chat wait for each other.
+    const chat = update.message?.chat.id;
+    const job = (async () => {
+      const release = chat === undefined ? () => {} : await this.#order.acquire(String(chat));
+      try {
+        await this.#handle(update, receivedAt, log);
+      } catch (error) {
+        log.error({ err: error, status: callFailure(error)?.status }, 'Telegram update failed');
+      } finally {
+        release();
+      }
+    })();
+    this.#inFlight.add(job);
+    void job.finally(() => this.#inFlight.delete(job));
+  }
+
+  async #handle(update: Update, receivedAt: number, log: Logger): Promise<void> {
+    if (update.callback_query) return this.#button(update.callback_query, log);
+    const message = update.message;
+    if (!message) return;
+    if (message.chat.type !== 'private') {
+      log.debug({ chatType: message.chat.type }, 'Telegram message outside a private chat ignored');
+      return;
+    }
+    const chatId = message.chat.id;
+    const language = languageOf(message.from?.language_code);
+    const t = textsFor(language);
+    const start = message.text ? START.exec(message.text) : null;
+    if (start) return this.#link(chatId, start[1], language, log);
+
+    const userId = await this.#deps.store.userOfChat(String(chatId));
+    if (!userId) {
+      if (await this.#deps.store.hintDue(String(chatId), HINT_EVERY_SECONDS)) {
+        await this.reply(chatId, t.linkHint);
+      }
+      log.info('Telegram message from an unlinked chat: not answered');
+      return;
+    }
+    const incoming: Incoming = { chatId, userId, language, receivedAt };
+    const command = message.text ? COMMAND.exec(message.text)?.[1]?.toLowerCase() : undefined;
+    switch (command) {
+      case 'stop':
+        await this.#deps.store.unlinkChat(String(chatId));
+        log.info('Telegram chat unlinked');
+        return this.reply(chatId, t.stopped);
+      case 'new':
+        await this.#deps.chat.reset(userId);
+        return this.reply(chatId, t.reset);
+      case 'help':
+        return this.reply(chatId, t.help);
+      case 'reminders':
+        return this.#deps.reminders.list(incoming);
+    }
+    await this.#message(message, incoming, log);
+  }
+
+  async #message(message: Message, incoming: Incoming, log: Logger): Promise<void> {
+    const t = textsFor(incoming.language);
+    if (message.text !== undefined) {
+      return this.#deps.chat.answer(incoming, { message: message.text }, log);
+    }
+    if (message.photo?.length) {
+      const largest = message.photo.reduce((a, b) =>
+        (b.file_size ?? b.width * b.height) > (a.file_size ?? a.width * a.height) ? b : a,
+      );
+      return this.#deps.chat.answer(
+        incoming,
+        { message: message.caption || t.photoQuestion, photo: largest },
+        log,
+      );
+    }
+    if (message.document) {
+      return this.#deps.documents.ingest(incoming, message.document, log);
+    }
+    log.info('Telegram message of an unsupported kind');
+    await this.reply(incoming.chatId, t.unsupported);
+  }
+
+  async #link(chatId: number, code: string | undefined, language: Language, log: Logger) {
+    const t = textsFor(language);
+    if (!code || !/^[A-Za-z0-9_-]{1,64}$/.test(code)) {
+      return this.reply(chatId, t.startWithoutCode);
+    }
+    const { store, clock } = this.#deps;
+    const userId = await store.linkChat(hashLinkCode(code), String(chatId), clock.now());
+    log.info({ linked: userId !== undefined }, 'Telegram link attempt');
+    await this.reply(chatId, userId === undefined ? t.codeUnknown : t.linked);
+  }
+
+  async #button(query: CallbackQuery, log: Logger): Promise<void> {
+    const chatId = query.message?.chat.id;
+    const userId =
+      chatId === undefined ? undefined : await this.#deps.store.userOfChat(String(chatId));
+    const language = languageOf(query.from.language_code);
+    const answer = (text: string) =>
+      this.#deps.telegram.reliable
+        .answerCallbackQuery(query.id, { text })
+        .catch((error: unknown) => log.warn({ err: error }, 'button press not acknowledged'));
+    if (!userId || chatId === undefined || query.from.id !== chatId) {
+      return void (await answer(textsFor(language).feedbackGone));
+    }
+    const data = query.data ?? '';
+    const text = data.startsWith('r:')
+      ? await this.#deps.reminders.cancel(userId, data.slice(2), language)
+      : await this.#deps.chat.rate(userId, data, language, log);
+    await answer(text);
+  }
+
+  reply(chatId: number, text: string): Promise<void> {
+    return sendReply(this.#deps.telegram, chatId, text, this.#deps.logger);
+  }
+}

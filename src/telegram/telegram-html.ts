@@ -1,0 +1,108 @@
+/**
+ * The answer's Markdown in Telegram's HTML subset (`parse_mode: HTML`): bold, italic,
+ * strikethrough, inline code, fenced code blocks, links, headings (bold), list bullets and
+ * quotes. Everything else is text: `<`, `>` and `&` are escaped, so an answer holding
+ * `<script>` or a broken tag still arrives as written. Tags are only emitted in matched
+ * pairs, innermost first, so the result always nests (Telegram refuses HTML that does not).
+ * A part of a longer answer is converted on its own (an unclosed fence is closed).
+ */
+export function toTelegramHtml(markdown: string): string {
+  const out: string[] = [];
+  const lines = markdown.split('\n');
+  let fence: { language: string; lines: string[] } | undefined;
+  for (const line of lines) {
+    const fenceMark = /^\s*```\s*([\w+#.-]*)\s*$/.exec(line);
+    if (fence) {
+      if (fenceMark && fenceMark[1] === '') {
+        out.push(codeBlock(fence.language, fence.lines));
+        fence = undefined;
+      } else fence.lines.push(line);
+      continue;
+    }
+    if (fenceMark) {
+      fence = { language: fenceMark[1] ?? '', lines: [] };
+      continue;
+    }
+    out.push(blockLine(line));
+  }
+  if (fence) out.push(codeBlock(fence.language, fence.lines));
+  return out.join('\n');
+}
+
+/** Visible text of Telegram HTML: what Telegram counts against its 4,096 characters. */
+export function escapeHtml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+function codeBlock(language: string, lines: string[]): string {
+  const body = escapeHtml(lines.join('\n'));
+  return language
+    ? `<pre><code class="language-${escapeHtml(language)}">${body}</code></pre>`
+    : `<pre>${body}</pre>`;
+}
+
+function blockLine(line: string): string {
+  const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
+  if (heading) return `<b>${inline(heading[1] ?? '')}</b>`;
+  const quote = /^\s{0,3}>\s?(.*)$/.exec(line);
+  if (quote) return `<blockquote>${inline(quote[1] ?? '')}</blockquote>`;
+  const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
+  if (bullet) return `${bullet[1] ?? ''}• ${inline(bullet[2] ?? '')}`;
+  if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) return '──────────';
+  return inline(line);
+}
+
+const TAGS: Record<string, string> = { '**': 'b', __: 'b', '*': 'i', _: 'i', '~~': 's' };
+
+/**
+ * Inline Markdown of one line. Delimiters are matched with a stack: a closer that matches
+ * the innermost open delimiter closes it; unmatched openers stay as the characters they were.
+ */
+function inline(text: string): string {
+  const out: string[] = [];
+  const open: { delimiter: string; at: number }[] = [];
+  let i = 0;
+  while (i < text.length) {
+    const rest = text.slice(i);
+    const code = /^(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/.exec(rest);
+    if (code) {
+      out.push(`<code>${escapeHtml(code[2] ?? '')}</code>`);
+      i += code[0].length;
+      continue;
+    }
+    const link = /^\[([^\]\n]+)\]\(((?:https?:\/\/|tg:\/\/|mailto:)[^\s)]+)\)/.exec(rest);
+    if (link) {
+      const href = escapeHtml(link[2] ?? '').replace(/"/g, '&quot;');
+      out.push(`<a href="${href}">${escapeHtml(link[1] ?? '')}</a>`);
+      i += link[0].length;
+      continue;
+    }
+    const delimiter = ['**', '__', '~~', '*', '_'].find((d) => rest.startsWith(d));
+    if (delimiter) {
+      const before = text[i - 1] ?? ' ';
+      const after = text[i + delimiter.length] ?? ' ';
+      const top = open.at(-1);
+      // `snake_case` and `2*3*4` are text: `_` and `*` need a non-word neighbour outside.
+      const intraword = /\w/.test(before) && /\w/.test(after) && delimiter.length === 1;
+      if (top?.delimiter === delimiter && !/\s/.test(before) && !intraword) {
+        open.pop();
+        out[top.at] = `<${TAGS[delimiter]}>`;
+        out.push(`</${TAGS[delimiter]}>`);
+        i += delimiter.length;
+        continue;
+      }
+      if (!/\s/.test(after) && after !== ' ' && !intraword) {
+        open.push({ delimiter, at: out.length });
+        out.push(delimiter);
+        i += delimiter.length;
+        continue;
+      }
+      out.push(escapeHtml(delimiter));
+      i += delimiter.length;
+      continue;
+    }
+    out.push(escapeHtml(text[i] ?? ''));
+    i++;
+  }
+  return out.join('');
+}

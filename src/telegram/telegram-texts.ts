@@ -1,0 +1,89 @@
+/** What the bot says, in English and Korean (for Telegram clients set to Korean). */
+export type Language = 'en' | 'ko';
+
+export const languageOf = (code: string | undefined): Language =>
+  code?.toLowerCase().startsWith('ko') ? 'ko' : 'en';
+
+const TEXTS = {
+  en: {
+    linkHint:
+      'This chat is not linked to a Parley user. Get a link code from Parley (POST /users/{user_id}/telegram-link or the web client) and send it here as /start <code>.',
+    startWithoutCode: 'Send the link code you got from Parley: /start <code>',
+    codeUnknown: 'This link code is unknown or has expired. Ask Parley for a new one.',
+    linked:
+      'Linked. Your reminder notices will come to this chat, and you can talk to your assistant here. /help lists the commands.',
+    stopped:
+      'Unlinked: this chat no longer talks to your assistant or receives reminders. Link it again with a new code.',
+    notLinked: 'This chat is not linked to anyone.',
+    reset: 'Started a new conversation: the assistant has forgotten what was said before.',
+    help: 'Write to your assistant as in the web client: the same conversation, documents and reminders.\n\n• A photo (with a caption as the question) is looked at by the assistant.\n• A document (PDF, TXT, MD, HTML, DOCX) is added to your private documents.\n• 👍 / 👎 under an answer rates it.\n\n/new — start a new conversation\n/reminders — upcoming reminders\n/help — this text\n/stop — unlink this chat',
+    unsupported:
+      'This kind of message is not supported yet: send text, a photo or a document (PDF, TXT, MD, HTML, DOCX).',
+    photoQuestion: 'What is in this image?',
+    noAnswer: 'No answer came. Please try again.',
+    thanks: 'Thanks for the feedback.',
+    feedbackGone: 'This answer can no longer be rated.',
+    ingesting: 'Reading the document…',
+    ingested: (name: string, chunks: number) =>
+      `“${name}” is in your documents (${chunks} ${chunks === 1 ? 'passage' : 'passages'}): ask about it.`,
+    ingestFailed: (detail: string) => `The document was not added: ${detail}`,
+    encrypted:
+      'The PDF is protected by a password. Upload it with its password in the web client (or POST /ingest with "password").',
+    tooBig: (mb: number) => `The file is too large: at most ${mb} MB.`,
+    imagesOff: 'Images cannot be analysed here: image understanding is not configured.',
+    noReminders: 'No upcoming reminders.',
+    remindersTitle: 'Upcoming reminders:',
+    cancelled: 'Reminder cancelled.',
+    cancelGone: 'That reminder was already gone.',
+    overLimit: (reason: string, when: string) => `⏳ ${reason} You can try again ${when}.`,
+    busy: 'Something went wrong on our side; please try again in a moment.',
+  },
+  ko: {
+    linkHint:
+      '이 채팅은 Parley 사용자와 연결되어 있지 않습니다. Parley에서 연결 코드를 받아(POST /users/{user_id}/telegram-link 또는 웹 클라이언트) 여기에 /start <코드> 로 보내 주세요.',
+    startWithoutCode: 'Parley에서 받은 연결 코드와 함께 보내 주세요: /start <코드>',
+    codeUnknown: '이 연결 코드는 없거나 만료되었습니다. Parley에서 새 코드를 받아 주세요.',
+    linked:
+      '연결되었습니다. 이제 이 채팅으로 리마인더 알림을 보내 드리고, 여기에서 어시스턴트와 대화할 수 있습니다. /help 로 명령을 볼 수 있습니다.',
+    stopped:
+      '연결을 끊었습니다. 이 채팅은 더 이상 어시스턴트와 대화하거나 알림을 받지 않습니다. 새 코드로 다시 연결할 수 있습니다.',
+    notLinked: '이 채팅은 누구와도 연결되어 있지 않습니다.',
+    reset: '새 대화를 시작했습니다. 어시스턴트는 이전 대화를 잊었습니다.',
+    help: '웹 클라이언트에서처럼 어시스턴트에게 쓰세요. 같은 대화, 문서, 리마인더입니다.\n\n• 사진(캡션이 질문)을 보내면 어시스턴트가 봅니다.\n• 문서(PDF, TXT, MD, HTML, DOCX)는 내 비공개 문서에 추가됩니다.\n• 답 아래 👍 / 👎 로 평가할 수 있습니다.\n\n/new — 새 대화 시작\n/reminders — 다가오는 리마인더\n/help — 이 도움말\n/stop — 이 채팅 연결 끊기',
+    unsupported:
+      '이 종류의 메시지는 아직 지원하지 않습니다. 텍스트, 사진 또는 문서(PDF, TXT, MD, HTML, DOCX)를 보내 주세요.',
+    photoQuestion: '이 이미지에 무엇이 있나요?',
+    noAnswer: '답을 받지 못했습니다. 다시 시도해 주세요.',
+    thanks: '평가해 주셔서 감사합니다.',
+    feedbackGone: '이 답은 더 이상 평가할 수 없습니다.',
+    ingesting: '문서를 읽는 중…',
+    ingested: (name: string, chunks: number) =>
+      `“${name}” 문서를 추가했습니다(${chunks}개 구절). 이제 물어보세요.`,
+    ingestFailed: (detail: string) => `문서를 추가하지 못했습니다: ${detail}`,
+    encrypted:
+      '암호로 보호된 PDF입니다. 웹 클라이언트에서 암호와 함께 올려 주세요(또는 POST /ingest 에 "password").',
+    tooBig: (mb: number) => `파일이 너무 큽니다. 최대 ${mb} MB입니다.`,
+    imagesOff: '이미지를 분석할 수 없습니다. 이미지 이해 기능이 설정되어 있지 않습니다.',
+    noReminders: '다가오는 리마인더가 없습니다.',
+    remindersTitle: '다가오는 리마인더:',
+    cancelled: '리마인더를 취소했습니다.',
+    cancelGone: '이미 없는 리마인더입니다.',
+    overLimit: (reason: string, when: string) => `⏳ ${reason} ${when} 다시 시도할 수 있습니다.`,
+    busy: '서버에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.',
+  },
+} as const;
+
+export const textsFor = (language: Language) => TEXTS[language];
+
+/** "in 12 seconds", "in about 3 minutes", "in about 5 hours" (Korean: "12초 후"…). */
+export function inWords(seconds: number, language: Language): string {
+  const s = Math.max(1, Math.ceil(seconds));
+  if (language === 'ko') {
+    if (s < 90) return `${s}초 후`;
+    if (s < 90 * 60) return `약 ${Math.round(s / 60)}분 후`;
+    return `약 ${Math.round(s / 3600)}시간 후`;
+  }
+  if (s < 90) return `in ${s} second${s === 1 ? '' : 's'}`;
+  if (s < 90 * 60) return `in about ${Math.round(s / 60)} minutes`;
+  return `in about ${Math.round(s / 3600)} hours`;
+}

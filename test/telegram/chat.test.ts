@@ -1,0 +1,413 @@
+import { readFileSync } from 'node:fs';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES } from '../support/engines.ts';
+import type { ChatCompletionRequest } from '../support/fake-llm-server.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import type { SentMessage } from '../support/fake-telegram-server.ts';
+import { PDFS } from '../support/ingest-client.ts';
+import { makePdf } from '../support/make-pdf.ts';
+import { startTelegramStack, type TelegramStack, TOKEN } from '../support/telegram-stack.ts';
+
+const START_TIMEOUT_MS = 200_000;
+
+/** Every text the model was sent in one request (all roles), for "what did it see". */
+const seen = (body: ChatCompletionRequest) => JSON.stringify(body.messages);
+
+describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
+  let stack: TelegramStack;
+  vi.setConfig({ testTimeout: 120_000 });
+
+  beforeAll(async () => {
+    stack = await startTelegramStack(engine);
+  }, START_TIMEOUT_MS);
+  afterEach(() => {
+    stack.telegram.assertNoUnexpected();
+    stack.llm.assertNoUnexpected();
+  });
+  afterAll(async () => {
+    const code = await stack?.parley.stop();
+    expect(code).toBe(0);
+    await stack?.stop();
+  });
+
+  it('streams a linked user’s answer as drafts, then keeps it, sharing the history with /chat', async () => {
+    await stack.link('alice', 501);
+    // /chat first: the Telegram answer must see it.
+    stack.llm.enqueue(reply.text('Nice to meet you.'));
+    const viaHttp = await readChat(
+      await stack.parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'My favourite colour is teal.', user_id: 'alice' }),
+      }),
+    );
+    expect(viaHttp.error).toBeUndefined();
+
+    stack.llm.enqueue(
+      reply.text('Your favourite colour is **teal**, and 2 < 3 & 4 > 1.', {
+        chunks: 12,
+        delayMs: 250,
+      }),
+    );
+    const pushedAt = Date.now();
+    const answer = await stack.ask(501, 'What is my favourite colour?');
+    const request = stack.llm.chats.at(-1)?.body as ChatCompletionRequest;
+    expect(seen(request)).toContain('My favourite colour is teal.');
+    expect(seen(request)).toContain('Nice to meet you.');
+
+    expect(answer).toHaveLength(1);
+    const final = answer[0];
+    expect(final?.visible).toBe('Your favourite colour is teal, and 2 < 3 & 4 > 1.');
+    expect(final?.parseMode).toBe('HTML');
+    expect(final?.text).toContain('<b>teal</b>');
+    expect(final?.text).toContain('2 &lt; 3 &amp; 4 &gt; 1');
+    expect(keyboardOf(final).map((b) => b.callback_data)).toEqual([
+      expect.stringMatching(/^f:[0-9a-f-]{36}:1$/),
+      expect.stringMatching(/^f:[0-9a-f-]{36}:0$/),
+    ]);
+
+    // Drafts grew before the final message, at most about one a second, never past it.
+    const drafts = stack.telegram.drafts.filter((d) => d.chatId === '501' && d.at >= pushedAt);
+    expect(drafts.length).toBeGreaterThanOrEqual(2);
+    for (const [i, draft] of drafts.entries()) {
+      expect(final?.visible.startsWith(draft.visible)).toBe(true);
+      if (i > 0) expect(draft.at - (drafts[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(900);
+    }
+    // "typing…" came first.
+    const typing = stack.telegram.callsOf('sendChatAction').filter((c) => c.at >= pushedAt);
+    expect(typing[0]?.at).toBeLessThanOrEqual(drafts[0]?.at ?? 0);
+
+    // And /chat sees what was said on Telegram.
+    stack.llm.enqueue(reply.text('ok'));
+    await readChat(
+      await stack.parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'and now?', user_id: 'alice' }),
+      }),
+    );
+    expect(seen(stack.llm.chats.at(-1)?.body as ChatCompletionRequest)).toContain(
+      'What is my favourite colour?',
+    );
+    const sent = await stack.parley.waitForLog((l) => l.msg === 'Telegram answer sent');
+    expect(sent.firstUpdateMs).toEqual(expect.any(Number));
+  });
+
+  it('lets a message sent while the previous answer streams wait its turn', async () => {
+    await stack.link('nora', 514);
+    stack.llm.enqueue(
+      reply.text('First, slowly.', { chunks: 5, delayMs: 300 }),
+      reply.text('Second.'),
+    );
+    const from = stack.telegram.sentTo('514').length;
+    stack.telegram.pushMessage(514, 'one');
+    stack.telegram.pushMessage(514, 'two');
+    await stack.telegram.waitFor(
+      () => stack.sentSince(514, from).filter((m) => m.replyMarkup !== undefined).length === 2,
+    );
+    expect(stack.sentSince(514, from).map((m) => m.visible)).toEqual(['First, slowly.', 'Second.']);
+    const second = stack.llm.chats.at(-1)?.body as ChatCompletionRequest;
+    expect(seen(second)).toContain('First, slowly.');
+  });
+
+  it('answers an unlinked chat only with how to link, once an hour, and ignores groups', async () => {
+    const before = stack.llm.chats.length;
+    stack.telegram.pushMessage(601, 'hello?');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('601').length === 1);
+    expect(stack.telegram.sentTo('601')[0]?.visible).toContain('/start <code>');
+    stack.telegram.pushMessage(601, 'anyone?');
+    stack.telegram.pushUpdateMessage(-700, { text: 'hi bot' }, { chatType: 'group' });
+    const marker = stack.telegram.pushMessage(602, 'marker');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('602').length === 1);
+    await stack.parley.waitForLog((l) => l.updateId === marker - 1 || l.updateId === marker);
+    await stack.parley.settled(500);
+    expect(stack.telegram.sentTo('601')).toHaveLength(1);
+    expect(stack.telegram.sentTo('-700')).toHaveLength(0);
+    expect(stack.llm.chats.length).toBe(before);
+  });
+
+  it('/help, /new and /stop; other kinds of message are not supported yet', async () => {
+    await stack.link('bob', 502);
+    const say = async (text: string) => {
+      const from = stack.telegram.sentTo('502').length;
+      stack.telegram.pushMessage(502, text);
+      await stack.telegram.waitFor(() => stack.telegram.sentTo('502').length > from);
+      return stack.telegram.sentTo('502')[from]?.visible;
+    };
+    expect(await say('/help')).toContain('/new');
+    stack.llm.enqueue(reply.text('Noted.'));
+    await stack.ask(502, 'Remember the code word: pineapple.');
+    expect(await say('/new')).toContain('new conversation');
+    stack.llm.enqueue(reply.text('I do not know.'));
+    await stack.ask(502, 'What was the code word?');
+    expect(seen(stack.llm.chats.at(-1)?.body as ChatCompletionRequest)).not.toContain('pineapple');
+
+    const from = stack.telegram.sentTo('502').length;
+    stack.telegram.pushUpdateMessage(502, {
+      sticker: { file_id: 'st1', file_unique_id: 's', width: 1, height: 1, type: 'regular' },
+    });
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('502').length > from);
+    expect(stack.telegram.sentTo('502')[from]?.visible).toContain('not supported yet');
+
+    expect(await say('/stop')).toContain('Unlinked');
+    const chats = stack.llm.chats.length;
+    expect(await say('still there?')).toContain('/start <code>');
+    expect(stack.llm.chats.length).toBe(chats);
+    const profile = await (await stack.parley.fetch('/users/bob/profile')).json();
+    expect(profile).toMatchObject({ telegram_chat_id: null });
+    // A new code links again.
+    await stack.link('bob2', 502);
+  });
+
+  it('says in words when the user is over a limit', async () => {
+    await stack.link('carol', 503);
+    const limited = await stack.parley.fetch('/admin/users/carol', {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ limits: { chats_per_minute: 1 } }),
+    });
+    expect(limited.status).toBe(200);
+    stack.llm.enqueue(reply.text('First.'));
+    await stack.ask(503, 'one');
+    const chats = stack.llm.chats.length;
+    const from = stack.telegram.sentTo('503').length;
+    stack.telegram.pushMessage(503, 'two');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('503').length > from);
+    expect(stack.telegram.sentTo('503')[from]?.visible).toMatch(
+      /^⏳ Too many chats: the limit is 1 a minute\..* You can try again in \d+ seconds\.$/,
+    );
+    expect(stack.llm.chats.length).toBe(chats);
+  });
+
+  it('delivers an answer with markup, <script>, & and 10,000 characters whole, in parts', async () => {
+    await stack.link('dave', 504);
+    const sentence = (i: number) =>
+      `Sentence ${i} says a < b && c > d, <b>not bold</b> <script>x()</script>.`;
+    let text = '## Report\n\nUse **this** & `that <tag>`.\n\n';
+    for (let i = 0; text.length < 10_000; i++) {
+      text += sentence(i) + (i % 5 === 4 ? '\n\n' : ' ');
+    }
+    stack.llm.enqueue(reply.text(text, { chunks: 40 }));
+    const answer = await stack.ask(504, 'Write a long report.');
+    expect(answer.length).toBeGreaterThanOrEqual(3);
+    for (const part of answer) expect(part.visible.length).toBeLessThanOrEqual(4096);
+    const visible = answer.map((m) => m.visible).join('\n\n');
+    const expected = text
+      .replace('## Report', 'Report')
+      .replace('**this**', 'this')
+      .replace('`that <tag>`', 'that <tag>');
+    expect(norm(visible)).toBe(norm(expected));
+    expect(answer.slice(0, -1).every((m) => m.replyMarkup === undefined)).toBe(true);
+    expect(answer.at(-1)?.replyMarkup).toBeDefined();
+  });
+
+  it('loses no text and sends nothing twice through a 429 storm', async () => {
+    await stack.link('erin', 505);
+    let text = '';
+    for (let i = 0; text.length < 6_000; i++) text += `Line ${i} of the storm answer.\n`;
+    stack.llm.enqueue(reply.text(text, { chunks: 30, delayMs: 100 }));
+    const from = stack.telegram.sentTo('505').length;
+    stack.telegram.pushMessage(505, 'Tell me a long story.');
+    await stack.telegram.waitFor(() => stack.telegram.drafts.some((d) => d.chatId === '505'));
+    stack.telegram.rateLimit(8, 1);
+    const answer = await stack.answerAfter(505, from);
+    expect(norm(answer.map((m) => m.visible).join('\n'))).toBe(norm(text));
+    const lines = answer.flatMap((m) => m.visible.split('\n')).filter(Boolean);
+    expect(new Set(lines).size).toBe(lines.length);
+    const refused = stack.telegram.calls.filter((c) => c.status === 429);
+    expect(refused.length).toBe(8);
+  });
+
+  it('streams by editing a message where drafts are refused', async () => {
+    await stack.link('frank', 506);
+    stack.telegram.draftsRefused = true;
+    try {
+      const text = 'One. Two. Three. Four. Five. Six. Seven. Eight.';
+      stack.llm.enqueue(reply.text(text, { chunks: 8, delayMs: 400 }));
+      const answer = await stack.ask(506, 'Count.');
+      expect(answer).toHaveLength(1);
+      expect(answer[0]?.visible).toBe(text);
+      expect(answer[0]?.edits.length).toBeGreaterThanOrEqual(2);
+      const edits = stack.telegram
+        .callsOf('editMessageText')
+        .filter((c) => String(c.body.chat_id) === '506' && c.status === 200);
+      for (let i = 1; i < edits.length - 1; i++) {
+        expect((edits[i]?.at ?? 0) - (edits[i - 1]?.at ?? 0)).toBeGreaterThanOrEqual(900);
+      }
+    } finally {
+      stack.telegram.draftsRefused = false;
+    }
+  });
+
+  it('records 👍 / 👎 on the answer’s run, and a second press changes it', async () => {
+    await stack.link('gina', 507);
+    stack.llm.enqueue(reply.text('Rated answer.'));
+    const [answer] = await stack.ask(507, 'Rate me.');
+    const keyboard = keyboardOf(answer);
+    const up = keyboard?.[0]?.callback_data ?? '';
+    const runId = up.split(':')[1];
+    stack.telegram.pushCallback(507, answer?.messageId ?? 0, up);
+    await stack.langsmith.waitForFeedback((f) => f.run_id === runId && f.score === 1);
+    stack.telegram.pushCallback(507, answer?.messageId ?? 0, keyboard?.[1]?.callback_data ?? '');
+    await stack.langsmith.waitForFeedback((f) => f.run_id === runId && f.score === 0);
+    expect(stack.telegram.callbackAnswers.slice(-2).map((a) => a.text)).toEqual([
+      'Thanks for the feedback.',
+      'Thanks for the feedback.',
+    ]);
+    // Another chat cannot rate it.
+    await stack.link('henry', 508);
+    stack.telegram.pushCallback(508, answer?.messageId ?? 0, up);
+    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length === 3);
+    expect(stack.telegram.callbackAnswers[2]?.text).toBe('This answer can no longer be rated.');
+  });
+
+  it('shows a photo to the vision model, with the caption as the question', async () => {
+    await stack.link('ivan', 509);
+    const png = Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      Buffer.from('a tiny fake png body'),
+    ]);
+    const small = stack.telegram.addFile(Buffer.from([0x89, 0x50, 0x4e, 0x47]), 'jpg');
+    const large = stack.telegram.addFile(png, 'png');
+    stack.llm.enqueue(
+      reply.toolCalls([{ name: 'analyze_image', args: { question: 'What animal is this?' } }]),
+      reply.text('It is a cat.'),
+    );
+    stack.vision.enqueue(reply.text('A cat on a sofa.'));
+    const from = stack.telegram.sentTo('509').length;
+    stack.telegram.pushUpdateMessage(509, {
+      caption: 'What animal is this?',
+      photo: [
+        {
+          file_id: small.fileId,
+          file_unique_id: 's',
+          width: 90,
+          height: 90,
+          file_size: small.size,
+        },
+        {
+          file_id: large.fileId,
+          file_unique_id: 'l',
+          width: 800,
+          height: 800,
+          file_size: large.size,
+        },
+      ],
+    });
+    const answer = await stack.answerAfter(509, from);
+    expect(answer.at(-1)?.visible).toBe('It is a cat.');
+    const visionRequest = stack.vision.chats.at(-1)?.body as ChatCompletionRequest;
+    expect(seen(visionRequest)).toContain(`data:image/png;base64,${png.toString('base64')}`);
+    expect(seen(stack.llm.chats.at(-2)?.body as ChatCompletionRequest)).toContain(
+      'What animal is this?',
+    );
+  });
+
+  it('makes a PDF the user sends searchable by that user only', async () => {
+    const judy = await stack.link('judy', 510);
+    const kim = await stack.link('kim', 511);
+    const pdf = Buffer.from(makePdf([{ text: ['The launch code is zebra-42.'] }]));
+    const file = stack.telegram.addFile(pdf, 'pdf');
+    const say = async (chatId: number, fields: Record<string, unknown>) => {
+      const from = stack.telegram.sentTo(String(chatId)).length;
+      stack.telegram.pushUpdateMessage(chatId, fields);
+      await stack.telegram.waitFor(
+        () => stack.telegram.sentTo(String(chatId)).length > from,
+        60_000,
+      );
+      return stack.telegram.sentTo(String(chatId))[from]?.visible;
+    };
+    expect(
+      await say(510, {
+        document: {
+          file_id: file.fileId,
+          file_unique_id: 'd1',
+          file_name: 'launch.pdf',
+          mime_type: 'application/pdf',
+          file_size: file.size,
+        },
+      }),
+    ).toMatch(/^“launch\.pdf” is in your documents \(1 passage\)/);
+    const sources = async (token: string) =>
+      (
+        (await (await stack.parley.fetch('/documents', { token })).json()) as {
+          documents: string[];
+        }
+      ).documents;
+    expect(await sources(judy)).toContain('launch.pdf');
+    expect(await sources(kim)).not.toContain('launch.pdf');
+    expect(await sources(TOKEN)).not.toContain('launch.pdf');
+
+    // An encrypted PDF: the user is told to upload it with its password in the web client.
+    const locked = stack.telegram.addFile(readFileSync(`${PDFS}/pr6531_1.pdf`), 'pdf');
+    expect(
+      await say(510, {
+        document: { file_id: locked.fileId, file_unique_id: 'd3', file_name: 'locked.pdf' },
+      }),
+    ).toContain('protected by a password. Upload it with its password in the web client');
+    expect(await sources(judy)).not.toContain('locked.pdf');
+
+    // Past the Bot API's 20 MB download limit: refused before any download.
+    const getFiles = stack.telegram.callsOf('getFile').length;
+    expect(
+      await say(510, {
+        document: {
+          file_id: 'too-big',
+          file_unique_id: 'd2',
+          file_name: 'huge.pdf',
+          file_size: 30 * 1_048_576,
+        },
+      }),
+    ).toContain('too large');
+    expect(stack.telegram.callsOf('getFile')).toHaveLength(getFiles);
+  });
+
+  it('lists upcoming reminders with cancel buttons, and sets the command menu in two languages', async () => {
+    await stack.link('lena', 512);
+    stack.llm.enqueue(
+      reply.toolCalls([
+        { name: 'set_reminder', args: { title: 'Dentist', date: '2099-03-04', time: '15:30' } },
+      ]),
+      reply.text('Saved.'),
+    );
+    await stack.ask(512, 'Remind me of the dentist on 2099-03-04 at 15:30.');
+    const from = stack.telegram.sentTo('512').length;
+    stack.telegram.pushMessage(512, '/reminders');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('512').length > from);
+    const list = stack.telegram.sentTo('512')[from];
+    expect(list?.visible).toBe('Upcoming reminders:\n1. 2099-03-04 15:30 — Dentist');
+    const cancel = keyboardOf(list)[0]?.callback_data ?? '';
+    stack.telegram.pushCallback(512, list?.messageId ?? 0, cancel);
+    await stack.telegram.waitFor(() =>
+      stack.telegram.callbackAnswers.some((a) => a.text === 'Reminder cancelled.'),
+    );
+    const left = await (await stack.parley.fetch('/reminders/lena')).json();
+    expect(left).toMatchObject({ reminders: [] });
+
+    expect(stack.telegram.commands.get('')?.map((c) => c.command)).toEqual([
+      'new',
+      'reminders',
+      'help',
+      'stop',
+    ]);
+    expect(stack.telegram.commands.get('ko')?.[0]).toEqual({
+      command: 'new',
+      description: '새 대화 시작',
+    });
+    // A Korean client is answered in Korean.
+    stack.telegram.pushMessage(513, '안녕하세요', 'ko');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('513').length === 1);
+    expect(stack.telegram.sentTo('513')[0]?.visible).toMatch(/^이 채팅은 Parley 사용자와/);
+  });
+});
+
+const keyboardOf = (message: SentMessage | undefined) =>
+  (
+    (message?.replyMarkup ?? { inline_keyboard: [] }) as {
+      inline_keyboard: { callback_data: string }[][];
+    }
+  ).inline_keyboard[0] ?? [];
+
+/** Whitespace runs as one space: parts are cut at paragraph or line breaks. */
+const norm = (text: string) => text.replace(/\s+/g, ' ').trim();

@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { PART_CHARS, splitMessage } from '../../src/telegram/split-message.ts';
+import { toTelegramHtml } from '../../src/telegram/telegram-html.ts';
+import { parseTelegramHtml } from '../support/fake-telegram/parse-html.ts';
+
+/** What Telegram would show, or its refusal. */
+const shown = (markdown: string) => parseTelegramHtml(toTelegramHtml(markdown));
+
+describe('Markdown to Telegram HTML', () => {
+  it('converts the common Markdown and escapes everything else', () => {
+    expect(toTelegramHtml('**bold**, *it*, _it_, ~~gone~~, `a<b`')).toBe(
+      '<b>bold</b>, <i>it</i>, <i>it</i>, <s>gone</s>, <code>a&lt;b</code>',
+    );
+    expect(toTelegramHtml('# Title\n- one\n> quoted')).toBe(
+      '<b>Title</b>\n• one\n<blockquote>quoted</blockquote>',
+    );
+    expect(toTelegramHtml('[site](https://example.org/?a=1&b="2")')).toBe(
+      '<a href="https://example.org/?a=1&amp;b=&quot;2&quot;">site</a>',
+    );
+    expect(toTelegramHtml('```ts\nif (a < b && c) {}\n```')).toBe(
+      '<pre><code class="language-ts">if (a &lt; b &amp;&amp; c) {}</code></pre>',
+    );
+  });
+
+  it('never produces HTML Telegram refuses, whatever the answer holds', () => {
+    for (const text of [
+      '<b>not a tag</b> & <script>alert(1)</script> &amp; &#x;',
+      '**a *b** c*',
+      '**unclosed bold',
+      'snake_case_name and 2*3*4',
+      '```\nunclosed fence <x>',
+      '_*__**~~`',
+      '[broken](javascript:alert(1))',
+      'a > b, c < d, e & f',
+    ]) {
+      const result = shown(text);
+      expect(result, text).not.toHaveProperty('error');
+    }
+    expect(shown('snake_case_name and 2*3*4')).toEqual({ text: 'snake_case_name and 2*3*4' });
+    expect(shown('<b>x</b> & <script>')).toEqual({ text: '<b>x</b> & <script>' });
+  });
+});
+
+describe('splitting long answers', () => {
+  it('cuts at paragraphs, then sentences, within the limit', () => {
+    const paragraph = 'A sentence here. '.repeat(100).trim();
+    const parts = splitMessage(`${paragraph}\n\n${paragraph}\n\n${paragraph}`);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) expect(part.length).toBeLessThanOrEqual(PART_CHARS);
+    expect(parts[0]?.endsWith('.')).toBe(true);
+    const long = 'Word '.repeat(3_000);
+    for (const part of splitMessage(long)) expect(part.length).toBeLessThanOrEqual(PART_CHARS);
+  });
+
+  it('keeps the parts of a growing text once it has grown past them', () => {
+    let text = '';
+    for (let i = 0; i < 400; i++)
+      text += `Sentence number ${i} is here.${i % 7 === 6 ? '\n\n' : ' '}`;
+    const final = splitMessage(text);
+    for (let end = PART_CHARS + 1; end < text.length; end += 97) {
+      const partial = splitMessage(text.slice(0, end));
+      for (const [i, part] of partial.slice(0, -1).entries()) expect(part).toBe(final[i]);
+    }
+  });
+
+  it('closes and reopens a code block cut in two', () => {
+    const code = `\`\`\`\n${'x = 1\n'.repeat(1_000)}\`\`\``;
+    const parts = splitMessage(code);
+    expect(parts.length).toBeGreaterThan(1);
+    for (const part of parts) {
+      expect(part.trim().startsWith('```')).toBe(true);
+      expect(part.trim().endsWith('```')).toBe(true);
+      expect(parseTelegramHtml(toTelegramHtml(part))).not.toHaveProperty('error');
+    }
+  });
+});
