@@ -22,6 +22,7 @@ type Target = 'alice' | 'bob';
 interface Call {
   method: string;
   path: string;
+  headers?: Record<string, string>;
   json?: unknown;
   multipart?: ReturnType<typeof multipartBody>;
 }
@@ -57,6 +58,56 @@ const chat = (target: Target): Call => ({
 const RULES: Record<string, Rule> = {
   'GET /health': { kind: 'public', status: 200, call: () => ({ method: 'GET', path: '/health' }) },
   'POST /chat': { kind: 'user', status: 200, other: 403, call: chat },
+  'GET /v1/models': {
+    kind: 'user',
+    status: 200,
+    other: 200, // no user is named
+    call: () => ({ method: 'GET', path: '/v1/models' }),
+  },
+  'GET /v1/models/{model}': {
+    kind: 'user',
+    status: 200,
+    other: 200,
+    call: () => ({ method: 'GET', path: '/v1/models/parley' }),
+  },
+  'POST /v1/chat/completions': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      json: { model: 'parley', messages: [{ role: 'user', content: 'hello' }], user: t },
+    }),
+  },
+  'GET /users/{user_id}/history': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/history` }),
+  },
+  // The web client's sign-in reads its credential from the body, never from a bearer header:
+  // whoever calls, a body that is no key is refused, and signing out is always possible.
+  'POST /session': {
+    kind: 'public',
+    status: 401,
+    call: () => ({
+      method: 'POST',
+      path: '/session',
+      headers: { 'x-parley-client': '1' },
+      json: { key: 'not-a-key' },
+    }),
+  },
+  'GET /session': {
+    kind: 'public',
+    status: 200,
+    call: () => ({ method: 'GET', path: '/session' }),
+  },
+  'DELETE /session': {
+    kind: 'public',
+    status: 200,
+    call: () => ({ method: 'DELETE', path: '/session', headers: { 'x-parley-client': '1' } }),
+  },
   'POST /reset': {
     kind: 'user',
     status: 200,
@@ -223,7 +274,7 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
   let clockFile: string;
 
   const send = async (caller: Caller, call: Call) => {
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...call.headers };
     const credential =
       caller === 'admin' ? ADMIN : caller === 'wrong' ? 'not-the-token' : keys[caller];
     if (credential) headers.authorization = `Bearer ${credential}`;
