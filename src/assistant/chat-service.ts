@@ -329,6 +329,7 @@ export class ChatService {
           inputTokens: usage.inputTokens,
           outputTokens: usage.outputTokens,
           toolsUsed: [...toolsUsed],
+          answer: clientKept(request, answer),
         },
         // Reasoning is shown (when asked) but never stored or sent back to the model.
         kept(request, [
@@ -376,7 +377,14 @@ export class ChatService {
         return;
       }
       if (signal.aborted) {
-        yield* this.#interrupted(run, kept(request, [userMessage]), answer, toolsUsed, signal, log);
+        yield* this.#interrupted(
+          run,
+          kept(request, [userMessage]),
+          { answer, clientKept: request.conversation !== undefined },
+          toolsUsed,
+          signal,
+          log,
+        );
         trace?.end({ status: 'interrupted', answer });
         return;
       }
@@ -391,6 +399,7 @@ export class ChatService {
           status: 'failed',
           toolsUsed: [...toolsUsed],
           errorCode: described.code,
+          answer: clientKept(request, answer),
         },
         log,
       );
@@ -406,7 +415,7 @@ export class ChatService {
   async *#interrupted(
     run: RunRecord,
     question: ModelMessage[],
-    answer: string,
+    { answer, clientKept }: { answer: string; clientKept: boolean },
     toolsUsed: Set<string>,
     signal: AbortSignal,
     log: Logger,
@@ -424,6 +433,7 @@ export class ChatService {
       {
         status: 'interrupted',
         toolsUsed: [...toolsUsed],
+        answer: clientKept ? answer : undefined,
       },
       log,
     );
@@ -471,6 +481,10 @@ const newStep = (index: number) => ({
  */
 const kept = (request: ChatRequest, turn: ModelMessage[]): ModelMessage[] =>
   request.conversation ? [] : turn;
+
+/** Such a run keeps its answer (whole or partial) on the run itself instead. */
+const clientKept = (request: ChatRequest, answer: string): string | undefined =>
+  request.conversation ? answer : undefined;
 
 const partial = (answer: string): ModelMessage[] =>
   answer ? [{ role: 'assistant', content: answer }] : [];

@@ -9,6 +9,11 @@ export interface RunOutcome {
   outputTokens?: number | undefined;
   toolsUsed: string[];
   errorCode?: string | undefined;
+  /**
+   * The answer, whole or as far as it went, of a run whose conversation the client keeps
+   * (the OpenAI-compatible door): it is not added to the stored history, so it is kept here.
+   */
+  answer?: string | undefined;
 }
 
 export interface RunRecord {
@@ -44,13 +49,13 @@ const RECORD = {
   text: `
     WITH stored_runs AS (
       INSERT INTO chat_runs (id, user_id, status, model, input_tokens, output_tokens,
-                             tools_used, error_code, started_at, finished_at)
+                             tools_used, error_code, started_at, finished_at, answer)
       SELECT id, user_id, status, model, input_tokens, output_tokens,
-             tools_used, error_code, started_at, finished_at
+             tools_used, error_code, started_at, finished_at, answer
       FROM json_to_recordset($1::json) AS r(
         id uuid, user_id text, status text, model text, input_tokens int, output_tokens int,
         tools_used jsonb, error_code text, started_at timestamptz, finished_at timestamptz,
-        ticket bigint)
+        ticket bigint, answer text)
       WHERE r.ticket IS NULL OR EXISTS (
         SELECT 1 FROM chat_turn_locks l
          WHERE l.user_id = r.user_id AND l.ticket = r.ticket
@@ -136,6 +141,8 @@ export class RunRepository {
       started_at: run.startedAt.toISOString(),
       finished_at: finishedAt.toISOString(),
       ticket: run.ticket ?? null,
+      // PostgreSQL cannot store U+0000 in text (as for the messages' JSON).
+      answer: outcome.answer?.replaceAll('\u0000', '\uFFFD') ?? null,
     }));
     const messages = batch.flatMap(({ run, outcome, turn }) =>
       turnRows(run.userId, run.id, turn, outcome.status === 'interrupted').map((row) => ({

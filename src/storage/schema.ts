@@ -79,6 +79,8 @@ export const chatRuns = pgTable(
     outputTokens: integer('output_tokens'),
     toolsUsed: jsonb('tools_used').$type<string[]>().notNull().default([]),
     errorCode: text('error_code'),
+    /** The answer of a run whose conversation the client keeps (OpenAI door); else null. */
+    answer: text('answer'),
     startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
   },

@@ -99,6 +99,7 @@ const PAGED_QUERIES = {
               WHERE user_id = $1 AND ($2::bigint IS NULL OR id > $2) ORDER BY id LIMIT $3`,
   runs: `SELECT r.started_at::text || '|' || r.id AS cursor, r.id AS run_id, r.status, r.model,
                 r.input_tokens, r.output_tokens, r.tools_used, r.error_code, r.started_at, r.finished_at,
+                r.answer,
                 coalesce((SELECT json_agg(json_build_object('key', f.key, 'score', f.score,
                             'comment', f.comment, 'created_at', f.created_at) ORDER BY f.created_at)
                            FROM feedback f WHERE f.run_id = r.id), '[]') AS feedback

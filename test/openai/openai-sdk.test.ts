@@ -374,12 +374,22 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
       stream: true,
     });
     let content = '';
+    let id = '';
     const error = await (async () => {
-      for await (const chunk of stream) content += chunk.choices[0]?.delta.content ?? '';
+      for await (const chunk of stream) {
+        id = chunk.id;
+        content += chunk.choices[0]?.delta.content ?? '';
+      }
     })().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect((error as APIError).code).toMatch(/^model_/);
     expect(content.length).toBeGreaterThan(0);
+    // The partial answer is kept in the run (not in /chat's history): the export shows it.
+    const exported = (await (
+      await parley.fetch('/users/alice/export', { token: aliceKey })
+    ).json()) as { runs: Array<{ run_id: string; status: string; answer: string | null }> };
+    const run = exported.runs.find((r) => `chatcmpl-${r.run_id}` === id);
+    expect(run).toMatchObject({ status: 'failed', answer: content });
 
     llm.enqueue(reply.text('partial answer that breaks', { chunks: 4, disconnectAfter: 3 }));
     const raw = dataLines(

@@ -1,0 +1,1 @@
+ALTER TABLE "chat_runs" ADD COLUMN "answer" text;
