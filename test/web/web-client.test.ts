@@ -256,6 +256,11 @@ describe('the web client in Chromium', () => {
     );
     await send('What should I do this weekend?');
     await waitForIdle();
+    // Streamed in 12 pieces and drawn block by block, it is still one list and one code block.
+    const plan = lastAnswer().locator('.md');
+    expect(await plan.locator('ol > li').count()).toBe(3);
+    expect(await plan.locator('pre code').textContent()).toBe('rsync -a ~/Photos /mnt/backup/\n');
+    expect(await plan.locator('ul > li').textContent()).toBe('notes/weekend.md');
     const shot = await page.screenshot({ type: 'png' });
     expect(shot.length).toBeLessThan(200 * 1024);
     await writeFile(SCREENSHOT, shot);
