@@ -58,9 +58,18 @@ export class DocumentService {
     this.#deps = deps;
   }
 
-  /** The document sources a user can search: the shared ones and their own. */
-  listSources(userId?: string): Promise<string[]> {
-    return this.#deps.documents.listSources(userId === undefined ? [SHARED] : [SHARED, userId]);
+  /**
+   * The document sources a user can search, the shared ones and their own (`private`: the
+   * user's own among them); without a user, the shared ones.
+   */
+  async listSources(userId?: string): Promise<{ sources: string[]; private: string[] }> {
+    const listed = await this.#deps.documents.listSources(
+      userId === undefined ? [SHARED] : [SHARED, userId],
+    );
+    return {
+      sources: listed.map((entry) => entry.source),
+      private: listed.filter((entry) => entry.private).map((entry) => entry.source),
+    };
   }
 
   /** A user's own sources of one kind (conversation memories), newest first. */

@@ -16,6 +16,12 @@ export interface NewDocument {
   bytes: number | null;
 }
 
+export interface ListedSource {
+  source: string;
+  /** Owned by a user, not shared. */
+  private: boolean;
+}
+
 export interface OwnedSource {
   source: string;
   createdAt: Date;
@@ -51,14 +57,18 @@ export class DocumentRepository {
     this.#postingsPerTerm = postingsPerTerm;
   }
 
-  /** The document sources of these owners (shared: SHARED), each name once, in order. */
-  async listSources(owners: readonly string[] = [SHARED]): Promise<string[]> {
-    const { rows } = await this.#db.$client.query<{ source: string }>(
-      `SELECT DISTINCT source FROM documents
-        WHERE owner = ANY($1::text[]) AND kind = 'document' ORDER BY source`,
+  /**
+   * The document sources of these owners (shared: SHARED), each name once, in order, and
+   * whether one of them belongs to a user (a user's private copy of a name also shared counts).
+   */
+  async listSources(owners: readonly string[] = [SHARED]): Promise<ListedSource[]> {
+    const { rows } = await this.#db.$client.query<ListedSource>(
+      `SELECT source, bool_or(owner <> '') AS private FROM documents
+        WHERE owner = ANY($1::text[]) AND kind = 'document'
+        GROUP BY source ORDER BY source`,
       [owners],
     );
-    return rows.map((row) => row.source);
+    return rows.map((row) => ({ source: row.source, private: row.private }));
   }
 
   async hasSource(owner: string, source: string): Promise<boolean> {

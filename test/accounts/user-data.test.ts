@@ -91,11 +91,15 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
       (await upload(ADMIN, 'bob-plan.txt', 'Quetzalfern planting in May.', 'bob')).status,
     ).toBe(200);
 
+    // `private` names the caller's own (the ones they may delete); the administrator gets the
+    // spec's shape alone.
     expect((await call(keys.alice as string, 'GET', '/documents')).body).toEqual({
       documents: ['alice-diary.txt', 'shared.txt'],
+      private: ['alice-diary.txt'],
     });
     expect((await call(keys.bob as string, 'GET', '/documents')).body).toEqual({
       documents: ['bob-plan.txt', 'shared.txt'],
+      private: ['bob-plan.txt'],
     });
     expect((await call(ADMIN, 'GET', '/documents')).body).toEqual({ documents: ['shared.txt'] });
 
@@ -115,6 +119,42 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
     expect((await call(keys.alice as string, 'GET', '/documents')).body.documents).toContain(
       'alice-diary.txt',
     );
+  });
+
+  it('tells a user which listed documents are their own, with a key or a session alike', async () => {
+    // Carol's private copy of a name that is also shared counts as hers: she can delete it.
+    const carol = (await call(ADMIN, 'POST', '/admin/users', { user_id: 'carol' })).body.key;
+    expect((await upload(ADMIN, 'handbook.txt', 'Shared handbook text.')).status).toBe(200);
+    expect((await upload(carol, 'handbook.txt', 'Carol’s own handbook notes.')).status).toBe(200);
+    expect((await upload(carol, 'carol-only.txt', 'Carol’s list.')).status).toBe(200);
+    const expected = {
+      documents: ['carol-only.txt', 'handbook.txt', 'shared.txt'],
+      private: ['carol-only.txt', 'handbook.txt'],
+    };
+    expect((await call(carol, 'GET', '/documents')).body).toEqual(expected);
+
+    const signIn = await parley.fetch('/session', {
+      method: 'POST',
+      token: null,
+      headers: { 'x-parley-client': 'web', 'content-type': 'application/json' },
+      body: JSON.stringify({ key: carol }),
+    });
+    expect(signIn.status).toBe(200);
+    const cookie = (signIn.headers.get('set-cookie') ?? '').split(';')[0] as string;
+    const withSession = await parley.fetch('/documents', { token: null, headers: { cookie } });
+    expect(await withSession.json()).toEqual(expected);
+
+    expect((await call(carol, 'DELETE', '/documents/carol-only.txt')).status).toBe(200);
+    expect((await call(carol, 'DELETE', '/documents/handbook.txt')).status).toBe(200);
+    expect((await call(carol, 'GET', '/documents')).body).toEqual({
+      documents: ['handbook.txt', 'shared.txt'],
+      private: [],
+    });
+    expect((await call(ADMIN, 'GET', '/documents')).body).toEqual({
+      documents: ['handbook.txt', 'shared.txt'],
+    });
+    expect((await call(ADMIN, 'DELETE', '/documents/handbook.txt')).status).toBe(200);
+    expect((await call(ADMIN, 'DELETE', '/admin/users/carol')).status).toBe(200);
   });
 
   it('exports everything kept about a user as one JSON document', async () => {

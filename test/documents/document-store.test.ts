@@ -49,7 +49,7 @@ describe.each(ENGINES)('the document store on the %s engine', (engine) => {
     expect(await service.ingest(textDocument('notes/a.txt', version('first', 3)))).toEqual({
       chunks: 3,
     });
-    expect(await service.listSources()).toContain('notes/a.txt');
+    expect((await service.listSources()).sources).toContain('notes/a.txt');
   });
 
   it('refuses a document without text, storing nothing', async () => {
@@ -57,7 +57,7 @@ describe.each(ENGINES)('the document store on the %s engine', (engine) => {
       code: 'no_text',
       status: 422,
     });
-    expect(await service.listSources()).not.toContain('empty.txt');
+    expect((await service.listSources()).sources).not.toContain('empty.txt');
   });
 
   it('replaces a source atomically: a concurrent search sees the old or the new set', async () => {

@@ -2,6 +2,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { launchChromium, seriousViolations } from './browser.ts';
 
@@ -256,6 +257,11 @@ describe('the web client in Chromium', () => {
     );
     await send('What should I do this weekend?');
     await waitForIdle();
+    // Streamed in 12 pieces and drawn block by block, it is still one list and one code block.
+    const plan = lastAnswer().locator('.md');
+    expect(await plan.locator('ol > li').count()).toBe(3);
+    expect(await plan.locator('pre code').textContent()).toBe('rsync -a ~/Photos /mnt/backup/\n');
+    expect(await plan.locator('ul > li').textContent()).toBe('notes/weekend.md');
     const shot = await page.screenshot({ type: 'png' });
     expect(shot.length).toBeLessThan(200 * 1024);
     await writeFile(SCREENSHOT, shot);
@@ -268,6 +274,16 @@ describe('the web client in Chromium', () => {
   });
 
   it('uploads a PDF with a progress bar and a processing state, then lists it', async () => {
+    // A shared document, uploaded by the administrator: Alice sees it, labelled, not deletable.
+    const shared = multipartBody([
+      { name: 'file', filename: 'handbook.txt', data: 'Office rules.' },
+    ]);
+    const ingested = await parley.fetch('/ingest', {
+      method: 'POST',
+      headers: { 'content-type': shared.contentType },
+      body: new Uint8Array(shared.body),
+    });
+    expect(ingested.status).toBe(200);
     await page.getByRole('link', { name: 'Documents' }).click();
     const chooser = page.waitForEvent('filechooser');
     await page.getByText('Choose files').click();
@@ -281,7 +297,14 @@ describe('the web client in Chromium', () => {
       timeout: 90_000,
     });
     expect(await page.getByRole('status').filter({ hasText: 'Added' }).count()).toBe(1);
-    expect(await page.getByRole('button', { name: 'Delete tracemonkey.pdf' }).count()).toBe(1);
+    const sources = page.getByRole('list', { name: 'Sources' });
+    const own = sources.getByRole('listitem').filter({ hasText: 'tracemonkey.pdf' });
+    expect(await own.getByRole('button', { name: 'Delete tracemonkey.pdf' }).count()).toBe(1);
+    expect(await own.textContent()).not.toContain('Shared');
+    const handbook = sources.getByRole('listitem').filter({ hasText: 'handbook.txt' });
+    expect(await handbook.textContent()).toContain('Shared');
+    expect(await handbook.getByRole('button').count()).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
   });
 
   it('is usable 360 px wide', async () => {
@@ -340,6 +363,15 @@ describe('the web client in Chromium', () => {
     const issued = adminPage.getByRole('status').filter({ hasText: 'shown only once' });
     expect(await issued.locator('code').textContent()).toMatch(/^pk_/);
     await adminPage.getByRole('heading', { name: 'bob' }).waitFor();
+    // The administrator deletes shared documents (and sees no user's private ones).
+    await adminPage.getByRole('link', { name: 'Documents' }).click();
+    const sources = adminPage.getByRole('list', { name: 'Sources' });
+    const handbook = sources.getByRole('listitem').filter({ hasText: 'handbook.txt' });
+    await handbook.waitFor();
+    expect(await handbook.textContent()).toContain('Shared');
+    expect(await sources.getByText('tracemonkey.pdf').count()).toBe(0);
+    await handbook.getByRole('button', { name: 'Delete handbook.txt' }).click();
+    await handbook.waitFor({ state: 'detached' });
     await admin.close();
   });
 

@@ -1,7 +1,7 @@
 import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, api, chatStream, enc } from './api.ts';
 import { t } from './i18n.ts';
-import { renderMarkdown, splitThinking } from './markdown.ts';
+import { answerRenderer, splitThinking } from './markdown.ts';
 
 const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** How often a streaming answer is redrawn. */
@@ -336,7 +336,6 @@ function TurnView(props: {
 }) {
   const { turn } = props;
   const { thinking, answer } = useMemo(() => splitThinking(turn.answer), [turn.answer]);
-  const html = useMemo(() => renderMarkdown(answer), [answer]);
   return (
     <article class="turn">
       <div class="bubble user">
@@ -352,7 +351,7 @@ function TurnView(props: {
             <p>{thinking}</p>
           </details>
         )}
-        <div class="md" dangerouslySetInnerHTML={{ __html: html }} />
+        <AnswerText text={answer} />
         {turn.streaming && !answer && <p class="muted">{t.thinkingNow}</p>}
         {turn.interrupted && <p class="muted">{t.interrupted}</p>}
         {turn.error && (
@@ -370,6 +369,23 @@ function TurnView(props: {
         )}
       </div>
     </article>
+  );
+}
+
+/**
+ * The answer as Markdown. A finished block keeps its element (same key, same HTML, so Preact
+ * leaves it alone); only the growing last block is drawn again, at most every DRAW_MS.
+ */
+function AnswerText(props: { text: string }) {
+  const renderer = useMemo(answerRenderer, []);
+  const drawn = useMemo(() => renderer.draw(props.text), [props.text]);
+  return (
+    <div class="md">
+      {drawn.done.map((block) => (
+        <div key={block.key} dangerouslySetInnerHTML={{ __html: block.html }} />
+      ))}
+      {drawn.tail && <div key="tail" dangerouslySetInnerHTML={{ __html: drawn.tail }} />}
+    </div>
   );
 }
 

@@ -12,18 +12,24 @@ interface Item {
   password?: string | undefined;
 }
 
+/** GET /documents: `private` (with a user's session) names the user's own among them. */
+interface Listing {
+  documents: string[];
+  private?: string[];
+}
+
 let counter = 0;
 
 export function DocumentsPage(props: { isAdmin: boolean }) {
-  const [sources, setSources] = useState<string[] | undefined>();
+  const [listing, setListing] = useState<{ sources: string[]; own: Set<string> } | undefined>();
   const [items, setItems] = useState<Item[]>([]);
   const [error, setError] = useState<string | undefined>();
   const [dragging, setDragging] = useState(false);
   const input = useRef<HTMLInputElement>(null);
 
   const refresh = () =>
-    api<{ documents: string[] }>('/documents').then(
-      (body) => setSources(body.documents),
+    api<Listing>('/documents').then(
+      (body) => setListing({ sources: body.documents, own: new Set(body.private) }),
       (failure: Error) => setError(failure.message),
     );
   useEffect(() => {
@@ -175,24 +181,33 @@ export function DocumentsPage(props: { isAdmin: boolean }) {
         </p>
       )}
       <h2>{t.sources}</h2>
-      {sources === undefined ? (
+      {listing === undefined ? (
         <p>{t.loading}</p>
-      ) : sources.length === 0 ? (
+      ) : listing.sources.length === 0 ? (
         <p>{t.noDocuments}</p>
       ) : (
         <ul class="list" aria-label={t.sources}>
-          {sources.map((source) => (
-            <li key={source}>
-              <span>{source}</span>
-              <button
-                type="button"
-                aria-label={`${t.delete} ${source}`}
-                onClick={() => remove(source)}
-              >
-                {t.delete}
-              </button>
-            </li>
-          ))}
+          {listing.sources.map((source) => {
+            // A user deletes their own documents; the administrator, whose list is the
+            // shared ones, deletes those (the server enforces the same).
+            const own = listing.own.has(source);
+            return (
+              <li key={source}>
+                <span>
+                  {source} {!own && <span class="tag">{t.shared}</span>}
+                </span>
+                {(own || props.isAdmin) && (
+                  <button
+                    type="button"
+                    aria-label={`${t.delete} ${source}`}
+                    onClick={() => remove(source)}
+                  >
+                    {t.delete}
+                  </button>
+                )}
+              </li>
+            );
+          })}
         </ul>
       )}
       {!props.isAdmin && <p class="muted small">{t.sharedNote}</p>}

@@ -1,5 +1,6 @@
 import DOMPurify from 'dompurify';
-import { Marked, type Tokens } from 'marked';
+import { Marked, type Token, type Tokens } from 'marked';
+import { StreamingMarkdown } from './streaming-markdown.ts';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -10,7 +11,7 @@ const SAFE_URL = /^(https?:|mailto:)/i;
  * as text, a link goes only to http(s) or mailto (anything else is its words), and an image
  * becomes a link (nothing loads from elsewhere). DOMPurify then checks the result anyway.
  */
-const marked = new Marked({
+export const marked = new Marked({
   gfm: true,
   breaks: true,
   renderer: {
@@ -46,10 +47,14 @@ const PURIFY = {
   ADD_ATTR: ['target'],
 };
 
-export function renderMarkdown(text: string): string {
-  const html = marked.parse(text, { async: false });
-  return DOMPurify.sanitize(html, PURIFY);
+/** Safe HTML for some of an answer's block tokens. */
+function renderTokens(tokens: Token[]): string {
+  return DOMPurify.sanitize(marked.parser(tokens), PURIFY);
 }
+
+/** Draws one answer block by block as it grows (see StreamingMarkdown); one per answer. */
+export const answerRenderer = () =>
+  new StreamingMarkdown((markdown) => marked.lexer(markdown), renderTokens);
 
 /** Splits `<think>…</think>` (show_thinking) from the answer. */
 export function splitThinking(text: string): { thinking: string | undefined; answer: string } {

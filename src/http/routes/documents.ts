@@ -11,17 +11,35 @@ export function registerDocumentRoutes(app: App, documents: DocumentService): vo
     {
       schema: {
         summary: 'List the sources of ingested documents the caller can search',
-        description: 'The shared documents; with a user key, that user’s private documents too.',
+        description:
+          'The shared documents; with a user key (or a session made from one), that user’s ' +
+          'private documents too, named again in `private`. The administrator gets `documents` ' +
+          'alone, as the spec has it.',
         tags: ['documents'],
         response: {
-          200: z.object({ documents: z.array(z.string()) }),
+          200: z.object({
+            documents: z.array(z.string()),
+            private: z
+              .array(z.string())
+              .optional()
+              .describe(
+                'With a user key or session only: which of `documents` are the user’s own ' +
+                  'private documents, the ones that user may delete. The others are shared.',
+              ),
+          }),
           ...errorResponses(...AUTHENTICATED),
         },
       },
     },
-    async (request) => ({
-      documents: await documents.listSources(privateOwner(request.principal)),
-    }),
+    async (request) => {
+      const owner = privateOwner(request.principal);
+      const listed = await documents.listSources(owner);
+      // Additive, and only for a user: the spec's shape stays exactly as it was for the
+      // administrator (who has no private documents of their own).
+      return owner === undefined
+        ? { documents: listed.sources }
+        : { documents: listed.sources, private: listed.private };
+    },
   );
 
   app.delete(
