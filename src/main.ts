@@ -266,6 +266,7 @@ export async function main(config: Config): Promise<void> {
     defaults: limitDefaults,
     logger: logger.child({ component: 'accounts' }),
     onUserChanged: (userId) => limits.forget(userId),
+    onLimitsRead: (userId, overrides) => limits.remember(userId, overrides),
     now: () => clock.now().getTime(),
   });
 

@@ -14,6 +14,8 @@ export interface AccountServiceDependencies {
   logger: Logger;
   /** Called when a user's limits or account change, so cached limits are read again. */
   onUserChanged?: (userId: string) => void;
+  /** Told the limit overrides read with a key, so the chat it sends reads them no more. */
+  onLimitsRead?: (userId: string, overrides: Record<string, number>) => void;
   /** The time keys expire by (the service's clock; tests move it). */
   now?: () => number;
 }
@@ -134,6 +136,7 @@ export class AccountService {
     let entry = cached && at - cached.at < KEY_CACHE_MS ? cached : undefined;
     if (!entry) {
       const found = await this.#deps.accounts.findKey(hash);
+      if (found) this.#deps.onLimitsRead?.(found.userId, found.limits);
       entry = {
         at,
         owner: found && { kind: 'user', userId: found.userId, keyId: found.keyId },

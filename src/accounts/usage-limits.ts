@@ -61,13 +61,25 @@ export class UsageLimits {
     this.#cache.delete(userId);
   }
 
+  /** Overrides read elsewhere (with a user's key): cached as if read here. */
+  remember(userId: string, overrides: Record<string, number>): void {
+    if (this.#cache.size > 10_000) this.#cache.clear();
+    this.#cache.set(userId, {
+      limits: effectiveLimits(this.#deps.defaults, overrides),
+      at: this.#now(),
+    });
+  }
+
   /**
    * Counts a chat, or refuses it with 429 and `Retry-After` when it is over the user's chat
    * rate or today's tokens. One statement when admitted.
    */
   async admitChat(principal: Principal, userId: string): Promise<void> {
-    const limits = await this.limitsOf(userId);
     const enforce = isLimited(principal, this.#deps.applyToAdmin);
+    // A chat that is only counted (the administrator's, by default) is counted at the default
+    // rate without reading the user's overrides: one statement per chat either way (a key's
+    // overrides come with the key's own lookup).
+    const limits = enforce ? await this.limitsOf(userId) : this.#deps.defaults;
     const intervalMs = limits.chats_per_minute > 0 ? MINUTE_MS / limits.chats_per_minute : 0;
     const admitted = await this.#deps.usage.admitChat(
       userId,

@@ -25,6 +25,8 @@ export interface KeyOwner {
   keyId: string;
   userId: string;
   expiresAt: Date | null;
+  /** The account's limit overrides, read with the key so a chat needs no second lookup. */
+  limits: Record<string, number>;
 }
 
 export interface NewKeyRow {
@@ -89,8 +91,14 @@ export class AccountRepository {
 
   async findKey(hash: string): Promise<KeyOwner | undefined> {
     const [row] = await this.#db
-      .select({ keyId: apiKeys.id, userId: apiKeys.userId, expiresAt: apiKeys.expiresAt })
+      .select({
+        keyId: apiKeys.id,
+        userId: apiKeys.userId,
+        expiresAt: apiKeys.expiresAt,
+        limits: accounts.limits,
+      })
       .from(apiKeys)
+      .innerJoin(accounts, eq(accounts.userId, apiKeys.userId))
       .where(eq(apiKeys.hash, hash));
     return row;
   }
