@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { PassThrough, type Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
 import type { ChatEvent } from '../assistant/chat-events.ts';
 
 /**
@@ -96,4 +97,16 @@ export function toSseBody(
 
   body.on('close', () => clearInterval(keepAlive));
   return body;
+}
+
+/**
+ * Sends a streamed answer with the headers every door's event stream needs: no caching, and
+ * no buffering by a proxy in front (nginx reads `X-Accel-Buffering`).
+ */
+export function sendEventStream(reply: FastifyReply, body: Readable): FastifyReply {
+  return reply
+    .header('content-type', 'text/event-stream; charset=utf-8')
+    .header('cache-control', 'no-cache')
+    .header('x-accel-buffering', 'no')
+    .send(body);
 }

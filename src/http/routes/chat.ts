@@ -10,7 +10,7 @@ import type { App } from '../app-types.ts';
 import { abortWithExchange, disposeAfter } from '../chat-abort.ts';
 import { errorResponses } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
-import { toSseBody } from '../sse.ts';
+import { sendEventStream, toSseBody } from '../sse.ts';
 
 export interface ChatRouteSettings {
   messageMaxChars: number;
@@ -105,11 +105,7 @@ export function registerChatRoutes(
         abort.release();
         void image?.dispose();
       });
-      return reply
-        .header('content-type', 'text/event-stream; charset=utf-8')
-        .header('cache-control', 'no-cache')
-        .header('x-accel-buffering', 'no')
-        .send(stream);
+      return sendEventStream(reply, stream);
     },
   );
 }

@@ -22,7 +22,7 @@ import { abortWithExchange, disposeAfter } from '../chat-abort.ts';
 import { describeClientError } from '../error-handler.ts';
 import { afterBodyOverLimit } from '../over-limit.ts';
 import { userIdSchema } from '../schemas.ts';
-import { toSseBody } from '../sse.ts';
+import { sendEventStream, toSseBody } from '../sse.ts';
 import type { ChatRouteSettings } from './chat.ts';
 
 /** When the `parley` model "was created", for `GET /v1/models` (the release of this door). */
@@ -210,11 +210,7 @@ function registerCompletions(app: App, chats: ChatService, settings: ChatRouteSe
           abort.release();
           void image?.dispose();
         });
-        return reply
-          .header('content-type', 'text/event-stream; charset=utf-8')
-          .header('cache-control', 'no-cache')
-          .header('x-accel-buffering', 'no')
-          .send(stream);
+        return sendEventStream(reply, stream);
       }
       try {
         const result = await collectCompletion(events, meta);
