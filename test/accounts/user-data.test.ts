@@ -82,6 +82,37 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
     await storage?.cleanup();
   });
 
+  it("answers the admin routes' bad input with what to fix, never a 500", async () => {
+    const again = await call(ADMIN, 'POST', '/admin/users', { user_id: 'bob' });
+    expect(again).toEqual({ status: 409, body: { detail: expect.stringContaining('exists') } });
+    expect((await call(ADMIN, 'POST', '/admin/users', { user_id: '' })).status).toBe(422);
+    expect((await call(ADMIN, 'POST', '/admin/users', { user_id: 'a\u0007b' })).status).toBe(422);
+    expect((await call(ADMIN, 'POST', '/admin/users', {})).status).toBe(422);
+    expect((await call(ADMIN, 'POST', '/admin/users/nobody/keys', {})).status).toBe(404);
+    const days = await call(ADMIN, 'POST', '/admin/users/bob/keys', { expires_in_days: 0 });
+    expect(days.status).toBe(422);
+    expect((await call(ADMIN, 'DELETE', '/admin/keys/not-a-uuid')).status).toBe(422);
+    expect(
+      (await call(ADMIN, 'DELETE', '/admin/keys/00000000-0000-4000-8000-000000000000')).status,
+    ).toBe(404);
+    const unknownLimit = await call(ADMIN, 'PATCH', '/admin/users/bob', { limits: { speed: 1 } });
+    expect(unknownLimit.status).toBe(422);
+    const negative = await call(ADMIN, 'PATCH', '/admin/users/bob', {
+      limits: { chats_per_minute: -1 },
+    });
+    expect(negative.status).toBe(422);
+    const missing = await call(ADMIN, 'PATCH', '/admin/users/nobody', {
+      limits: { chats_per_minute: 1 },
+    });
+    expect(missing.status).toBe(404);
+    // null puts a limit back to the default.
+    await call(ADMIN, 'PATCH', '/admin/users/bob', { limits: { chats_per_minute: 3 } });
+    const reset = await call(ADMIN, 'PATCH', '/admin/users/bob', {
+      limits: { chats_per_minute: null },
+    });
+    expect(reset.body.limits.chats_per_minute).toBe(20);
+  });
+
   it("keeps a user's uploads private: listed, searched and deleted by that user only", async () => {
     expect(
       (await upload(keys.alice as string, 'alice-diary.txt', 'The zanzibarite is blue.')).status,
