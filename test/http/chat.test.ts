@@ -2,7 +2,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type ChatStream, readChat, readUntil } from '../support/chat-stream.ts';
+import {
+  type ChatStream,
+  lockstep,
+  readChat,
+  readChatInLockstep,
+  readUntil,
+} from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { query } from '../support/seed.ts';
@@ -59,8 +65,10 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   });
 
   it('streams Korean text as exact SSE bytes, then both end events', async () => {
-    // Paced, as a model writes: chunks that arrive together would be merged (tested below).
-    llm.enqueue(reply.text('안녕하세요! 무엇을 도와드릴까요?', { chunks: 4, delayMs: 40 }));
+    // Each chunk is written once the client has shown the previous one: chunks that arrive
+    // together would be merged (tested below), which a busy machine could cause at any pace.
+    const pacer = lockstep();
+    llm.enqueue(reply.text('안녕하세요! 무엇을 도와드릴까요?', { chunks: 4, pace: pacer.pace }));
     const response = await chat({ message: '안녕', user_id: 'bytes' });
 
     expect(response.status).toBe(200);
@@ -68,8 +76,8 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(response.headers.get('cache-control')).toBe('no-cache');
     expect(response.headers.get('x-accel-buffering')).toBe('no');
     expect(response.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/); // like every route
-    const stream = await readChat(response);
-    expect(stream.fragments.length).toBeGreaterThan(1);
+    const stream = await readChatInLockstep(response, pacer);
+    expect(stream.fragments).toHaveLength(4);
     expect(stream.text).toBe('안녕하세요! 무엇을 도와드릴까요?');
     expect(stream.runId).toMatch(
       /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
@@ -84,8 +92,12 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   });
 
   it('sends a paced answer token by token', async () => {
-    llm.enqueue(reply.text('하나 둘 셋 넷', { delayMs: 60 }));
-    const stream = await ask({ message: 'count', user_id: 'paced' });
+    const pacer = lockstep();
+    llm.enqueue(reply.text('하나 둘 셋 넷', { pace: pacer.pace }));
+    const stream = await readChatInLockstep(
+      await chat({ message: 'count', user_id: 'paced' }),
+      pacer,
+    );
     expect(stream.fragments).toEqual(['하나', ' 둘', ' 셋', ' 넷']);
   });
 

@@ -2,6 +2,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { ChatOpenAI } from '@langchain/openai';
 import { APICallError, generateText, streamText } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { lockstep } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
@@ -67,14 +68,16 @@ describe.each(ENGINES)('LangChain and the AI SDK against Parley on the %s engine
     });
 
     it('streams a call chunk by chunk', async () => {
+      const pacer = lockstep();
       llm.enqueue(
-        reply.text('one two three four', { delayMs: 20, usage: { prompt: 5, completion: 4 } }),
+        reply.text('one two three four', { pace: pacer.pace, usage: { prompt: 5, completion: 4 } }),
       );
       const pieces: string[] = [];
       for await (const chunk of await chatModel(key).stream('Count')) {
         if (typeof chunk.content === 'string' && chunk.content) pieces.push(chunk.content);
+        pacer.shown(pieces.join(''));
       }
-      expect(pieces.length).toBeGreaterThan(1);
+      expect(pieces).toEqual(['one', ' two', ' three', ' four']);
       expect(pieces.join('')).toBe('one two three four');
     });
 

@@ -88,3 +88,45 @@ export async function readUntil(
 ): Promise<string> {
   return streamReader(response).until(predicate);
 }
+
+/**
+ * Paces a fake model by its client: the fake writes its next chunk only once the client has
+ * shown all the text written so far. Pass `pace` to the reply and report what the client
+ * shows with `shown`; a test then sees exactly one fragment per chunk, on any machine.
+ */
+export function lockstep() {
+  let shown = '';
+  const waiters: { text: string; resolve: () => void }[] = [];
+  const release = () => {
+    for (const waiter of [...waiters]) {
+      if (!shown.startsWith(waiter.text)) continue;
+      waiters.splice(waiters.indexOf(waiter), 1);
+      waiter.resolve();
+    }
+  };
+  return {
+    pace(textWritten: string): Promise<void> {
+      return new Promise((resolve) => {
+        waiters.push({ text: textWritten, resolve });
+        release();
+      });
+    },
+    shown(text: string): void {
+      shown = text;
+      release();
+    },
+  };
+}
+
+/** Reads a `/chat` stream to its end, telling `pacer` what it has shown after every read. */
+export async function readChatInLockstep(
+  response: Response,
+  pacer: ReturnType<typeof lockstep>,
+): Promise<ChatStream> {
+  const reader = streamReader(response);
+  await reader.until((soFar) => {
+    pacer.shown(parseChatStream(soFar.slice(0, soFar.lastIndexOf('\n\n') + 2)).text);
+    return soFar.includes('data: [DONE]\n\n');
+  });
+  return parseChatStream(await reader.rest());
+}

@@ -15,6 +15,12 @@ export interface Usage {
 export interface StreamFaults {
   /** Pause before every chunk, so a test can act mid-stream. */
   delayMs?: number;
+  /**
+   * Awaited before every chunk with the answer text written so far: a test that asserts how
+   * an answer was split waits here until its client has shown that text (see `lockstep`), so
+   * two chunks cannot reach Parley together however slow the machine is.
+   */
+  pace?: (textWritten: string) => Promise<void>;
   /** Destroy the socket after K chunks: no `[DONE]`, no clean end. */
   disconnectAfter?: number;
   /** With `disconnectAfter`: first write half of the next chunk's bytes (a cut inside an event). */

@@ -28,6 +28,7 @@ export async function writeSse(
     connection: 'keep-alive',
   });
   res.flushHeaders();
+  let textWritten = '';
   for (let written = 0; ; written++) {
     if (faults.disconnectAfter === written) {
       const next = Buffer.from(`data: ${payloads[written] ?? '[DONE]'}\n\n`);
@@ -39,7 +40,10 @@ export async function writeSse(
     const payload = payloads[written];
     if (payload === undefined) break;
     if (!(await pause(faults.delayMs, control.signal))) return;
+    if (faults.pace) await faults.pace(textWritten);
+    if (control.signal.aborted) return;
     res.write(`data: ${payload}\n\n`);
+    if (faults.pace) textWritten += contentOf(payload);
   }
   res.end('data: [DONE]\n\n');
 }
@@ -58,6 +62,13 @@ export async function writeJson(
   if (faults.malformedAfter !== undefined)
     return sendJson(res, 200, '{"id":"chatcmpl-broken","choices":[');
   sendJson(res, 200, body);
+}
+
+/** The answer text a chunk carries ('' for role, tool-call, finish and usage chunks). */
+function contentOf(payload: string): string {
+  const chunk = JSON.parse(payload) as { choices?: { delta?: { content?: unknown } }[] };
+  const content = chunk.choices?.[0]?.delta?.content;
+  return typeof content === 'string' ? content : '';
 }
 
 /** False when the response was closed during the pause. */
