@@ -9,7 +9,7 @@ import type { DocumentDoor } from './document-door.ts';
 import type { Incoming } from './incoming.ts';
 import type { ReminderDoor } from './reminder-door.ts';
 import { sendReply } from './send-reply.ts';
-import { callFailure, type TelegramApi } from './telegram-api.ts';
+import { callFailure, isNotModified, type TelegramApi } from './telegram-api.ts';
 import { type Language, languageOf, textsFor } from './telegram-texts.ts';
 
 export interface TelegramChannelDependencies {
@@ -73,10 +73,13 @@ export class TelegramChannel {
 
   #dispatch(update: Update, receivedAt: number): void {
     const log = this.#deps.logger.child({ updateId: update.update_id });
-    // Button presses are answered at once; messages of one chat wait for each other.
+    // Messages of one chat wait for each other; button presses do not wait for answers, only
+    // for the chat's earlier presses (👍 then 👎 must end as 👎).
+    const press = update.callback_query?.message?.chat.id;
     const chat = update.message?.chat.id;
+    const key = chat !== undefined ? String(chat) : press !== undefined ? `press:${press}` : '';
     const job = (async () => {
-      const release = chat === undefined ? () => {} : await this.#order.acquire(String(chat));
+      const release = key === '' ? () => {} : await this.#order.acquire(key);
       try {
         await this.#handle(update, receivedAt, log);
       } catch (error) {
@@ -175,10 +178,23 @@ export class TelegramChannel {
       return void (await answer(textsFor(language).feedbackGone));
     }
     const data = query.data ?? '';
-    const text = data.startsWith('r:')
-      ? await this.#deps.reminders.cancel(userId, data.slice(2), language)
-      : await this.#deps.chat.rate(userId, data, language, log);
-    await answer(text);
+    if (data.startsWith('r:')) {
+      return void (await answer(
+        await this.#deps.reminders.cancel(userId, data.slice(2), language),
+      ));
+    }
+    const rated = await this.#deps.chat.rate(userId, data, language, log);
+    await answer(rated.text);
+    const messageId = query.message?.message_id;
+    if (rated.buttons && messageId !== undefined) {
+      await this.#deps.telegram.reliable
+        .editMessageReplyMarkup(chatId, messageId, { reply_markup: rated.buttons })
+        .catch((error: unknown) => {
+          // Pressing the chosen button again changes nothing on screen: Telegram says so.
+          if (isNotModified(error)) return;
+          log.warn({ err: error, status: callFailure(error)?.status }, 'choice not shown');
+        });
+    }
   }
 
   reply(chatId: number, text: string): Promise<void> {

@@ -105,6 +105,7 @@ const SENDING = new Set([
   'sendMessage',
   'sendMessageDraft',
   'editMessageText',
+  'editMessageReplyMarkup',
   'sendChatAction',
   'answerCallbackQuery',
 ]);
@@ -112,7 +113,7 @@ const SENDING = new Set([
 /**
  * A fake Telegram Bot API speaking the real JSON (`ok`, `result`, `error_code`,
  * `description`, `parameters.retry_after`): getUpdates, setWebhook, deleteWebhook,
- * sendMessage, sendMessageDraft, editMessageText, sendChatAction, getFile and the file
+ * sendMessage, sendMessageDraft, editMessageText, editMessageReplyMarkup, sendChatAction, getFile and the file
  * download path, answerCallbackQuery, setMyCommands. HTML (`parse_mode: HTML`) is checked as
  * Telegram does and the 4,096-character limit enforced. Anything else, or a wrong token, is
  * answered as Telegram would and recorded as unexpected.
@@ -405,6 +406,29 @@ export async function startFakeTelegramServer(
       if (body.reply_markup !== undefined) message.replyMarkup = body.reply_markup;
       ok(res, { message_id: message.messageId, chat: { id: Number(body.chat_id) } });
     },
+    editMessageReplyMarkup(body, res) {
+      const message = sent.find(
+        (m) => m.messageId === body.message_id && m.chatId === String(body.chat_id),
+      );
+      if (!message) return fail(res, 400, 'Bad Request: message to edit not found');
+      if (
+        JSON.stringify(body.reply_markup ?? null) === JSON.stringify(message.replyMarkup ?? null)
+      ) {
+        return fail(
+          res,
+          400,
+          'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+        );
+      }
+      message.replyMarkup = body.reply_markup;
+      ok(res, {
+        message_id: message.messageId,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: Number(body.chat_id), type: 'private' },
+        text: message.visible,
+        ...(body.reply_markup ? { reply_markup: body.reply_markup } : {}),
+      });
+    },
     sendChatAction: (_body, res) => ok(res, true),
     answerCallbackQuery(body, res) {
       fake.callbackAnswers.push({ id: String(body.callback_query_id), text: body.text as string });
@@ -432,8 +456,10 @@ export async function startFakeTelegramServer(
       fake.webhook = { url: body.url, secret: body.secret_token as string | undefined };
       ok(res, true);
     },
-    deleteWebhook(_body, res) {
+    deleteWebhook(body, res) {
       fake.webhook = undefined;
+      // Telegram keeps the updates not yet taken unless asked to drop them.
+      if (body.drop_pending_updates === true) updates.length = 0;
       ok(res, true);
     },
   };
@@ -458,7 +484,11 @@ export async function startFakeTelegramServer(
         path: '/getUpdates',
         reason: 'polling with a webhook set',
       });
-      return fail(res, 409, "Conflict: can't use getUpdates method while webhook is active");
+      return fail(
+        res,
+        409,
+        "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      );
     }
     if (polling > 0) {
       fake.conflicts++;

@@ -240,26 +240,110 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     }
   });
 
-  it('records 👍 / 👎 on the answer’s run, and a second press changes it', async () => {
+  it('records 👍 / 👎 on the answer’s run; a second press replaces it, here and in LangSmith', async () => {
     await stack.link('gina', 507);
     stack.llm.enqueue(reply.text('Rated answer.'));
     const [answer] = await stack.ask(507, 'Rate me.');
-    const keyboard = keyboardOf(answer);
-    const up = keyboard?.[0]?.callback_data ?? '';
-    const runId = up.split(':')[1];
-    stack.telegram.pushCallback(507, answer?.messageId ?? 0, up);
-    await stack.langsmith.waitForFeedback((f) => f.run_id === runId && f.score === 1);
-    stack.telegram.pushCallback(507, answer?.messageId ?? 0, keyboard?.[1]?.callback_data ?? '');
-    await stack.langsmith.waitForFeedback((f) => f.run_id === runId && f.score === 0);
-    expect(stack.telegram.callbackAnswers.slice(-2).map((a) => a.text)).toEqual([
-      'Thanks for the feedback.',
-      'Thanks for the feedback.',
+    const messageId = answer?.messageId ?? 0;
+    const [up, down] = keyboardOf(answer).map((b) => b.callback_data);
+    const runId = up?.split(':')[1];
+    const shown = () => keyboardOf(stack.telegram.sentTo('507').at(-1)).map((b) => b.text);
+    const press = async (data: string | undefined) => {
+      const before = stack.telegram.callbackAnswers.length;
+      stack.telegram.pushCallback(507, messageId, data ?? '');
+      await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > before);
+      return stack.telegram.callbackAnswers.at(-1)?.text;
+    };
+
+    expect(await press(up)).toBe('Thanks for the feedback.');
+    const created = await stack.langsmith.waitForFeedback(
+      (f) => f.run_id === runId && f.score === 1,
+      10_000,
+    );
+    await stack.telegram.waitFor(() => shown()[0] === '👍 ✓');
+    expect(shown()).toEqual(['👍 ✓', '👎']);
+
+    expect(await press(down)).toBe('Thanks for the feedback.');
+    await stack.telegram.waitFor(() => shown()[1] === '👎 ✓');
+    expect(shown()).toEqual(['👍', '👎 ✓']);
+    // LangSmith holds one feedback for the run, changed in place to the latest score.
+    await stack.telegram.waitFor(() => created.score === 0, 10_000);
+    expect(stack.langsmith.feedback.filter((f) => f.run_id === runId)).toEqual([
+      expect.objectContaining({ id: created.id, key: 'user_score', score: 0 }),
     ]);
+    expect(stack.langsmith.feedbackUpdates).toEqual([{ id: created.id, score: 0 }]);
+    // And so does Parley: the history shows the latest, the export one feedback.
+    const history = (await (await stack.parley.fetch('/users/gina/history')).json()) as {
+      turns: { run_id: string; feedback: { score: number } | null }[];
+    };
+    expect(history.turns.find((t) => t.run_id === runId)?.feedback).toMatchObject({ score: 0 });
+    const exported = (await (await stack.parley.fetch('/users/gina/export')).json()) as {
+      runs: { run_id: string; feedback: { score: number }[] }[];
+    };
+    expect(exported.runs.find((r) => r.run_id === runId)?.feedback).toEqual([
+      expect.objectContaining({ key: 'user_score', score: 0 }),
+    ]);
+
+    // The chosen button again: Telegram says the keyboard is not modified, which is fine.
+    expect(await press(down)).toBe('Thanks for the feedback.');
+    await stack.telegram.waitFor(() =>
+      stack.telegram
+        .callsOf('editMessageReplyMarkup')
+        .some((c) => c.status === 400 && String(c.body.chat_id) === '507'),
+    );
+    expect(shown()).toEqual(['👍', '👎 ✓']);
+    expect(stack.parley.logs.some((l) => l.msg === 'choice not shown')).toBe(false);
+
     // Another chat cannot rate it.
     await stack.link('henry', 508);
-    stack.telegram.pushCallback(508, answer?.messageId ?? 0, up);
-    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length === 3);
-    expect(stack.telegram.callbackAnswers[2]?.text).toBe('This answer can no longer be rated.');
+    const before = stack.telegram.callbackAnswers.length;
+    stack.telegram.pushCallback(508, messageId, up ?? '');
+    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > before);
+    expect(stack.telegram.callbackAnswers.at(-1)?.text).toBe('This answer can no longer be rated.');
+  });
+
+  it('ends with LangSmith holding the latest rating when it changed while a send was slow or failing', async () => {
+    await stack.link('gail', 515);
+    const { langsmith, telegram } = stack;
+    const rateAnswer = async (text: string) => {
+      stack.llm.enqueue(reply.text(text));
+      const [answer] = await stack.ask(515, text);
+      const [up, down] = keyboardOf(answer).map((b) => b.callback_data ?? '');
+      const messageId = answer?.messageId ?? 0;
+      return { runId: up?.split(':')[1], up: up ?? '', down: down ?? '', messageId };
+    };
+    const ofRun = (runId: string | undefined) =>
+      langsmith.feedback.filter((f) => f.run_id === runId);
+
+    // 👎 while the create of 👍 is still on its way: sent as an update once it is in.
+    const slow = await rateAnswer('Slow.');
+    langsmith.slowNext('feedback', 1_500);
+    const sends = langsmith.requests.length;
+    telegram.pushCallback(515, slow.messageId, slow.up);
+    await telegram.waitFor(() =>
+      langsmith.requests.slice(sends).some((r) => r.path === '/feedback'),
+    );
+    telegram.pushCallback(515, slow.messageId, slow.down);
+    await telegram.waitFor(() => ofRun(slow.runId)[0]?.score === 0, 20_000);
+    expect(ofRun(slow.runId)).toHaveLength(1);
+    expect(langsmith.feedbackUpdates).toContainEqual({ id: ofRun(slow.runId)[0]?.id, score: 0 });
+
+    // 👎 while every attempt to send 👍 fails: the retry sends the latest.
+    const failing = await rateAnswer('Failing.');
+    langsmith.failNext('feedback', 5, 503);
+    const before = langsmith.requests.length;
+    telegram.pushCallback(515, failing.messageId, failing.up);
+    await telegram.waitFor(() =>
+      langsmith.requests.slice(before).some((r) => r.path === '/feedback'),
+    );
+    telegram.pushCallback(515, failing.messageId, failing.down);
+    await telegram.waitFor(() => ofRun(failing.runId).length > 0, 40_000);
+    await stack.parley.settled(500);
+    expect(ofRun(failing.runId)).toEqual([expect.objectContaining({ score: 0 })]);
+    const history = (await (await stack.parley.fetch('/users/gail/history')).json()) as {
+      turns: { run_id: string; feedback: { score: number } | null }[];
+    };
+    expect(history.turns.map((t) => t.feedback?.score)).toEqual([0, 0]);
   });
 
   it('shows a photo to the vision model, with the caption as the question', async () => {
@@ -405,7 +489,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
 const keyboardOf = (message: SentMessage | undefined) =>
   (
     (message?.replyMarkup ?? { inline_keyboard: [] }) as {
-      inline_keyboard: { callback_data: string }[][];
+      inline_keyboard: { text: string; callback_data: string }[][];
     }
   ).inline_keyboard[0] ?? [];
 
