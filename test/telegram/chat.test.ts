@@ -175,7 +175,14 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     stack.telegram.pushMessage(503, 'two');
     await stack.telegram.waitFor(() => stack.telegram.sentTo('503').length > from);
     expect(stack.telegram.sentTo('503')[from]?.visible).toMatch(
-      /^⏳ Too many chats: the limit is 1 a minute\..* You can try again in \d+ seconds\.$/,
+      /^⏳ Too many chats: the limit is 1 a minute\. You can try again in \d+ seconds\.$/,
+    );
+    // A Telegram client set to Korean gets the reason in Korean too.
+    const fromKo = stack.telegram.sentTo('503').length;
+    stack.telegram.pushMessage(503, '세 번째', 'ko');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('503').length > fromKo);
+    expect(stack.telegram.sentTo('503')[fromKo]?.visible).toMatch(
+      /^⏳ 대화가 너무 많습니다\. 1분에 1번까지 가능합니다\. \d+초 후 다시 시도할 수 있습니다\.$/,
     );
     expect(stack.llm.chats.length).toBe(chats);
   });
