@@ -26,6 +26,8 @@ export interface TelegramChannelDependencies {
 const HINT_EVERY_SECONDS = 3_600;
 /** Taken update ids are kept a week (Telegram keeps an update at most a day). */
 const FORGET_UPDATES_AFTER_SECONDS = 7 * 24 * 3_600;
+/** The updates Parley asks Telegram for (polling and webhook alike). */
+export const ALLOWED_UPDATES = ['message', 'edited_message', 'callback_query'] as const;
 const START = /^\/start(?:@\w+)?(?:\s+(\S+))?\s*$/;
 const COMMAND = /^\/(\w+)(?:@\w+)?(?:\s|$)/;
 
@@ -76,7 +78,7 @@ export class TelegramChannel {
     // Messages of one chat wait for each other; button presses do not wait for answers, only
     // for the chat's earlier presses (👍 then 👎 must end as 👎).
     const press = update.callback_query?.message?.chat.id;
-    const chat = update.message?.chat.id;
+    const chat = (update.message ?? update.edited_message)?.chat.id;
     const key = chat !== undefined ? String(chat) : press !== undefined ? `press:${press}` : '';
     const job = (async () => {
       const release = key === '' ? () => {} : await this.#order.acquire(key);
@@ -94,6 +96,7 @@ export class TelegramChannel {
 
   async #handle(update: Update, receivedAt: number, log: Logger): Promise<void> {
     if (update.callback_query) return this.#button(update.callback_query, log);
+    if (update.edited_message) return this.#edited(update.edited_message, log);
     const message = update.message;
     if (!message) return;
     if (message.chat.type !== 'private') {
@@ -152,6 +155,19 @@ export class TelegramChannel {
     }
     log.info('Telegram message of an unsupported kind');
     await this.reply(incoming.chatId, t.unsupported);
+  }
+
+  /**
+   * An edit of a message already answered: answering again would add a second answer to a
+   * conversation that already holds the first, so the user is told to send it anew instead of
+   * waiting for an answer that never comes.
+   */
+  async #edited(message: Message, log: Logger): Promise<void> {
+    if (message.chat.type !== 'private') return;
+    if (!(await this.#deps.store.userOfChat(String(message.chat.id)))) return;
+    log.info('Telegram message edited: not answered again');
+    const t = textsFor(languageOf(message.from?.language_code));
+    await this.reply(message.chat.id, t.editNotAnswered);
   }
 
   async #link(chatId: number, code: string | undefined, language: Language, log: Logger) {

@@ -20,6 +20,8 @@ const TEXTS = {
     unsupported:
       'This kind of message is not supported yet: send text, a photo or a document (PDF, TXT, MD, HTML, DOCX).',
     photoQuestion: 'What is in this image?',
+    editNotAnswered:
+      'Edited messages are not answered again: send the corrected message as a new one.',
     noAnswer: 'No answer came. Please try again.',
     thanks: 'Thanks for the feedback.',
     feedbackGone: 'This answer can no longer be rated.',
@@ -62,6 +64,7 @@ const TEXTS = {
     unsupported:
       '이 종류의 메시지는 아직 지원하지 않습니다. 텍스트, 사진 또는 문서(PDF, TXT, MD, HTML, DOCX)를 보내 주세요.',
     photoQuestion: '이 이미지에 무엇이 있나요?',
+    editNotAnswered: '수정한 메시지에는 다시 답하지 않습니다. 고친 내용을 새 메시지로 보내 주세요.',
     noAnswer: '답을 받지 못했습니다. 다시 시도해 주세요.',
     thanks: '평가해 주셔서 감사합니다.',
     feedbackGone: '이 답은 더 이상 평가할 수 없습니다.',

@@ -3,6 +3,7 @@ import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { LeaseRepository } from '../storage/lease-repository.ts';
 import { callFailure, grammySignal, type TelegramApi } from './telegram-api.ts';
+import { ALLOWED_UPDATES } from './telegram-channel.ts';
 
 export interface UpdatePollerOptions {
   telegram: TelegramApi;
@@ -21,7 +22,6 @@ const LEASE_MS = 90_000;
 const IDLE_MS = 5_000;
 /** Longest a getUpdates may take beyond its long-poll wait. */
 const CALL_MARGIN_MS = 15_000;
-const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
 
 /**
  * TELEGRAM_POLLING: reads the bot's updates with long polling. Only the replica holding the

@@ -79,6 +79,8 @@ export interface FakeTelegramServer {
   pushMessage(chatId: number, text: string, languageCode?: string): number;
   /** Queues any message (photo, document, sticker, a group's…); returns its update_id. */
   pushUpdateMessage(chatId: number, fields: Record<string, unknown>, options?: PushOptions): number;
+  /** Queues the user's edit of a message they sent earlier (`edited_message`); returns its update_id. */
+  pushEditedMessage(chatId: number, text: string, languageCode?: string): number;
   /** Queues a button press under message `messageId`; returns the callback query's id. */
   pushCallback(chatId: number, messageId: number, data: string, languageCode?: string): string;
   /** A file the bot can fetch with getFile; returns its file_id. */
@@ -135,6 +137,10 @@ export async function startFakeTelegramServer(
   let polling = 0;
   let rateLimited = { count: 0, retryAfter: 1 };
   let redeliver: number | undefined;
+  /** Telegram keeps the last allowed_updates given (getUpdates or setWebhook); [] is all but a few. */
+  let allowedUpdates: string[] | undefined;
+  const isAllowed = (update: Record<string, unknown>) =>
+    !allowedUpdates?.length || allowedUpdates.some((kind) => kind in update);
   let wakePoller: (() => void) | undefined;
 
   const push = (fields: Record<string, unknown>) => {
@@ -142,7 +148,7 @@ export async function startFakeTelegramServer(
     updates.push({ update_id: updateId, ...fields });
     wakePoller?.();
     // With a webhook set, Telegram posts each update there (once here; `deliver` repeats it).
-    if (fake.webhook) {
+    if (fake.webhook && isAllowed(updates.at(-1) ?? {})) {
       fake
         .deliver(updateId)
         .catch((error: unknown) =>
@@ -193,6 +199,19 @@ export async function startFakeTelegramServer(
             language_code: options.languageCode ?? 'en',
           },
           ...fields,
+        },
+      });
+    },
+    pushEditedMessage(chatId, text, languageCode = 'en') {
+      const now = Math.floor(Date.now() / 1000);
+      return push({
+        edited_message: {
+          message_id: nextUpdateId,
+          date: now - 5,
+          edit_date: now,
+          chat: { id: chatId, type: 'private', first_name: 'Test' },
+          from: { id: chatId, is_bot: false, first_name: 'Test', language_code: languageCode },
+          text,
         },
       });
     },
@@ -454,6 +473,7 @@ export async function startFakeTelegramServer(
     setWebhook(body, res) {
       if (typeof body.url !== 'string') return fail(res, 400, 'Bad Request: bad webhook');
       fake.webhook = { url: body.url, secret: body.secret_token as string | undefined };
+      if (Array.isArray(body.allowed_updates)) allowedUpdates = body.allowed_updates as string[];
       ok(res, true);
     },
     deleteWebhook(body, res) {
@@ -503,7 +523,9 @@ export async function startFakeTelegramServer(
     try {
       const offset = redeliver ?? (body.offset as number | undefined) ?? 0;
       redeliver = undefined;
-      const pending = () => updates.filter((u) => u.update_id >= offset);
+      if (Array.isArray(body.allowed_updates)) allowedUpdates = body.allowed_updates as string[];
+      // Updates of a kind not asked for are never handed out.
+      const pending = () => updates.filter((u) => u.update_id >= offset && isAllowed(u));
       const timeout = (body.timeout as number | undefined) ?? 0;
       if (pending().length === 0 && timeout > 0) {
         await new Promise<void>((resolve) => {

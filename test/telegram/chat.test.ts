@@ -127,7 +127,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(stack.llm.chats.length).toBe(before);
   });
 
-  it('/help, /new and /stop; other kinds of message are not supported yet', async () => {
+  it('/help, /new and /stop; voice, stickers and video are not supported yet; edits are not re-answered', async () => {
     await stack.link('bob', 502);
     const say = async (text: string) => {
       const from = stack.telegram.sentTo('502').length;
@@ -143,12 +143,28 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     await stack.ask(502, 'What was the code word?');
     expect(seen(stack.llm.chats.at(-1)?.body as ChatCompletionRequest)).not.toContain('pineapple');
 
-    const from = stack.telegram.sentTo('502').length;
-    stack.telegram.pushUpdateMessage(502, {
+    const kinds = {
       sticker: { file_id: 'st1', file_unique_id: 's', width: 1, height: 1, type: 'regular' },
-    });
-    await stack.telegram.waitFor(() => stack.telegram.sentTo('502').length > from);
-    expect(stack.telegram.sentTo('502')[from]?.visible).toContain('not supported yet');
+      voice: { file_id: 'vo1', file_unique_id: 'v', duration: 2 },
+      video: { file_id: 'vi1', file_unique_id: 'w', width: 1, height: 1, duration: 2 },
+    };
+    for (const [kind, value] of Object.entries(kinds)) {
+      const from = stack.telegram.sentTo('502').length;
+      stack.telegram.pushUpdateMessage(502, { [kind]: value });
+      await stack.telegram.waitFor(() => stack.telegram.sentTo('502').length > from);
+      expect(stack.telegram.sentTo('502')[from]?.visible).toContain('not supported yet');
+    }
+    // An edit is not answered again: the user is told to send it anew, in their language.
+    const beforeEdit = stack.llm.chats.length;
+    const fromEdit = stack.telegram.sentTo('502').length;
+    stack.telegram.pushEditedMessage(502, 'What was the code word, again?');
+    stack.telegram.pushEditedMessage(502, '암호가 뭐였지?', 'ko');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('502').length === fromEdit + 2);
+    expect(stack.sentSince(502, fromEdit).map((m) => m.visible)).toEqual([
+      'Edited messages are not answered again: send the corrected message as a new one.',
+      '수정한 메시지에는 다시 답하지 않습니다. 고친 내용을 새 메시지로 보내 주세요.',
+    ]);
+    expect(stack.llm.chats.length).toBe(beforeEdit);
 
     expect(await say('/stop')).toContain('Unlinked');
     const chats = stack.llm.chats.length;
