@@ -295,6 +295,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
       expect.objectContaining({ id: created.id, key: 'user_score', score: 0 }),
     ]);
     expect(stack.langsmith.feedbackUpdates).toEqual([{ id: created.id, score: 0 }]);
+    expect(stack.langsmith.duplicateCreates).toBe(0);
     // And so does Parley: the history shows the latest, the export one feedback.
     const history = (await (await stack.parley.fetch('/users/gina/history')).json()) as {
       turns: { run_id: string; feedback: { score: number } | null }[];
