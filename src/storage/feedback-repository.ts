@@ -78,7 +78,8 @@ export class FeedbackRepository {
    * update of the one feedback. While a send is under way (leased), the lease is kept: the
    * send finishing finds a newer revision and leaves the row due (see markForwarded), so two
    * sends of one row never race. A row waiting out a failure keeps its backoff. Pressing the
-   * chosen button again changes nothing. Returns the feedback id; undefined when the run is unknown or another user's.
+   * chosen button again changes nothing. Returns the feedback id; undefined when the run is
+   * unknown or another user's.
    */
   async recordPress(press: ButtonPress): Promise<string | undefined> {
     const { rows } = await this.#db.$client.query<{ id: string }>(
