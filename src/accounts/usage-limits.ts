@@ -1,6 +1,6 @@
-import { AppError } from '../errors.ts';
 import type { AccountRepository } from '../storage/account-repository.ts';
 import type { UsageRepository } from '../storage/usage-repository.ts';
+import { LimitExceededError } from './limit-exceeded.ts';
 import { effectiveLimits, type Limits, MB } from './limits.ts';
 import { isLimited, type Principal } from './principal.ts';
 
@@ -25,11 +25,6 @@ export interface UsageView {
 /** How long an account's limits are taken from memory before being read again. */
 const LIMITS_TTL_MS = 1_000;
 const MINUTE_MS = 60_000;
-
-const overLimit = (message: string, retryAfterMs: number) =>
-  new AppError('limit_exceeded', 429, message, {
-    retryAfterSeconds: Math.max(1, Math.ceil(retryAfterMs / 1000)),
-  });
 
 /**
  * The per-user limits, shared by every door and every replica (the counters are in the
@@ -91,13 +86,17 @@ export class UsageLimits {
     if (admitted) return;
     const state = await this.#deps.usage.chatState(userId, this.#deps.defaultTimezone);
     if (limits.tokens_per_day > 0 && state.tokensToday >= limits.tokens_per_day) {
-      throw overLimit(
+      throw new LimitExceededError(
+        'tokens_per_day',
+        limits.tokens_per_day,
         `Today's limit of ${limits.tokens_per_day} model tokens is used up; it resets at midnight in your timezone.`,
         state.dayEndsInMs,
       );
     }
     // The next chat fits once `tat + interval` is within a minute of now.
-    throw overLimit(
+    throw new LimitExceededError(
+      'chats_per_minute',
+      limits.chats_per_minute,
       `Too many chats: the limit is ${limits.chats_per_minute} a minute. Try again shortly.`,
       state.tatAheadMs + intervalMs - MINUTE_MS,
     );
@@ -118,7 +117,9 @@ export class UsageLimits {
     if (enforce && privateSource !== undefined && limits.storage_mb > 0) {
       const stored = await this.#deps.usage.storedBytes(userId, privateSource);
       if (stored + bytes > limits.storage_mb * MB) {
-        throw overLimit(
+        throw new LimitExceededError(
+          'storage_mb',
+          limits.storage_mb,
           `Your documents would take more than your ${limits.storage_mb} MB: delete some first.`,
           60 * MINUTE_MS,
         );
@@ -133,7 +134,9 @@ export class UsageLimits {
     );
     if (!counted) {
       const state = await this.#deps.usage.chatState(userId, this.#deps.defaultTimezone);
-      throw overLimit(
+      throw new LimitExceededError(
+        'ingest_mb_per_day',
+        limits.ingest_mb_per_day,
         `This upload would pass today's limit of ${limits.ingest_mb_per_day} MB; it resets at midnight in your timezone.`,
         state.dayEndsInMs,
       );

@@ -35,6 +35,8 @@ export class FeedbackForwarder {
   readonly #options: Required<Omit<FeedbackForwarderOptions, 'metrics'>> &
     Pick<FeedbackForwarderOptions, 'metrics'>;
   readonly #loop: DrainLoop;
+  /** Wakes the loop when a retry sooner than the next interval comes due. */
+  #retry: NodeJS.Timeout | undefined;
 
   constructor(options: FeedbackForwarderOptions) {
     this.#options = { intervalMs: 30_000, backoffMs: 5_000, maxBackoffMs: 3_600_000, ...options };
@@ -55,24 +57,36 @@ export class FeedbackForwarder {
   }
 
   stop(): Promise<void> {
+    clearTimeout(this.#retry);
     return this.#loop.stop();
   }
 
+  #retryIn(ms: number): void {
+    clearTimeout(this.#retry);
+    this.#retry = setTimeout(() => this.kick(), ms);
+    this.#retry.unref();
+  }
+
   async #drain(): Promise<void> {
-    const { repository, sink, logger, backoffMs, maxBackoffMs, metrics } = this.#options;
+    const { repository, sink, logger, backoffMs, maxBackoffMs, intervalMs, metrics } =
+      this.#options;
+    let soonestRetry = Number.POSITIVE_INFINITY;
     while (true) {
       const due = await repository.leaseDue(BATCH, LEASE_MS);
       const lastStart = Date.now() + LEASE_MS - SEND_BUDGET_MS;
+      // A rating changed while its send was under way is due again at once: look again.
+      let changed = false;
       for (const item of due) {
         if (Date.now() > lastStart) break; // the rest are due again when the lease ends
         try {
           await sink.send(item);
-          await repository.markForwarded(item.id);
+          if (!(await repository.markForwarded(item.id, item.revision))) changed = true;
           metrics?.job('feedback_forward', 'done');
         } catch (error) {
           metrics?.job('feedback_forward', 'failed');
           const attempts = item.attempts + 1;
           const delay = Math.min(backoffMs * 2 ** (attempts - 1), maxBackoffMs);
+          soonestRetry = Math.min(soonestRetry, delay);
           await repository.markFailed(item.id, attempts, new Date(Date.now() + delay));
           logger.warn(
             { err: error, feedbackId: item.id, attempts, retryInMs: delay },
@@ -80,7 +94,9 @@ export class FeedbackForwarder {
           );
         }
       }
-      if (due.length < BATCH) return;
+      if (due.length < BATCH && !changed) break;
     }
+    // A retry due before the next interval is not left waiting for it.
+    if (soonestRetry < intervalMs) this.#retryIn(soonestRetry);
   }
 }

@@ -6,5 +6,7 @@ export interface FeedbackSink {
     key: string;
     score: number;
     comment: string | null;
+    /** Sent before (the user changed their rating since): update that feedback in place. */
+    forwardedOnce: boolean;
   }): Promise<void>;
 }

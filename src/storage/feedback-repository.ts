@@ -16,6 +16,15 @@ export interface NewFeedback {
   userId?: string | undefined;
 }
 
+/** A button press on an answer: the user's one rating of that run from that door. */
+export interface ButtonPress {
+  runId: string;
+  key: string;
+  score: number;
+  /** The run must be this user's: another user's run is as unknown as none. */
+  userId: string;
+}
+
 export interface PendingFeedback {
   id: string;
   runId: string;
@@ -23,6 +32,10 @@ export interface PendingFeedback {
   score: number;
   comment: string | null;
   attempts: number;
+  /** The change being sent; a later change makes this send not the last word. */
+  revision: number;
+  /** LangSmith already holds this feedback (sent before): update it rather than create it. */
+  forwardedOnce: boolean;
 }
 
 /** Stored feedback; rows not yet forwarded to LangSmith form the forwarding outbox. */
@@ -60,6 +73,43 @@ export class FeedbackRepository {
   }
 
   /**
+   * Records a Telegram button press: the first press on a run adds its feedback, a later one
+   * changes that same row's score and makes it due again, so LangSmith gets the change as an
+   * update of the one feedback. While a send is under way (leased), the lease is kept: the
+   * send finishing finds a newer revision and leaves the row due (see markForwarded), so two
+   * sends of one row never race. A row waiting out a failure keeps its backoff. Pressing the
+   * chosen button again changes nothing. Returns the feedback id; undefined when the run is
+   * unknown or another user's.
+   */
+  async recordPress(press: ButtonPress): Promise<string | undefined> {
+    const { rows } = await this.#db.$client.query<{ id: string }>(
+      `INSERT INTO feedback (id, run_id, key, score, source)
+       SELECT $1, r.id, $3, $4, 'telegram' FROM chat_runs r WHERE r.id = $2 AND r.user_id = $5
+       ON CONFLICT (run_id) WHERE source = 'telegram' DO UPDATE SET
+         key = EXCLUDED.key,
+         score = EXCLUDED.score,
+         revision = feedback.revision + 1,
+         updated_at = now(),
+         forwarded_at = NULL,
+         forward_attempts = CASE WHEN feedback.forwarded_at IS NULL
+                                 THEN feedback.forward_attempts ELSE 0 END,
+         next_attempt_at = CASE WHEN feedback.forwarded_at IS NULL
+                                THEN feedback.next_attempt_at ELSE now() END
+       WHERE feedback.score <> EXCLUDED.score OR feedback.key <> EXCLUDED.key
+       RETURNING id`,
+      [randomUUID(), press.runId, press.key, press.score, press.userId],
+    );
+    if (rows[0]) return rows[0].id;
+    // The same button again: nothing changes, nothing is sent again.
+    const same = await this.#db.$client.query<{ id: string }>(
+      `SELECT f.id FROM feedback f JOIN chat_runs r ON r.id = f.run_id
+        WHERE f.run_id = $1 AND f.source = 'telegram' AND r.user_id = $2`,
+      [press.runId, press.userId],
+    );
+    return same.rows[0]?.id;
+  }
+
+  /**
    * Leases up to `limit` rows that are due for forwarding: their next attempt moves
    * `leaseMs` ahead in the same statement, so replicas sharing the database do not send the
    * same row at the same time, and a replica that dies mid-send only delays it.
@@ -72,6 +122,8 @@ export class FeedbackRepository {
       score: number;
       comment: string | null;
       forward_attempts: number;
+      revision: number;
+      forwarded_once: boolean;
     }>(sql`
       UPDATE ${feedback}
       SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
@@ -82,7 +134,7 @@ export class FeedbackRepository {
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       )
-      RETURNING id, run_id, key, score, comment, forward_attempts`);
+      RETURNING id, run_id, key, score, comment, forward_attempts, revision, forwarded_once`);
     return rows.map((row) => ({
       id: row.id,
       runId: row.run_id,
@@ -90,11 +142,24 @@ export class FeedbackRepository {
       score: Number(row.score),
       comment: row.comment,
       attempts: row.forward_attempts,
+      revision: row.revision,
+      forwardedOnce: row.forwarded_once,
     }));
   }
 
-  async markForwarded(id: string): Promise<void> {
-    await this.#db.update(feedback).set({ forwardedAt: new Date() }).where(eq(feedback.id, id));
+  /**
+   * LangSmith accepted `revision` of this feedback. It is done unless it changed meanwhile:
+   * then it is due again at once, to send the newer score. Returns whether it is done.
+   */
+  async markForwarded(id: string, revision: number): Promise<boolean> {
+    const { rows } = await this.#db.execute<{ done: boolean }>(sql`
+      UPDATE ${feedback}
+      SET forwarded_once = true,
+          forwarded_at = CASE WHEN revision = ${revision} THEN now() ELSE NULL END,
+          next_attempt_at = CASE WHEN revision = ${revision} THEN next_attempt_at ELSE now() END
+      WHERE id = ${id}
+      RETURNING forwarded_at IS NOT NULL AS done`);
+    return rows[0]?.done ?? true;
   }
 
   async markFailed(id: string, attempts: number, retryAt: Date): Promise<void> {

@@ -85,7 +85,7 @@ export class HistoryRepository {
     }>(
       `SELECT r.id, r.status, f.score, f.comment FROM chat_runs r
          LEFT JOIN LATERAL (SELECT score, comment FROM feedback
-                             WHERE run_id = r.id ORDER BY created_at DESC LIMIT 1) f ON true
+                             WHERE run_id = r.id ORDER BY updated_at DESC LIMIT 1) f ON true
         WHERE r.user_id = $1 AND r.id = ANY($2::uuid[])`,
       [userId, [...turns.keys()]],
     );

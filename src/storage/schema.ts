@@ -105,10 +105,18 @@ export const feedback = pgTable(
     forwardedAt: timestamp('forwarded_at', { withTimezone: true }),
     forwardAttempts: integer('forward_attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
+    /** 'api' (POST /feedback: each call adds a rating) or 'telegram' (a button: one per run, changed by pressing again). */
+    source: text('source').notNull().default('api'),
+    /** Bumped by each change, so a send of an older score is not taken for the latest. */
+    revision: integer('revision').notNull().default(0),
+    /** LangSmith holds this feedback: a change is sent as an update of it, not a new one. */
+    forwardedOnce: boolean('forwarded_once').notNull().default(false),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [
     index('feedback_run_id_idx').on(t.runId),
     index('feedback_pending_idx').on(t.nextAttemptAt).where(sql`${t.forwardedAt} IS NULL`),
+    uniqueIndex('feedback_telegram_run_idx').on(t.runId).where(sql`${t.source} = 'telegram'`),
   ],
 );
 

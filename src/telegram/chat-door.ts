@@ -114,22 +114,23 @@ export class ChatDoor {
     await this.#deps.conversations.reset(userId);
   }
 
-  /** A 👍/👎 press: feedback on that answer's run, forwarded like POST /feedback. */
-  async rate(userId: string, data: string, language: Language, log: Logger): Promise<string> {
+  /**
+   * A 👍/👎 press: the user's rating of that answer's run, forwarded like POST /feedback;
+   * pressing again changes it. Returns the acknowledgement and, once recorded, the buttons
+   * with the choice marked.
+   */
+  async rate(userId: string, data: string, language: Language, log: Logger): Promise<Rated> {
     const t = textsFor(language);
     const match = RATE.exec(data);
-    if (!match?.[1]) return t.feedbackGone;
+    if (!match?.[1]) return { text: t.feedbackGone };
+    const runId = match[1];
+    const score = Number(match[2]) as 0 | 1;
     try {
-      await this.#deps.feedback.submit({
-        runId: match[1],
-        score: Number(match[2]),
-        key: 'user_score',
-        userId,
-      });
-      log.info({ runId: match[1] }, 'Telegram feedback recorded');
-      return t.thanks;
+      await this.#deps.feedback.press({ runId, score, key: 'user_score', userId });
+      log.info({ runId }, 'Telegram feedback recorded');
+      return { text: t.thanks, buttons: rateButtons(runId, score) };
     } catch (error) {
-      if (AppError.isInstance(error) && error.status === 404) return t.feedbackGone;
+      if (AppError.isInstance(error) && error.status === 404) return { text: t.feedbackGone };
       throw error;
     }
   }
@@ -162,11 +163,18 @@ export class ChatDoor {
   }
 }
 
-export const rateButtons = (runId: string): InlineKeyboardMarkup => ({
+/** What a press is answered with, and the answer's buttons as they should now look. */
+export interface Rated {
+  text: string;
+  buttons?: InlineKeyboardMarkup | undefined;
+}
+
+/** The 👍 / 👎 under an answer; the user's current choice, if any, is marked with ✓. */
+export const rateButtons = (runId: string, chosen?: 0 | 1): InlineKeyboardMarkup => ({
   inline_keyboard: [
     [
-      { text: '👍', callback_data: `f:${runId}:1` },
-      { text: '👎', callback_data: `f:${runId}:0` },
+      { text: chosen === 1 ? '👍 ✓' : '👍', callback_data: `f:${runId}:1` },
+      { text: chosen === 0 ? '👎 ✓' : '👎', callback_data: `f:${runId}:0` },
     ],
   ],
 });

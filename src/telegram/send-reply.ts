@@ -1,5 +1,6 @@
 import type { InlineKeyboardMarkup } from 'grammy/types';
 import type { Logger } from 'pino';
+import { LimitExceededError } from '../accounts/limit-exceeded.ts';
 import { AppError } from '../errors.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';
 import { inWords, type Language, textsFor } from './telegram-texts.ts';
@@ -22,9 +23,15 @@ export async function sendReply(
   }
 }
 
-/** Over a limit (429): the reason and when to try again, in words; undefined otherwise. */
+/**
+ * Over a limit (429): the reason and when to try again, in words, in the user's language;
+ * undefined otherwise.
+ */
 export function overLimitText(error: unknown, language: Language): string | undefined {
   if (!AppError.isInstance(error) || error.status !== 429) return undefined;
+  const t = textsFor(language);
   const when = inWords(error.retryAfterSeconds ?? 60, language);
-  return textsFor(language).overLimit(error.message, when);
+  const reason =
+    error instanceof LimitExceededError ? t.limitReason[error.limit](error.allowed) : error.message;
+  return t.overLimit(reason, when);
 }

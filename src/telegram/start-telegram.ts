@@ -20,7 +20,7 @@ import { registerCommands } from './commands.ts';
 import { DocumentDoor } from './document-door.ts';
 import { ReminderDoor } from './reminder-door.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';
-import { TelegramChannel } from './telegram-channel.ts';
+import { ALLOWED_UPDATES, TelegramChannel } from './telegram-channel.ts';
 import { UpdatePoller } from './update-poller.ts';
 
 export interface TelegramStartOptions {
@@ -112,7 +112,7 @@ export function startTelegram(options: TelegramStartOptions): TelegramDoor | und
         telegram.reliable
           .setWebhook(webhookUrl, {
             secret_token: secret,
-            allowed_updates: ['message', 'callback_query'],
+            allowed_updates: [...ALLOWED_UPDATES],
           })
           .then(
             () => logger.info('Telegram webhook set'),

@@ -9,7 +9,7 @@ import type { DocumentDoor } from './document-door.ts';
 import type { Incoming } from './incoming.ts';
 import type { ReminderDoor } from './reminder-door.ts';
 import { sendReply } from './send-reply.ts';
-import { callFailure, type TelegramApi } from './telegram-api.ts';
+import { callFailure, isNotModified, type TelegramApi } from './telegram-api.ts';
 import { type Language, languageOf, textsFor } from './telegram-texts.ts';
 
 export interface TelegramChannelDependencies {
@@ -26,6 +26,8 @@ export interface TelegramChannelDependencies {
 const HINT_EVERY_SECONDS = 3_600;
 /** Taken update ids are kept a week (Telegram keeps an update at most a day). */
 const FORGET_UPDATES_AFTER_SECONDS = 7 * 24 * 3_600;
+/** The updates Parley asks Telegram for (polling and webhook alike). */
+export const ALLOWED_UPDATES = ['message', 'edited_message', 'callback_query'] as const;
 const START = /^\/start(?:@\w+)?(?:\s+(\S+))?\s*$/;
 const COMMAND = /^\/(\w+)(?:@\w+)?(?:\s|$)/;
 
@@ -73,10 +75,13 @@ export class TelegramChannel {
 
   #dispatch(update: Update, receivedAt: number): void {
     const log = this.#deps.logger.child({ updateId: update.update_id });
-    // Button presses are answered at once; messages of one chat wait for each other.
-    const chat = update.message?.chat.id;
+    // Messages of one chat wait for each other; button presses do not wait for answers, only
+    // for the chat's earlier presses (👍 then 👎 must end as 👎).
+    const press = update.callback_query?.message?.chat.id;
+    const chat = (update.message ?? update.edited_message)?.chat.id;
+    const key = chat !== undefined ? String(chat) : press !== undefined ? `press:${press}` : '';
     const job = (async () => {
-      const release = chat === undefined ? () => {} : await this.#order.acquire(String(chat));
+      const release = key === '' ? () => {} : await this.#order.acquire(key);
       try {
         await this.#handle(update, receivedAt, log);
       } catch (error) {
@@ -91,6 +96,7 @@ export class TelegramChannel {
 
   async #handle(update: Update, receivedAt: number, log: Logger): Promise<void> {
     if (update.callback_query) return this.#button(update.callback_query, log);
+    if (update.edited_message) return this.#edited(update.edited_message, log);
     const message = update.message;
     if (!message) return;
     if (message.chat.type !== 'private') {
@@ -151,6 +157,19 @@ export class TelegramChannel {
     await this.reply(incoming.chatId, t.unsupported);
   }
 
+  /**
+   * An edit of a message already answered: answering again would add a second answer to a
+   * conversation that already holds the first, so the user is told to send it anew instead of
+   * waiting for an answer that never comes.
+   */
+  async #edited(message: Message, log: Logger): Promise<void> {
+    if (message.chat.type !== 'private') return;
+    if (!(await this.#deps.store.userOfChat(String(message.chat.id)))) return;
+    log.info('Telegram message edited: not answered again');
+    const t = textsFor(languageOf(message.from?.language_code));
+    await this.reply(message.chat.id, t.editNotAnswered);
+  }
+
   async #link(chatId: number, code: string | undefined, language: Language, log: Logger) {
     const t = textsFor(language);
     if (!code || !/^[A-Za-z0-9_-]{1,64}$/.test(code)) {
@@ -175,10 +194,23 @@ export class TelegramChannel {
       return void (await answer(textsFor(language).feedbackGone));
     }
     const data = query.data ?? '';
-    const text = data.startsWith('r:')
-      ? await this.#deps.reminders.cancel(userId, data.slice(2), language)
-      : await this.#deps.chat.rate(userId, data, language, log);
-    await answer(text);
+    if (data.startsWith('r:')) {
+      return void (await answer(
+        await this.#deps.reminders.cancel(userId, data.slice(2), language),
+      ));
+    }
+    const rated = await this.#deps.chat.rate(userId, data, language, log);
+    await answer(rated.text);
+    const messageId = query.message?.message_id;
+    if (rated.buttons && messageId !== undefined) {
+      await this.#deps.telegram.reliable
+        .editMessageReplyMarkup(chatId, messageId, { reply_markup: rated.buttons })
+        .catch((error: unknown) => {
+          // Pressing the chosen button again changes nothing on screen: Telegram says so.
+          if (isNotModified(error)) return;
+          log.warn({ err: error, status: callFailure(error)?.status }, 'choice not shown');
+        });
+    }
   }
 
   reply(chatId: number, text: string): Promise<void> {

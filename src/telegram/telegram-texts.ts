@@ -20,6 +20,8 @@ const TEXTS = {
     unsupported:
       'This kind of message is not supported yet: send text, a photo or a document (PDF, TXT, MD, HTML, DOCX).',
     photoQuestion: 'What is in this image?',
+    editNotAnswered:
+      'Edited messages are not answered again: send the corrected message as a new one.',
     noAnswer: 'No answer came. Please try again.',
     thanks: 'Thanks for the feedback.',
     feedbackGone: 'This answer can no longer be rated.',
@@ -36,6 +38,15 @@ const TEXTS = {
     cancelled: 'Reminder cancelled.',
     cancelGone: 'That reminder was already gone.',
     overLimit: (reason: string, when: string) => `⏳ ${reason} You can try again ${when}.`,
+    limitReason: {
+      chats_per_minute: (n: number) => `Too many chats: the limit is ${n} a minute.`,
+      tokens_per_day: (n: number) =>
+        `Today's limit of ${n} model tokens is used up; it resets at midnight in your timezone.`,
+      ingest_mb_per_day: (n: number) =>
+        `This upload would pass today's limit of ${n} MB; it resets at midnight in your timezone.`,
+      storage_mb: (n: number) =>
+        `Your documents would take more than your ${n} MB: delete some first.`,
+    },
     busy: 'Something went wrong on our side; please try again in a moment.',
   },
   ko: {
@@ -53,6 +64,7 @@ const TEXTS = {
     unsupported:
       '이 종류의 메시지는 아직 지원하지 않습니다. 텍스트, 사진 또는 문서(PDF, TXT, MD, HTML, DOCX)를 보내 주세요.',
     photoQuestion: '이 이미지에 무엇이 있나요?',
+    editNotAnswered: '수정한 메시지에는 다시 답하지 않습니다. 고친 내용을 새 메시지로 보내 주세요.',
     noAnswer: '답을 받지 못했습니다. 다시 시도해 주세요.',
     thanks: '평가해 주셔서 감사합니다.',
     feedbackGone: '이 답은 더 이상 평가할 수 없습니다.',
@@ -69,6 +81,15 @@ const TEXTS = {
     cancelled: '리마인더를 취소했습니다.',
     cancelGone: '이미 없는 리마인더입니다.',
     overLimit: (reason: string, when: string) => `⏳ ${reason} ${when} 다시 시도할 수 있습니다.`,
+    limitReason: {
+      chats_per_minute: (n: number) => `대화가 너무 많습니다. 1분에 ${n}번까지 가능합니다.`,
+      tokens_per_day: (n: number) =>
+        `오늘 사용할 수 있는 모델 토큰 ${n}개를 모두 썼습니다. 내 시간대의 자정에 초기화됩니다.`,
+      ingest_mb_per_day: (n: number) =>
+        `이 파일을 올리면 오늘 한도 ${n} MB를 넘습니다. 내 시간대의 자정에 초기화됩니다.`,
+      storage_mb: (n: number) =>
+        `문서가 내 저장 공간 ${n} MB를 넘게 됩니다. 먼저 일부를 지워 주세요.`,
+    },
     busy: '서버에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.',
   },
 } as const;

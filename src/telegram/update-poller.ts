@@ -3,6 +3,7 @@ import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { LeaseRepository } from '../storage/lease-repository.ts';
 import { callFailure, grammySignal, type TelegramApi } from './telegram-api.ts';
+import { ALLOWED_UPDATES } from './telegram-channel.ts';
 
 export interface UpdatePollerOptions {
   telegram: TelegramApi;
@@ -21,7 +22,6 @@ const LEASE_MS = 90_000;
 const IDLE_MS = 5_000;
 /** Longest a getUpdates may take beyond its long-poll wait. */
 const CALL_MARGIN_MS = 15_000;
-const ALLOWED_UPDATES = ['message', 'callback_query'] as const;
 
 /**
  * TELEGRAM_POLLING: reads the bot's updates with long polling. Only the replica holding the
@@ -34,6 +34,8 @@ export class UpdatePoller {
   readonly #holder = randomUUID();
   readonly #stop = new AbortController();
   #loop: Promise<void> | undefined;
+  /** Whether this poller removed any webhook (Telegram answers getUpdates 409 while one is set). */
+  #webhookRemoved = false;
 
   constructor(options: UpdatePollerOptions) {
     this.#options = options;
@@ -59,6 +61,13 @@ export class UpdatePoller {
           await sleep(IDLE_MS, signal);
           continue;
         }
+        if (!this.#webhookRemoved) {
+          // A webhook set earlier (a deployment that used TELEGRAM_WEBHOOK_URL) would make every
+          // poll a 409. Its pending updates are kept: they are read by the next poll.
+          await telegram.bestEffort.deleteWebhook({ drop_pending_updates: false });
+          this.#webhookRemoved = true;
+          logger.info('Telegram webhook removed, if any: polling');
+        }
         const offset = typeof state.offset === 'number' ? state.offset : 0;
         const call = AbortSignal.any([
           signal,
@@ -77,6 +86,10 @@ export class UpdatePoller {
         if (signal.aborted) break;
         const failure = callFailure(error);
         if (failure?.status === 429) telegram.gate.pause(failure.retryAfterSeconds ?? 1);
+        // A webhook set while polling (another deployment of this bot): remove it again.
+        if (failure?.status === 409 && failure.description.includes('webhook')) {
+          this.#webhookRemoved = false;
+        }
         logger.warn({ err: error, status: failure?.status }, 'Telegram polling paused');
         await sleep(IDLE_MS, signal);
       }

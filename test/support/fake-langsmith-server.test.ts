@@ -161,6 +161,38 @@ describe('fake LangSmith server driven by the langsmith client', () => {
   });
 });
 
+describe('fake LangSmith server: one feedback per id', () => {
+  it('applies updateFeedback as PATCH /feedback/{id} to the feedback created under that id', async () => {
+    const { fake, client } = await start();
+    const runId = randomUUID();
+    const feedbackId = randomUUID();
+    await client.createFeedback(runId, 'user_score', { score: 1, feedbackId });
+    await client.updateFeedback(feedbackId, { score: 0 });
+    expect(fake.feedback).toMatchObject([{ id: feedbackId, run_id: runId, score: 0 }]);
+    expect(fake.feedbackUpdates).toEqual([{ id: feedbackId, score: 0 }]);
+  });
+
+  it('refuses a second create of one id with 409, keeping one feedback', async () => {
+    const { fake, client } = await start();
+    const feedbackId = randomUUID();
+    await client.createFeedback(randomUUID(), 'user_score', { score: 1, feedbackId });
+    await expect(
+      client.createFeedback(randomUUID(), 'user_score', { score: 0, feedbackId }),
+    ).rejects.toMatchObject({ status: 409 });
+    expect(fake.feedback).toMatchObject([{ id: feedbackId, score: 1 }]);
+    expect(fake.duplicateCreates).toBe(1);
+  });
+
+  it('records an update of a feedback it never received, answering 404', async () => {
+    const { fake, client } = await start();
+    await expect(client.updateFeedback(randomUUID(), { score: 1 })).rejects.toThrow(/404/);
+    expect(fake.unexpected).toMatchObject([
+      { method: 'PATCH', reason: expect.stringMatching(/never created/) },
+    ]);
+    fake.unexpected.length = 0;
+  });
+});
+
 describe('fake LangSmith server failures', () => {
   it('injects a 503 the client retries through', async () => {
     const { fake, client } = await start();

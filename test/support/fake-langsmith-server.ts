@@ -46,6 +46,15 @@ export interface RecordedFeedback {
   [field: string]: unknown;
 }
 
+/** A PATCH /feedback/{id} the fake applied: only these fields may change. */
+export interface FeedbackUpdate {
+  id: string;
+  score?: number | boolean | null;
+  value?: unknown;
+  correction?: unknown;
+  comment?: string | null;
+}
+
 export type FailureTarget = 'feedback' | 'runs' | 'info';
 
 export interface FakeLangSmithServerOptions {
@@ -61,9 +70,16 @@ export interface FakeLangSmithServer {
   requests: RecordedRequest[];
   unexpected: UnexpectedRequest[];
   runs: Map<string, RecordedRun>;
+  /** One entry per feedback id, as it stands after any updates (PATCH). */
   feedback: RecordedFeedback[];
+  /** Every update applied, in arrival order. */
+  feedbackUpdates: FeedbackUpdate[];
+  /** Creates refused because the id was taken (409), as after a create whose answer was lost. */
+  duplicateCreates: number;
   /** The next `count` requests to `target` answer `status` (the client retries 5xx and 429). */
   failNext(target: FailureTarget, count?: number, status?: number): void;
+  /** The next request to `target` is answered only after `ms` (a slow send still under way). */
+  slowNext(target: FailureTarget, ms: number): void;
   waitForRun(match: (run: RecordedRun) => boolean, timeoutMs?: number): Promise<RecordedRun>;
   waitForFeedback(
     match: (feedback: RecordedFeedback) => boolean,
@@ -80,7 +96,10 @@ const failureTargets: Record<string, FailureTarget> = {
   'POST /runs': 'runs',
   'POST /runs/batch': 'runs',
   'PATCH /runs/:id': 'runs',
+  'PATCH /feedback/:id': 'feedback',
 };
+
+const UPDATABLE_FEEDBACK_FIELDS = new Set(['score', 'value', 'correction', 'comment']);
 
 export async function startFakeLangSmithServer(
   options: FakeLangSmithServerOptions = {},
@@ -90,7 +109,10 @@ export async function startFakeLangSmithServer(
   const unexpected: UnexpectedRequest[] = [];
   const runs = new Map<string, RecordedRun>();
   const feedback: RecordedFeedback[] = [];
+  const feedbackUpdates: FeedbackUpdate[] = [];
+  let duplicateCreates = 0;
   const failures: Array<{ target: FailureTarget; status: number }> = [];
+  const delays: Array<{ target: FailureTarget; ms: number }> = [];
 
   // LangSmith's API is FastAPI: errors are `{ "detail": ... }`.
   const refuse = (res: ServerResponse, req: RecordedRequest, status: number, reason: string) => {
@@ -104,8 +126,15 @@ export async function startFakeLangSmithServer(
     if (options.apiKey !== undefined && request.headers['x-api-key'] !== options.apiKey) {
       return refuse(res, request, 401, 'missing or wrong x-api-key');
     }
-    const route = `${request.method} ${request.path.replace(/^\/runs\/[0-9a-f-]{36}$/, '/runs/:id')}`;
+    const route = `${request.method} ${request.path
+      .replace(/^\/runs\/[0-9a-f-]{36}$/, '/runs/:id')
+      .replace(/^\/feedback\/[0-9a-f-]{36}$/, '/feedback/:id')}`;
     const target = failureTargets[route];
+    const slow = delays.findIndex((d) => d.target === target);
+    if (slow >= 0) {
+      const [delay] = delays.splice(slow, 1);
+      await new Promise((resolve) => setTimeout(resolve, delay?.ms));
+    }
     const failure = failures.findIndex((f) => f.target === target);
     const injected = failure >= 0 ? failures.splice(failure, 1)[0] : undefined;
     if (injected) return sendJson(res, injected.status, { detail: 'injected failure' });
@@ -113,13 +142,22 @@ export async function startFakeLangSmithServer(
     switch (route) {
       case 'GET /info':
         return sendJson(res, 200, info);
-      case 'POST /feedback':
+      case 'POST /feedback': {
+        const id = (request.body as { id?: unknown } | undefined)?.id;
+        if (typeof id === 'string' && feedback.some((f) => f.id === id)) {
+          // The client sends our own id; a second create of it is refused, not a second record.
+          duplicateCreates++;
+          return sendJson(res, 409, { detail: 'Feedback with this id already exists' });
+        }
         recordFeedback(request.body, '/feedback', problems);
         if (problems.length > 0) return refuse(res, request, 422, problems.join('; '));
         return sendJson(res, 200, {
           ...(request.body as object),
           created_at: new Date().toISOString(),
         });
+      }
+      case 'PATCH /feedback/:id':
+        return updateFeedback(request, res);
       case 'POST /runs/multipart':
         ingestMultipart(request, problems);
         break;
@@ -182,6 +220,22 @@ export async function startFakeLangSmithServer(
     }
   }
 
+  /** PATCH /feedback/{id}: LangSmith's FeedbackUpdate (score, value, correction, comment). */
+  function updateFeedback(request: RecordedRequest, res: ServerResponse) {
+    const id = request.path.slice('/feedback/'.length);
+    const stored = feedback.find((f) => f.id === id);
+    if (!stored) return refuse(res, request, 404, 'update of a feedback never created');
+    const body = request.body as Record<string, unknown> | undefined;
+    const fields = Object.keys(body ?? {});
+    const unknown = fields.filter((field) => !UPDATABLE_FEEDBACK_FIELDS.has(field));
+    if (body === undefined || fields.length === 0 || unknown.length > 0) {
+      return refuse(res, request, 422, `not a feedback update: ${JSON.stringify(body)}`);
+    }
+    Object.assign(stored, body);
+    feedbackUpdates.push({ id, ...body });
+    sendJson(res, 200, { ...stored, modified_at: new Date().toISOString() });
+  }
+
   function runOf(id: string): RecordedRun {
     let run = runs.get(id);
     if (run === undefined) {
@@ -229,6 +283,13 @@ export async function startFakeLangSmithServer(
     unexpected,
     runs,
     feedback,
+    feedbackUpdates,
+    slowNext: (target, ms) => {
+      delays.push({ target, ms });
+    },
+    get duplicateCreates() {
+      return duplicateCreates;
+    },
     failNext: (target, count = 1, status = 503) => {
       for (let i = 0; i < count; i++) failures.push({ target, status });
     },

@@ -79,6 +79,8 @@ export interface FakeTelegramServer {
   pushMessage(chatId: number, text: string, languageCode?: string): number;
   /** Queues any message (photo, document, sticker, a group's…); returns its update_id. */
   pushUpdateMessage(chatId: number, fields: Record<string, unknown>, options?: PushOptions): number;
+  /** Queues the user's edit of a message they sent earlier (`edited_message`); returns its update_id. */
+  pushEditedMessage(chatId: number, text: string, languageCode?: string): number;
   /** Queues a button press under message `messageId`; returns the callback query's id. */
   pushCallback(chatId: number, messageId: number, data: string, languageCode?: string): string;
   /** A file the bot can fetch with getFile; returns its file_id. */
@@ -105,6 +107,7 @@ const SENDING = new Set([
   'sendMessage',
   'sendMessageDraft',
   'editMessageText',
+  'editMessageReplyMarkup',
   'sendChatAction',
   'answerCallbackQuery',
 ]);
@@ -112,7 +115,7 @@ const SENDING = new Set([
 /**
  * A fake Telegram Bot API speaking the real JSON (`ok`, `result`, `error_code`,
  * `description`, `parameters.retry_after`): getUpdates, setWebhook, deleteWebhook,
- * sendMessage, sendMessageDraft, editMessageText, sendChatAction, getFile and the file
+ * sendMessage, sendMessageDraft, editMessageText, editMessageReplyMarkup, sendChatAction, getFile and the file
  * download path, answerCallbackQuery, setMyCommands. HTML (`parse_mode: HTML`) is checked as
  * Telegram does and the 4,096-character limit enforced. Anything else, or a wrong token, is
  * answered as Telegram would and recorded as unexpected.
@@ -134,6 +137,10 @@ export async function startFakeTelegramServer(
   let polling = 0;
   let rateLimited = { count: 0, retryAfter: 1 };
   let redeliver: number | undefined;
+  /** Telegram keeps the last allowed_updates given (getUpdates or setWebhook); [] is all but a few. */
+  let allowedUpdates: string[] | undefined;
+  const isAllowed = (update: Record<string, unknown>) =>
+    !allowedUpdates?.length || allowedUpdates.some((kind) => kind in update);
   let wakePoller: (() => void) | undefined;
 
   const push = (fields: Record<string, unknown>) => {
@@ -141,7 +148,7 @@ export async function startFakeTelegramServer(
     updates.push({ update_id: updateId, ...fields });
     wakePoller?.();
     // With a webhook set, Telegram posts each update there (once here; `deliver` repeats it).
-    if (fake.webhook) {
+    if (fake.webhook && isAllowed(updates.at(-1) ?? {})) {
       fake
         .deliver(updateId)
         .catch((error: unknown) =>
@@ -192,6 +199,19 @@ export async function startFakeTelegramServer(
             language_code: options.languageCode ?? 'en',
           },
           ...fields,
+        },
+      });
+    },
+    pushEditedMessage(chatId, text, languageCode = 'en') {
+      const now = Math.floor(Date.now() / 1000);
+      return push({
+        edited_message: {
+          message_id: nextUpdateId,
+          date: now - 5,
+          edit_date: now,
+          chat: { id: chatId, type: 'private', first_name: 'Test' },
+          from: { id: chatId, is_bot: false, first_name: 'Test', language_code: languageCode },
+          text,
         },
       });
     },
@@ -405,6 +425,29 @@ export async function startFakeTelegramServer(
       if (body.reply_markup !== undefined) message.replyMarkup = body.reply_markup;
       ok(res, { message_id: message.messageId, chat: { id: Number(body.chat_id) } });
     },
+    editMessageReplyMarkup(body, res) {
+      const message = sent.find(
+        (m) => m.messageId === body.message_id && m.chatId === String(body.chat_id),
+      );
+      if (!message) return fail(res, 400, 'Bad Request: message to edit not found');
+      if (
+        JSON.stringify(body.reply_markup ?? null) === JSON.stringify(message.replyMarkup ?? null)
+      ) {
+        return fail(
+          res,
+          400,
+          'Bad Request: message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message',
+        );
+      }
+      message.replyMarkup = body.reply_markup;
+      ok(res, {
+        message_id: message.messageId,
+        date: Math.floor(Date.now() / 1000),
+        chat: { id: Number(body.chat_id), type: 'private' },
+        text: message.visible,
+        ...(body.reply_markup ? { reply_markup: body.reply_markup } : {}),
+      });
+    },
     sendChatAction: (_body, res) => ok(res, true),
     answerCallbackQuery(body, res) {
       fake.callbackAnswers.push({ id: String(body.callback_query_id), text: body.text as string });
@@ -430,10 +473,13 @@ export async function startFakeTelegramServer(
     setWebhook(body, res) {
       if (typeof body.url !== 'string') return fail(res, 400, 'Bad Request: bad webhook');
       fake.webhook = { url: body.url, secret: body.secret_token as string | undefined };
+      if (Array.isArray(body.allowed_updates)) allowedUpdates = body.allowed_updates as string[];
       ok(res, true);
     },
-    deleteWebhook(_body, res) {
+    deleteWebhook(body, res) {
       fake.webhook = undefined;
+      // Telegram keeps the updates not yet taken unless asked to drop them.
+      if (body.drop_pending_updates === true) updates.length = 0;
       ok(res, true);
     },
   };
@@ -458,7 +504,11 @@ export async function startFakeTelegramServer(
         path: '/getUpdates',
         reason: 'polling with a webhook set',
       });
-      return fail(res, 409, "Conflict: can't use getUpdates method while webhook is active");
+      return fail(
+        res,
+        409,
+        "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      );
     }
     if (polling > 0) {
       fake.conflicts++;
@@ -473,7 +523,9 @@ export async function startFakeTelegramServer(
     try {
       const offset = redeliver ?? (body.offset as number | undefined) ?? 0;
       redeliver = undefined;
-      const pending = () => updates.filter((u) => u.update_id >= offset);
+      if (Array.isArray(body.allowed_updates)) allowedUpdates = body.allowed_updates as string[];
+      // Updates of a kind not asked for are never handed out.
+      const pending = () => updates.filter((u) => u.update_id >= offset && isAllowed(u));
       const timeout = (body.timeout as number | undefined) ?? 0;
       if (pending().length === 0 && timeout > 0) {
         await new Promise<void>((resolve) => {

@@ -39,13 +39,20 @@ export interface TelegramStack {
   stop(): Promise<void>;
 }
 
+export interface TelegramStackOptions {
+  /** Sets the fake Bot API up before Parley starts (e.g. a webhook left from earlier). */
+  beforeStart?(telegram: FakeTelegramServer): void | Promise<void>;
+}
+
 export async function startTelegramStack(
   engine: Engine,
   extraEnv: Record<string, string> = {},
+  options: TelegramStackOptions = {},
 ): Promise<TelegramStack> {
   const llm = await startFakeLlmServer();
   const vision = await startFakeLlmServer({ models: ['fake-vision'] });
   const telegram = await startFakeTelegramServer();
+  await options.beforeStart?.(telegram);
   const langsmith = await startFakeLangSmithServer({ apiKey: 'ls-test-key' });
   const storage = await engineEnv(engine);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-telegram-'));

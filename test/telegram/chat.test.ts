@@ -127,7 +127,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(stack.llm.chats.length).toBe(before);
   });
 
-  it('/help, /new and /stop; other kinds of message are not supported yet', async () => {
+  it('/help, /new and /stop; voice, stickers and video are not supported yet; edits are not re-answered', async () => {
     await stack.link('bob', 502);
     const say = async (text: string) => {
       const from = stack.telegram.sentTo('502').length;
@@ -143,12 +143,28 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     await stack.ask(502, 'What was the code word?');
     expect(seen(stack.llm.chats.at(-1)?.body as ChatCompletionRequest)).not.toContain('pineapple');
 
-    const from = stack.telegram.sentTo('502').length;
-    stack.telegram.pushUpdateMessage(502, {
+    const kinds = {
       sticker: { file_id: 'st1', file_unique_id: 's', width: 1, height: 1, type: 'regular' },
-    });
-    await stack.telegram.waitFor(() => stack.telegram.sentTo('502').length > from);
-    expect(stack.telegram.sentTo('502')[from]?.visible).toContain('not supported yet');
+      voice: { file_id: 'vo1', file_unique_id: 'v', duration: 2 },
+      video: { file_id: 'vi1', file_unique_id: 'w', width: 1, height: 1, duration: 2 },
+    };
+    for (const [kind, value] of Object.entries(kinds)) {
+      const from = stack.telegram.sentTo('502').length;
+      stack.telegram.pushUpdateMessage(502, { [kind]: value });
+      await stack.telegram.waitFor(() => stack.telegram.sentTo('502').length > from);
+      expect(stack.telegram.sentTo('502')[from]?.visible).toContain('not supported yet');
+    }
+    // An edit is not answered again: the user is told to send it anew, in their language.
+    const beforeEdit = stack.llm.chats.length;
+    const fromEdit = stack.telegram.sentTo('502').length;
+    stack.telegram.pushEditedMessage(502, 'What was the code word, again?');
+    stack.telegram.pushEditedMessage(502, '암호가 뭐였지?', 'ko');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('502').length === fromEdit + 2);
+    expect(stack.sentSince(502, fromEdit).map((m) => m.visible)).toEqual([
+      'Edited messages are not answered again: send the corrected message as a new one.',
+      '수정한 메시지에는 다시 답하지 않습니다. 고친 내용을 새 메시지로 보내 주세요.',
+    ]);
+    expect(stack.llm.chats.length).toBe(beforeEdit);
 
     expect(await say('/stop')).toContain('Unlinked');
     const chats = stack.llm.chats.length;
@@ -175,7 +191,14 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     stack.telegram.pushMessage(503, 'two');
     await stack.telegram.waitFor(() => stack.telegram.sentTo('503').length > from);
     expect(stack.telegram.sentTo('503')[from]?.visible).toMatch(
-      /^⏳ Too many chats: the limit is 1 a minute\..* You can try again in \d+ seconds\.$/,
+      /^⏳ Too many chats: the limit is 1 a minute\. You can try again in \d+ seconds\.$/,
+    );
+    // A Telegram client set to Korean gets the reason in Korean too.
+    const fromKo = stack.telegram.sentTo('503').length;
+    stack.telegram.pushMessage(503, '세 번째', 'ko');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('503').length > fromKo);
+    expect(stack.telegram.sentTo('503')[fromKo]?.visible).toMatch(
+      /^⏳ 대화가 너무 많습니다\. 1분에 1번까지 가능합니다\. \d+초 후 다시 시도할 수 있습니다\.$/,
     );
     expect(stack.llm.chats.length).toBe(chats);
   });
@@ -240,26 +263,111 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     }
   });
 
-  it('records 👍 / 👎 on the answer’s run, and a second press changes it', async () => {
+  it('records 👍 / 👎 on the answer’s run; a second press replaces it, here and in LangSmith', async () => {
     await stack.link('gina', 507);
     stack.llm.enqueue(reply.text('Rated answer.'));
     const [answer] = await stack.ask(507, 'Rate me.');
-    const keyboard = keyboardOf(answer);
-    const up = keyboard?.[0]?.callback_data ?? '';
-    const runId = up.split(':')[1];
-    stack.telegram.pushCallback(507, answer?.messageId ?? 0, up);
-    await stack.langsmith.waitForFeedback((f) => f.run_id === runId && f.score === 1);
-    stack.telegram.pushCallback(507, answer?.messageId ?? 0, keyboard?.[1]?.callback_data ?? '');
-    await stack.langsmith.waitForFeedback((f) => f.run_id === runId && f.score === 0);
-    expect(stack.telegram.callbackAnswers.slice(-2).map((a) => a.text)).toEqual([
-      'Thanks for the feedback.',
-      'Thanks for the feedback.',
+    const messageId = answer?.messageId ?? 0;
+    const [up, down] = keyboardOf(answer).map((b) => b.callback_data);
+    const runId = up?.split(':')[1];
+    const shown = () => keyboardOf(stack.telegram.sentTo('507').at(-1)).map((b) => b.text);
+    const press = async (data: string | undefined) => {
+      const before = stack.telegram.callbackAnswers.length;
+      stack.telegram.pushCallback(507, messageId, data ?? '');
+      await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > before);
+      return stack.telegram.callbackAnswers.at(-1)?.text;
+    };
+
+    expect(await press(up)).toBe('Thanks for the feedback.');
+    const created = await stack.langsmith.waitForFeedback(
+      (f) => f.run_id === runId && f.score === 1,
+      10_000,
+    );
+    await stack.telegram.waitFor(() => shown()[0] === '👍 ✓');
+    expect(shown()).toEqual(['👍 ✓', '👎']);
+
+    expect(await press(down)).toBe('Thanks for the feedback.');
+    await stack.telegram.waitFor(() => shown()[1] === '👎 ✓');
+    expect(shown()).toEqual(['👍', '👎 ✓']);
+    // LangSmith holds one feedback for the run, changed in place to the latest score.
+    await stack.telegram.waitFor(() => created.score === 0, 10_000);
+    expect(stack.langsmith.feedback.filter((f) => f.run_id === runId)).toEqual([
+      expect.objectContaining({ id: created.id, key: 'user_score', score: 0 }),
     ]);
+    expect(stack.langsmith.feedbackUpdates).toEqual([{ id: created.id, score: 0 }]);
+    expect(stack.langsmith.duplicateCreates).toBe(0);
+    // And so does Parley: the history shows the latest, the export one feedback.
+    const history = (await (await stack.parley.fetch('/users/gina/history')).json()) as {
+      turns: { run_id: string; feedback: { score: number } | null }[];
+    };
+    expect(history.turns.find((t) => t.run_id === runId)?.feedback).toMatchObject({ score: 0 });
+    const exported = (await (await stack.parley.fetch('/users/gina/export')).json()) as {
+      runs: { run_id: string; feedback: { score: number }[] }[];
+    };
+    expect(exported.runs.find((r) => r.run_id === runId)?.feedback).toEqual([
+      expect.objectContaining({ key: 'user_score', score: 0 }),
+    ]);
+
+    // The chosen button again: Telegram says the keyboard is not modified, which is fine.
+    expect(await press(down)).toBe('Thanks for the feedback.');
+    await stack.telegram.waitFor(() =>
+      stack.telegram
+        .callsOf('editMessageReplyMarkup')
+        .some((c) => c.status === 400 && String(c.body.chat_id) === '507'),
+    );
+    expect(shown()).toEqual(['👍', '👎 ✓']);
+    expect(stack.parley.logs.some((l) => l.msg === 'choice not shown')).toBe(false);
+
     // Another chat cannot rate it.
     await stack.link('henry', 508);
-    stack.telegram.pushCallback(508, answer?.messageId ?? 0, up);
-    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length === 3);
-    expect(stack.telegram.callbackAnswers[2]?.text).toBe('This answer can no longer be rated.');
+    const before = stack.telegram.callbackAnswers.length;
+    stack.telegram.pushCallback(508, messageId, up ?? '');
+    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > before);
+    expect(stack.telegram.callbackAnswers.at(-1)?.text).toBe('This answer can no longer be rated.');
+  });
+
+  it('ends with LangSmith holding the latest rating when it changed while a send was slow or failing', async () => {
+    await stack.link('gail', 515);
+    const { langsmith, telegram } = stack;
+    const rateAnswer = async (text: string) => {
+      stack.llm.enqueue(reply.text(text));
+      const [answer] = await stack.ask(515, text);
+      const [up, down] = keyboardOf(answer).map((b) => b.callback_data ?? '');
+      const messageId = answer?.messageId ?? 0;
+      return { runId: up?.split(':')[1], up: up ?? '', down: down ?? '', messageId };
+    };
+    const ofRun = (runId: string | undefined) =>
+      langsmith.feedback.filter((f) => f.run_id === runId);
+
+    // 👎 while the create of 👍 is still on its way: sent as an update once it is in.
+    const slow = await rateAnswer('Slow.');
+    langsmith.slowNext('feedback', 1_500);
+    const sends = langsmith.requests.length;
+    telegram.pushCallback(515, slow.messageId, slow.up);
+    await telegram.waitFor(() =>
+      langsmith.requests.slice(sends).some((r) => r.path === '/feedback'),
+    );
+    telegram.pushCallback(515, slow.messageId, slow.down);
+    await telegram.waitFor(() => ofRun(slow.runId)[0]?.score === 0, 20_000);
+    expect(ofRun(slow.runId)).toHaveLength(1);
+    expect(langsmith.feedbackUpdates).toContainEqual({ id: ofRun(slow.runId)[0]?.id, score: 0 });
+
+    // 👎 while every attempt to send 👍 fails: the retry sends the latest.
+    const failing = await rateAnswer('Failing.');
+    langsmith.failNext('feedback', 5, 503);
+    const before = langsmith.requests.length;
+    telegram.pushCallback(515, failing.messageId, failing.up);
+    await telegram.waitFor(() =>
+      langsmith.requests.slice(before).some((r) => r.path === '/feedback'),
+    );
+    telegram.pushCallback(515, failing.messageId, failing.down);
+    await telegram.waitFor(() => ofRun(failing.runId).length > 0, 40_000);
+    await stack.parley.settled(500);
+    expect(ofRun(failing.runId)).toEqual([expect.objectContaining({ score: 0 })]);
+    const history = (await (await stack.parley.fetch('/users/gail/history')).json()) as {
+      turns: { run_id: string; feedback: { score: number } | null }[];
+    };
+    expect(history.turns.map((t) => t.feedback?.score)).toEqual([0, 0]);
   });
 
   it('shows a photo to the vision model, with the caption as the question', async () => {
@@ -405,7 +513,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
 const keyboardOf = (message: SentMessage | undefined) =>
   (
     (message?.replyMarkup ?? { inline_keyboard: [] }) as {
-      inline_keyboard: { callback_data: string }[][];
+      inline_keyboard: { text: string; callback_data: string }[][];
     }
   ).inline_keyboard[0] ?? [];
 

@@ -56,6 +56,38 @@ describe.each(ENGINES)('Telegram updates once, on the %s engine', (engine) => {
     expect(s.llm.chats).toHaveLength(1 + signals.length);
   });
 
+  it('polls although a webhook was left set for the bot, keeping what it had not delivered', async () => {
+    // The webhook of an earlier deployment, which no longer takes anything.
+    balancer = createServer((_req, res) => res.writeHead(502).end());
+    await new Promise<void>((resolve) => balancer?.listen(0, '127.0.0.1', resolve));
+    const port = (balancer.address() as AddressInfo).port;
+    stack = await startTelegramStack(
+      engine,
+      {},
+      {
+        beforeStart(telegram) {
+          telegram.webhook = { url: `http://127.0.0.1:${port}/telegram/webhook`, secret: 'old' };
+          telegram.pushMessage(811, 'hello from before');
+        },
+      },
+    );
+    const s = stack;
+    // The fake answers getUpdates 409 (and records it as unexpected) while a webhook is set.
+    await s.telegram.waitFor(() => s.telegram.sentTo('811').length === 1);
+    expect(s.telegram.sentTo('811')[0]?.visible).toContain('/start <code>');
+    expect(s.telegram.webhook).toBeUndefined();
+    expect(s.telegram.callsOf('deleteWebhook').map((c) => c.body)).toEqual([
+      { drop_pending_updates: false },
+    ]);
+    const firstPoll = s.telegram.callsOf('getUpdates')[0];
+    expect(firstPoll?.at).toBeGreaterThanOrEqual(s.telegram.callsOf('deleteWebhook')[0]?.at ?? 0);
+    expect(firstPoll?.status).toBe(200);
+    // And it goes on polling.
+    await s.link('wes', 812);
+    s.llm.enqueue(reply.text('Polled.'));
+    expect((await s.ask(812, 'still polling?')).at(-1)?.visible).toBe('Polled.');
+  });
+
   it('takes webhook updates only with the secret, each once, on every replica', async () => {
     // A round-robin load balancer in front of the replicas, as Telegram's webhook URL.
     const replicas: RunningParley[] = [];
