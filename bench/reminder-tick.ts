@@ -10,8 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { JobRunner } from '../src/background/job-runner.ts';
 import { parseConfig } from '../src/config.ts';
-import { ReminderScheduler } from '../src/reminders/reminder-scheduler.ts';
+import { NOTICE_POLICY, noticeJob } from '../src/reminders/notice-job.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { NoticeRepository } from '../src/storage/notice-repository.ts';
 import { TelegramApi } from '../src/telegram/telegram-api.ts';
@@ -64,22 +65,28 @@ try {
   await sql.query('ANALYZE');
   console.log(`seeded in ${ms(performance.now() - insertStarted)} ms; load ${load()}\n`);
 
-  const scheduler = new ReminderScheduler({
-    notices: new NoticeRepository(store.db),
-    channel: telegramNotices(new TelegramApi({ token: telegram.token, baseUrl: telegram.url })),
-    clock: { now: () => NOW },
-    logger: pino({ level: 'silent' }),
-    intervalMs: 60_000,
-  });
+  const scheduler = new JobRunner(pino({ level: 'silent' }));
+  const logged: { due?: number } = {};
+  scheduler.add(
+    noticeJob({
+      notices: new NoticeRepository(store.db),
+      channel: telegramNotices(new TelegramApi({ token: telegram.token, baseUrl: telegram.url })),
+      clock: { now: () => NOW },
+      // The tick's own count of what was due, read from its log line.
+      logger: pino(
+        { level: 'debug' },
+        { write: (line: string) => Object.assign(logged, JSON.parse(line)) },
+      ),
+      policy: { ...NOTICE_POLICY, intervalMs: 60_000 },
+    }),
+  );
   console.log('| tick | due | claimed | sent | wall |');
   console.log('| --- | ---: | ---: | ---: | ---: |');
   const timed = async (name: string) => {
     const started = performance.now();
-    const report = await scheduler.tick();
+    const report = await scheduler.drainOnce('reminder_notice');
     const wall = performance.now() - started;
-    console.log(
-      `| ${name} | ${report.due} | ${report.claimed} | ${report.sent} | ${ms(wall)} ms |`,
-    );
+    console.log(`| ${name} | ${logged.due} | ${report.leased} | ${report.done} | ${ms(wall)} ms |`);
     return wall;
   };
   await timed(`first (${DUE} due)`);

@@ -144,6 +144,20 @@ export const configSchema = z.object({
    * user waiting (its heartbeat, every third of this, stopped).
    */
   CHAT_TURN_TTL_SECONDS: integer(20, 2, 300),
+  /**
+   * How long a process owns the background jobs it claimed (feedback, memory decisions,
+   * reminder notices): a process that dies delays them this much. Unset: each kind's own
+   * (feedback 300 s, the others 120 s). A job never starts in the last half of its lease.
+   */
+  JOB_LEASE_SECONDS: z.preprocess(
+    emptyAsUndefined,
+    z.coerce
+      .number({ message: 'accepts a whole number from 10 to 3600' })
+      .int({ message: 'accepts a whole number from 10 to 3600' })
+      .min(10, { message: 'accepts a whole number from 10 to 3600' })
+      .max(3_600, { message: 'accepts a whole number from 10 to 3600' })
+      .optional(),
+  ),
   /** Postgres shared_buffers of the embedded engine: memory it keeps for good. */
   EMBEDDED_DB_SHARED_BUFFERS: z.preprocess(
     emptyAsUndefined,

@@ -10,12 +10,14 @@ import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
 import { SharedUserChatLock } from './assistant/shared-user-chat-lock.ts';
 import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
+import { withLease } from './background/job-lease.ts';
+import { JobRunner } from './background/job-runner.ts';
 import type { Config } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
-import { EmbeddingIndexer } from './documents/embedding-indexer.ts';
+import { embeddingJob } from './documents/embedding-job.ts';
 import { IngestionService } from './documents/ingestion-service.ts';
 import { createQueryRewriter } from './documents/query-rewriter.ts';
-import { FeedbackForwarder } from './feedback/feedback-forwarder.ts';
+import { FEEDBACK_POLICY, feedbackJob } from './feedback/feedback-job.ts';
 import { FeedbackService } from './feedback/feedback-service.ts';
 import { GraphService } from './graph/graph-service.ts';
 import { graphPromptSection } from './graph/graph-summary.ts';
@@ -25,20 +27,22 @@ import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
 import { ConversationMemory } from './memory/conversation-memory.ts';
 import { createMemoryDecider } from './memory/memory-decider.ts';
+import { MEMORY_POLICY, memoryDecisionJob } from './memory/memory-job.ts';
 import { clusterMetricsText } from './metrics/cluster-metrics.ts';
 import { meteredTracer } from './metrics/metered-tracer.ts';
 import { Metrics } from './metrics/metrics.ts';
 import { createChatModel } from './models/create-chat-model.ts';
 import { createEmbedder } from './models/create-embedder.ts';
 import { fileClock, systemClock } from './reminders/clock.ts';
+import { NOTICE_POLICY, noticeJob } from './reminders/notice-job.ts';
 import { ProfileService } from './reminders/profile-service.ts';
-import { ReminderScheduler } from './reminders/reminder-scheduler.ts';
 import { ReminderService } from './reminders/reminder-service.ts';
 import { AccountRepository } from './storage/account-repository.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
 import { ChatTurnRepository } from './storage/chat-turn-repository.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
+import { FailedJobRepository } from './storage/failed-job-repository.ts';
 import { FeedbackRepository } from './storage/feedback-repository.ts';
 import { GraphRepository } from './storage/graph-repository.ts';
 import { HistoryRepository } from './storage/history-repository.ts';
@@ -117,29 +121,36 @@ export async function main(config: Config): Promise<void> {
         now: () => clock.now().getTime(),
       })
     : undefined;
-  const scheduler = telegram
-    ? new ReminderScheduler({
+  // Every kind of background work runs on one lease loop, each from its own table.
+  const jobs = new JobRunner(logger.child({ component: 'jobs' }), metrics);
+  const lease = config.JOB_LEASE_SECONDS;
+  if (telegram) {
+    jobs.add(
+      noticeJob({
         notices: new NoticeRepository(db),
         channel: telegramNotices(telegram),
         clock,
         logger: logger.child({ component: 'reminders' }),
-        intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000,
+        policy: {
+          ...withLease(NOTICE_POLICY, lease),
+          intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000,
+        },
         defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
-        metrics,
-      })
-    : undefined;
+        ticked: metrics && ((outcome) => metrics.reminderTick(outcome)),
+      }),
+    );
+  }
   const shutdownSignal = new AbortController();
   const feedbackRepository = new FeedbackRepository(db);
   const langSmith = connectLangSmith(config, logger);
-  const forwarder = langSmith
-    ? new FeedbackForwarder({
-        repository: feedbackRepository,
-        sink: langSmith.feedbackSink,
-        logger,
+  if (langSmith) {
+    jobs.add(
+      feedbackJob(feedbackRepository, langSmith.feedbackSink, {
+        ...withLease(FEEDBACK_POLICY, lease),
         backoffMs: config.FEEDBACK_RETRY_MS,
-        metrics,
-      })
-    : undefined;
+      }),
+    );
+  }
 
   const model = createChatModel(config, logger);
   const embedder = createEmbedder(config, logger);
@@ -153,14 +164,16 @@ export async function main(config: Config): Promise<void> {
     embedder && database.capabilities.vector
       ? (() => {
           const vectors = new VectorStore(db);
-          const indexer = new EmbeddingIndexer({
-            embedder,
-            vectors,
-            logger,
-            batchSize: config.EMBEDDINGS_BATCH_SIZE,
-            retryMs: config.EMBEDDINGS_RETRY_MS,
-            metrics,
-          });
+          jobs.add(
+            embeddingJob({
+              embedder,
+              vectors,
+              logger,
+              batchSize: config.EMBEDDINGS_BATCH_SIZE,
+              retryMs: config.EMBEDDINGS_RETRY_MS,
+            }),
+          );
+          const indexer = { kick: () => jobs.kick('embedding_batch') };
           return { embedder, vectors, indexer, vectorWeight: config.HYBRID_VECTOR_WEIGHT };
         })()
       : undefined;
@@ -190,15 +203,25 @@ export async function main(config: Config): Promise<void> {
     logger.warn('CRAG_ENABLED is set but WEB_SEARCH_PROVIDER is none: there is no web fallback');
   }
   // The decision uses the chat model; what it keeps is searched by search_documents.
+  const memoryQueue = new MemoryQueueRepository(db);
   const memory = config.CONV_RAG_ENABLED
     ? new ConversationMemory({
-        queue: new MemoryQueueRepository(db),
+        queue: memoryQueue,
+        documents,
+        queued: () => jobs.kick('memory_decision'),
+      })
+    : undefined;
+  if (memory) {
+    jobs.add(
+      memoryDecisionJob({
+        queue: memoryQueue,
         documents,
         decide: createMemoryDecider(model),
         logger: logger.child({ component: 'memory' }),
-        metrics,
-      })
-    : undefined;
+        policy: withLease(MEMORY_POLICY, lease),
+      }),
+    );
+  }
   const chats = new ChatService({
     model,
     contexts: new ChatContextRepository(db),
@@ -299,7 +322,9 @@ export async function main(config: Config): Promise<void> {
     new MessageRepository(db),
     new HistoryRepository(db),
   );
-  const feedbackService = new FeedbackService(feedbackRepository, () => forwarder?.kick());
+  const feedbackService = new FeedbackService(feedbackRepository, () =>
+    jobs.kick('feedback_forward'),
+  );
   // Telegram as a door to the assistant: long polling (one replica at a time) or a webhook.
   const telegramDoor = telegram
     ? startTelegram({
@@ -330,6 +355,7 @@ export async function main(config: Config): Promise<void> {
     accounts,
     limits,
     userData,
+    failedJobs: new FailedJobRepository(db),
     logger,
     ping: () => database.ping(),
     chats,
@@ -392,11 +418,9 @@ export async function main(config: Config): Promise<void> {
       // Telegram answers in progress finish (or are stopped with the grace period) first.
       await telegramDoor?.stop();
       ingestion.stop();
-      await memory?.stop();
-      await scheduler?.stop();
+      // Jobs under way finish (a memory decision is abandoned, and done after the restart).
+      await jobs.stop();
       telegram?.close();
-      await forwarder?.stop();
-      await semantic?.indexer.stop();
       await model.dispose?.();
       await langSmith?.flush();
       await database.close();
@@ -416,13 +440,11 @@ export async function main(config: Config): Promise<void> {
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
   await app.listen({ host: config.HOST, port: config.PORT });
-  forwarder?.start();
-  memory?.start(); // exchanges queued before a restart are decided now
-  // Chunks stored while the embedding model was unavailable (or under another model).
-  semantic?.indexer.kick();
-  scheduler?.start();
+  // Work queued before a restart (feedback, memory decisions, chunks without vectors while
+  // the embedding model was unavailable or another one) is drained now.
+  jobs.start();
   telegramDoor?.start();
-  if (!scheduler) logger.info('reminder notices are off: TELEGRAM_BOT_TOKEN is not set');
+  if (!telegram) logger.info('reminder notices are off: TELEGRAM_BOT_TOKEN is not set');
   if ((config.TELEGRAM_POLLING || config.TELEGRAM_WEBHOOK_URL) && !telegram) {
     logger.warn('Telegram is configured but TELEGRAM_BOT_TOKEN is not: the bot is off');
   }

@@ -2,11 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { JobRunner } from '../../src/background/job-runner.ts';
 import { parseConfig } from '../../src/config.ts';
 import type { ChunkingOptions } from '../../src/documents/chunker.ts';
 import { DocumentService } from '../../src/documents/document-service.ts';
 import type { Embedder } from '../../src/documents/embedder.ts';
-import { EmbeddingIndexer } from '../../src/documents/embedding-indexer.ts';
+import { embeddingJob } from '../../src/documents/embedding-job.ts';
 import { type Database, openDatabase } from '../../src/storage/database.ts';
 import { DocumentRepository } from '../../src/storage/document-repository.ts';
 import { VectorStore } from '../../src/storage/vector-store.ts';
@@ -22,7 +23,7 @@ export interface BenchStore {
   /** The same store, hybrid, with another HYBRID_VECTOR_WEIGHT (needs `embedder`). */
   withVectorWeight(weight: number): DocumentService;
   database: Database;
-  indexer?: EmbeddingIndexer | undefined;
+  indexer?: { kick(): void } | undefined;
   close(): Promise<void>;
 }
 
@@ -44,10 +45,12 @@ export async function openBenchStore(
   const database = await openDatabase(config, logger);
   const vectors =
     embedder && database.capabilities.vector ? new VectorStore(database.db) : undefined;
-  const indexer =
-    embedder && vectors
-      ? new EmbeddingIndexer({ embedder, vectors, logger, batchSize: 256, retryMs: 60_000 })
-      : undefined;
+  const jobs = new JobRunner(logger);
+  if (embedder && vectors) {
+    jobs.add(embeddingJob({ embedder, vectors, logger, batchSize: 256, retryMs: 60_000 }));
+    jobs.start();
+  }
+  const indexer = embedder && vectors ? { kick: () => jobs.kick('embedding_batch') } : undefined;
   const hybrid = (weight: number) =>
     new DocumentService({
       documents: new DocumentRepository(database.db, postingsPerTerm),
@@ -73,7 +76,7 @@ export async function openBenchStore(
     database,
     indexer,
     async close() {
-      await indexer?.stop();
+      await jobs.stop();
       await database.close();
       await server?.drop();
       rmSync(dataDir, { recursive: true, force: true });

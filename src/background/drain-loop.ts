@@ -1,27 +1,33 @@
 /**
- * Runs a drain of queued work (rows due in an outbox) now and then: at start, on an interval
- * (work other replicas queued, retries come due) and whenever asked. A call while a drain
+ * Runs a drain of queued work (rows due in a table) now and then: at start, on an interval
+ * when given one (work other replicas queued, retries come due) and whenever asked. A call while a drain
  * runs does not start a second one; it makes the running one go round once more, so work
  * queued meanwhile is never missed and never taken twice by this process.
  */
 export class DrainLoop {
   readonly #drain: () => Promise<void>;
   readonly #onError: (error: unknown) => void;
-  readonly #intervalMs: number;
+  readonly #intervalMs: number | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
 
-  constructor(drain: () => Promise<void>, onError: (error: unknown) => void, intervalMs: number) {
+  constructor(
+    drain: () => Promise<void>,
+    onError: (error: unknown) => void,
+    intervalMs?: number | undefined,
+  ) {
     this.#drain = drain;
     this.#onError = onError;
     this.#intervalMs = intervalMs;
   }
 
   start(): void {
-    this.#timer = setInterval(() => this.kick(), this.#intervalMs);
-    this.#timer.unref();
+    if (this.#intervalMs !== undefined) {
+      this.#timer = setInterval(() => this.kick(), this.#intervalMs);
+      this.#timer.unref();
+    }
     this.kick();
   }
 

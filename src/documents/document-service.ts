@@ -12,7 +12,6 @@ import {
 import type { VectorStore } from '../storage/vector-store.ts';
 import { type ChunkingOptions, chunkDocument } from './chunker.ts';
 import type { Embedder } from './embedder.ts';
-import type { EmbeddingIndexer } from './embedding-indexer.ts';
 import type { IngestInput } from './extracted-document.ts';
 import { lexicalTerms, termFrequencies } from './lexical-terms.ts';
 import { fuseByScore } from './score-fusion.ts';
@@ -27,7 +26,7 @@ export interface DocumentServiceDependencies {
    * 0 keeps search lexical.
    */
   semantic?:
-    | { embedder: Embedder; vectors: VectorStore; indexer: EmbeddingIndexer; vectorWeight: number }
+    | { embedder: Embedder; vectors: VectorStore; indexer: { kick(): void }; vectorWeight: number }
     | undefined;
   /** RAG_VERBOSE: log queries and hits (their content included). */
   verbose: boolean;

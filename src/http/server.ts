@@ -29,7 +29,7 @@ import { clientErrorHandler } from './client-errors.ts';
 import { installErrorHandling } from './error-handler.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
 import { registerAccountRoutes } from './routes/account.ts';
-import { registerAdminRoutes } from './routes/admin.ts';
+import { type FailedJobs, registerAdminRoutes } from './routes/admin.ts';
 import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
 import { registerDocumentRoutes } from './routes/documents.ts';
 import { registerFeedbackRoutes } from './routes/feedback.ts';
@@ -57,6 +57,8 @@ export interface HttpDependencies {
   accounts: AccountService;
   limits: UsageLimits;
   userData: UserDataRepository;
+  /** Background jobs given up for good (GET /admin/jobs). */
+  failedJobs: FailedJobs;
   /** Ways in besides the Authorization header (tests); the web client's session is added. */
   authenticateOther?: AuthSettings['authenticateOther'];
   /** The web client's sessions (a cookie made from a key), and how long one lasts. */
@@ -181,7 +183,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerGraphRoutes(app, deps.graph);
   registerMemoryRoutes(app, deps.memory);
   registerAccountRoutes(app, deps.limits, deps.userData);
-  registerAdminRoutes(app, deps.accounts);
+  registerAdminRoutes(app, deps.accounts, deps.failedJobs);
   registerHistoryRoutes(app, deps.conversations);
   if (deps.web) {
     registerSessionRoutes(app, deps.web.sessions, deps.web.lifetimeMs);

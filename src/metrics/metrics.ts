@@ -8,20 +8,30 @@ import type { ChatErrorCode } from '../assistant/chat-events.ts';
  * error codes, job kinds): never a user id, a message or anything a client typed.
  */
 
-export type JobKind = 'feedback_forward' | 'memory_decision' | 'embedding_batch';
-export type JobOutcome = 'done' | 'failed';
+export type JobKind =
+  | 'feedback_forward'
+  | 'memory_decision'
+  | 'embedding_batch'
+  | 'reminder_notice';
+/** `failed`: an attempt failed and the job will be tried again; `buried`: failed for good. */
+export type JobOutcome = 'done' | 'failed' | 'buried';
 export type NoticeOutcome = 'sent' | 'failed' | 'retry';
 
-/** The reminder scheduler's ticks and the notices it sends. */
+/** The reminder scheduler's ticks. */
 export interface SchedulerMetrics {
   reminderTick(outcome: 'ok' | 'failed'): void;
-  notice(outcome: NoticeOutcome): void;
 }
 
-/** Background work claimed from the database: feedback forwarding, memory, embeddings. */
+/** Background work claimed from the database (src/background/job-runner.ts). */
 export interface JobMetrics {
   job(kind: JobKind, outcome: JobOutcome): void;
 }
+
+const NOTICE_OUTCOMES: Record<JobOutcome, NoticeOutcome> = {
+  done: 'sent',
+  failed: 'retry',
+  buried: 'failed',
+};
 
 /** One chat, from the request to its last event. */
 export interface ChatObservation {
@@ -108,7 +118,7 @@ export class Metrics implements SchedulerMetrics, JobMetrics {
     });
     this.#jobs = new Counter({
       name: 'parley_jobs_total',
-      help: 'Background jobs finished, by kind and outcome',
+      help: 'Background job attempts, by kind and outcome (done, failed: to be retried, buried: failed for good)',
       labelNames: ['job', 'outcome'],
       registers,
     });
@@ -170,12 +180,10 @@ export class Metrics implements SchedulerMetrics, JobMetrics {
     this.#reminderTicks.inc({ outcome });
   }
 
-  notice(outcome: NoticeOutcome): void {
-    this.#notices.inc({ outcome });
-  }
-
   job(kind: JobKind, outcome: JobOutcome): void {
     this.#jobs.inc({ job: kind, outcome });
+    // Notices keep their own counter too, as it was before they ran on the job runner.
+    if (kind === 'reminder_notice') this.#notices.inc({ outcome: NOTICE_OUTCOMES[outcome] });
   }
 
   watchPool(pool: PoolState): void {

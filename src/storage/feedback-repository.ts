@@ -77,7 +77,8 @@ export class FeedbackRepository {
    * changes that same row's score and makes it due again, so LangSmith gets the change as an
    * update of the one feedback. While a send is under way (leased), the lease is kept: the
    * send finishing finds a newer revision and leaves the row due (see markForwarded), so two
-   * sends of one row never race. A row waiting out a failure keeps its backoff. Pressing the
+   * sends of one row never race. A row waiting out a failure keeps its backoff; one LangSmith
+   * refused for good is tried again with the new score. Pressing the
    * chosen button again changes nothing. Returns the feedback id; undefined when the run is
    * unknown or another user's.
    */
@@ -91,10 +92,12 @@ export class FeedbackRepository {
          revision = feedback.revision + 1,
          updated_at = now(),
          forwarded_at = NULL,
-         forward_attempts = CASE WHEN feedback.forwarded_at IS NULL
+         forward_attempts = CASE WHEN feedback.forwarded_at IS NULL AND feedback.failed_at IS NULL
                                  THEN feedback.forward_attempts ELSE 0 END,
-         next_attempt_at = CASE WHEN feedback.forwarded_at IS NULL
-                                THEN feedback.next_attempt_at ELSE now() END
+         next_attempt_at = CASE WHEN feedback.forwarded_at IS NULL AND feedback.failed_at IS NULL
+                                THEN feedback.next_attempt_at ELSE now() END,
+         failed_at = NULL,
+         error_kind = NULL
        WHERE feedback.score <> EXCLUDED.score OR feedback.key <> EXCLUDED.key
        RETURNING id`,
       [randomUUID(), press.runId, press.key, press.score, press.userId],
@@ -129,7 +132,7 @@ export class FeedbackRepository {
       SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
       WHERE id IN (
         SELECT id FROM ${feedback}
-        WHERE forwarded_at IS NULL AND next_attempt_at <= now()
+        WHERE forwarded_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
         ORDER BY next_attempt_at
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
@@ -162,10 +165,28 @@ export class FeedbackRepository {
     return rows[0]?.done ?? true;
   }
 
-  async markFailed(id: string, attempts: number, retryAt: Date): Promise<void> {
+  /** Due again at `retryAt`; `attempts` counts the failed sends so far. */
+  async markRetry(id: string, attempts: number, retryAt: Date, errorKind?: string): Promise<void> {
     await this.#db
       .update(feedback)
-      .set({ forwardAttempts: attempts, nextAttemptAt: retryAt })
+      .set({
+        forwardAttempts: attempts,
+        nextAttemptAt: retryAt,
+        ...(errorKind ? { errorKind } : {}),
+      })
       .where(eq(feedback.id, id));
+  }
+
+  /**
+   * Refused for good: kept, not sent again (GET /admin/jobs lists it). Unless the rating
+   * changed while its send was refused: the new score is due at once.
+   */
+  async markFailed(id: string, revision: number, attempts: number, errorKind: string) {
+    await this.#db.execute(sql`
+      UPDATE ${feedback}
+      SET forward_attempts = ${attempts}, error_kind = ${errorKind},
+          failed_at = CASE WHEN revision = ${revision} THEN now() ELSE NULL END,
+          next_attempt_at = CASE WHEN revision = ${revision} THEN next_attempt_at ELSE now() END
+      WHERE id = ${id}`);
   }
 }

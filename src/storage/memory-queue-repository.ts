@@ -42,7 +42,7 @@ export class MemoryQueueRepository {
       SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
       WHERE run_id IN (
         SELECT run_id FROM ${memoryDecisions}
-        WHERE next_attempt_at <= now()
+        WHERE failed_at IS NULL AND next_attempt_at <= now()
         ORDER BY next_attempt_at
         LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
@@ -57,16 +57,27 @@ export class MemoryQueueRepository {
     }));
   }
 
-  /** Decided (remembered or not) or given up: the exchange leaves the queue. */
+  /** Decided (remembered or not): the exchange leaves the queue. */
   async remove(runId: string): Promise<void> {
     await this.#db.delete(memoryDecisions).where(eq(memoryDecisions.runId, runId));
   }
 
   /** Puts a leased row back: due at `retryAt`, counting the failed attempt when it was one. */
-  async release(runId: string, attempts: number, retryAt: Date): Promise<void> {
+  async release(runId: string, attempts: number, retryAt: Date, errorKind?: string): Promise<void> {
     await this.#db
       .update(memoryDecisions)
-      .set({ attempts, nextAttemptAt: retryAt })
+      .set({ attempts, nextAttemptAt: retryAt, ...(errorKind ? { errorKind } : {}) })
+      .where(eq(memoryDecisions.runId, runId));
+  }
+
+  /**
+   * Given up: the row stays for the administrator to see, without the exchange's words (the
+   * question and answer are still in the user's history, and nothing will read them here).
+   */
+  async markFailed(runId: string, attempts: number, errorKind: string): Promise<void> {
+    await this.#db
+      .update(memoryDecisions)
+      .set({ attempts, failedAt: new Date(), errorKind, question: '', answer: '' })
       .where(eq(memoryDecisions.runId, runId));
   }
 }

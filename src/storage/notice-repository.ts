@@ -132,21 +132,34 @@ export class NoticeRepository {
     );
   }
 
-  async markFailed(key: NoticeKey, status: 'failed' | 'undeliverable', error: string) {
-    await this.#settle(key, status, { error });
+  /** Settled for good without being sent; `errorKind` is what GET /admin/jobs shows. */
+  async markFailed(
+    key: NoticeKey,
+    status: 'failed' | 'undeliverable',
+    failure: { error: string; errorKind: string; at: Date },
+  ) {
+    await this.#settle(key, status, failure);
   }
 
   async #settle(
     key: NoticeKey,
     status: 'sent' | 'failed' | 'undeliverable',
-    details: { sentAt?: Date; error?: string },
+    details: { sentAt?: Date; error?: string; errorKind?: string; at?: Date },
   ): Promise<void> {
     await this.#db.$client.query(
       `UPDATE reminder_notices
           SET status = $3, sent_at = $4, last_error = $5, next_attempt_at = NULL,
-              attempts = attempts + 1
+              attempts = attempts + 1, error_kind = $6, failed_at = $7
         WHERE reminder_id = $1 AND days_before = $2`,
-      [key.reminderId, key.daysBefore, status, details.sentAt ?? null, details.error ?? null],
+      [
+        key.reminderId,
+        key.daysBefore,
+        status,
+        details.sentAt ?? null,
+        details.error ?? null,
+        details.errorKind ?? null,
+        details.at ?? null,
+      ],
     );
   }
 }

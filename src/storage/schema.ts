@@ -112,10 +112,15 @@ export const feedback = pgTable(
     /** LangSmith holds this feedback: a change is sent as an update of it, not a new one. */
     forwardedOnce: boolean('forwarded_once').notNull().default(false),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    /** Set when LangSmith refused it for good (a 4xx): not sent again; see GET /admin/jobs. */
+    failedAt: timestamp('failed_at', { withTimezone: true }),
+    errorKind: text('error_kind'),
   },
   (t) => [
     index('feedback_run_id_idx').on(t.runId),
-    index('feedback_pending_idx').on(t.nextAttemptAt).where(sql`${t.forwardedAt} IS NULL`),
+    index('feedback_pending_idx')
+      .on(t.nextAttemptAt)
+      .where(sql`${t.forwardedAt} IS NULL AND ${t.failedAt} IS NULL`),
     uniqueIndex('feedback_telegram_run_idx').on(t.runId).where(sql`${t.source} = 'telegram'`),
   ],
 );
@@ -166,6 +171,9 @@ export const reminderNotices = pgTable(
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }),
     lastError: text('last_error'),
+    /** When it was settled as failed or undeliverable, and why in a word (GET /admin/jobs). */
+    failedAt: timestamp('failed_at', { withTimezone: true }),
+    errorKind: text('error_kind'),
   },
   (t) => [primaryKey({ columns: [t.reminderId, t.daysBefore] })],
 );
@@ -344,8 +352,14 @@ export const memoryDecisions = pgTable(
     attempts: integer('attempts').notNull().default(0),
     nextAttemptAt: timestamp('next_attempt_at', { withTimezone: true }).notNull().defaultNow(),
     createdAt: createdAt(),
+    /**
+     * Set when the decision was given up (its attempts ran out): the row stays, emptied of
+     * the exchange's words, so the administrator sees the failure (GET /admin/jobs).
+     */
+    failedAt: timestamp('failed_at', { withTimezone: true }),
+    errorKind: text('error_kind'),
   },
-  (t) => [index('memory_decisions_due_idx').on(t.nextAttemptAt)],
+  (t) => [index('memory_decisions_due_idx').on(t.nextAttemptAt).where(sql`${t.failedAt} IS NULL`)],
 );
 
 /**

@@ -258,6 +258,11 @@ const RULES: Record<string, Rule> = {
       json: { limits: { chats_per_minute: 100 } },
     }),
   },
+  'GET /admin/jobs': {
+    kind: 'admin',
+    status: 200,
+    call: () => ({ method: 'GET', path: '/admin/jobs?state=failed' }),
+  },
   'DELETE /admin/users/{user_id}': {
     kind: 'admin',
     status: 404,

@@ -130,7 +130,11 @@ describe('tracing and feedback with LangSmith configured', () => {
     const received = await langsmith.waitForFeedback((item) => item.id === feedback_id, 40_000);
     expect(received).toMatchObject({ run_id: stream.runId, key: 'user_score', score: 1 });
     await parley.settled();
-    const retries = parley.logs.filter((line) => line.msg === 'feedback not forwarded yet');
-    expect(retries.map((line) => line.attempts)).toEqual([1]);
+    const retries = parley.logs.filter(
+      (line) => line.msg === 'background job failed; will retry' && line.id === feedback_id,
+    );
+    expect(retries.map((line) => [line.job, line.attempts, line.errorKind])).toEqual([
+      ['feedback_forward', 1, 'http_503'],
+    ]);
   });
 });

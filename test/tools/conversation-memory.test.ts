@@ -200,9 +200,9 @@ describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
       );
       expect(told.text).toBe('Noted.');
       const failed = await parley.waitForLog(
-        (line) => line.msg === 'memory decision failed; will retry' && line.runId === told.runId,
+        (line) => line.msg === 'background job failed; will retry' && line.id === told.runId,
       );
-      expect(failed).toMatchObject({ level: 40, attempts: 1 });
+      expect(failed).toMatchObject({ level: 40, job: 'memory_decision', attempts: 1 });
       expect((await decided(told.runId)).remembered).toBe(true);
       expect(await memories(user)).toHaveLength(1);
       await parley.settled();

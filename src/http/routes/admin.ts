@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { AccountService, AccountView } from '../../accounts/account-service.ts';
 import { LIMIT_NAMES } from '../../accounts/limits.ts';
 import { requireAdmin } from '../../accounts/principal.ts';
+import type { FailedJob } from '../../storage/failed-job-repository.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
@@ -39,12 +40,32 @@ const userSchema = z.object({
   keys: z.array(keySchema),
 });
 const userParams = z.object({ user_id: userIdSchema });
+const failedJobSchema = z.object({
+  kind: z.enum(['feedback_forward', 'memory_decision', 'reminder_notice']),
+  id: z.string().describe('The row: a feedback_id, a run_id, or reminder id / notice'),
+  user_id: z.string(),
+  attempts: z.number().int(),
+  error_kind: z
+    .string()
+    .nullable()
+    .describe('Why, in a word: http_400, http_403, no_chat, timeout, ECONNREFUSED…'),
+  failed_at: z.string(),
+});
+
+/** Background jobs given up for good. */
+export interface FailedJobs {
+  list(limit: number): Promise<FailedJob[]>;
+}
 
 /**
  * The administrator's routes (API_TOKEN, or development mode): accounts, keys, limits,
  * deletion. A user's key gets 403 on all of them.
  */
-export function registerAdminRoutes(app: App, accounts: AccountService): void {
+export function registerAdminRoutes(
+  app: App,
+  accounts: AccountService,
+  failedJobs: FailedJobs,
+): void {
   const tags = ['admin'];
   app.addHook('preValidation', async (request) => {
     if (request.routeOptions.url?.startsWith('/admin/')) requireAdmin(request.principal);
@@ -169,6 +190,37 @@ export function registerAdminRoutes(app: App, accounts: AccountService): void {
       await accounts.deleteUser(request.params.user_id);
       return { deleted: request.params.user_id };
     },
+  );
+
+  app.get(
+    '/admin/jobs',
+    {
+      schema: {
+        summary: 'Background jobs that failed for good and will not be retried, newest first',
+        description:
+          'Feedback LangSmith refused, memory decisions given up, reminder notices Telegram ' +
+          'refused or had no chat for. Ids and error kinds only, never what users wrote.',
+        tags,
+        querystring: z.object({
+          state: z.enum(['failed']),
+          limit: z.coerce.number().int().min(1).max(500).default(50),
+        }),
+        response: {
+          200: z.object({ jobs: z.array(failedJobSchema) }),
+          ...errorResponses(...ADMIN_ERRORS, 422),
+        },
+      },
+    },
+    async (request) => ({
+      jobs: (await failedJobs.list(request.query.limit)).map((job) => ({
+        kind: job.kind,
+        id: job.id,
+        user_id: job.userId,
+        attempts: job.attempts,
+        error_kind: job.errorKind,
+        failed_at: job.failedAt.toISOString(),
+      })),
+    }),
   );
 }
 

@@ -1,0 +1,71 @@
+import type { Logger } from 'pino';
+import { errorKindOf } from '../background/error-kind.ts';
+import { type JobKindDefinition, JobsUnavailable } from '../background/job-kind.ts';
+import type { VectorStore } from '../storage/vector-store.ts';
+import type { Embedder } from './embedder.ts';
+
+interface EmbeddingBatch {
+  id: string;
+  attempts: number;
+  items: { hash: string; content: string }[];
+}
+
+/**
+ * Embeds, in the background, every stored chunk text that has no vector for the current
+ * model: after each ingestion, at start (chunks stored while the model was unavailable, or
+ * under another model), and again after `retryMs` while the model cannot be had or a batch
+ * failed (search stays lexical for those chunks meanwhile). Nothing is claimed: what is
+ * missing is read from the vectors themselves, and saving one twice is harmless.
+ */
+export function embeddingJob(options: {
+  embedder: Embedder;
+  vectors: VectorStore;
+  logger: Logger;
+  /** Distinct texts embedded per batch. */
+  batchSize: number;
+  retryMs: number;
+}): JobKindDefinition<EmbeddingBatch> {
+  const { embedder, vectors, logger, batchSize, retryMs } = options;
+  let embedded = 0;
+  const nothing = async () => {};
+  return {
+    kind: 'embedding_batch',
+    // Only kicked (an ingestion, a search finding no model yet, the start); a batch at a time.
+    policy: {
+      leaseMs: 10 * 60_000,
+      budgetMs: 5 * 60_000,
+      batch: 1,
+      concurrency: 1,
+      backoffMs: retryMs,
+      maxBackoffMs: retryMs,
+      maxAttempts: Number.POSITIVE_INFINITY,
+    },
+    source: {
+      async lease() {
+        // No chunks, nothing to embed and no query to serve: do not load a model for nothing.
+        if (!(await vectors.hasChunks())) return [];
+        if (!(await embedder.ready())) throw new JobsUnavailable(retryMs);
+        const items = await vectors.missing(embedder.id, batchSize);
+        return items.length === 0 ? [] : [{ id: 'missing-vectors', attempts: 0, items }];
+      },
+      complete: nothing,
+      retry: nothing,
+      release: nothing,
+      bury: nothing,
+    },
+    async run({ items }) {
+      const found = await embedder.embedDocuments(items.map((item) => item.content));
+      await vectors.save(
+        embedder.id,
+        items.map((item, i) => ({ hash: item.hash, vector: found[i] as number[] })),
+      );
+      embedded += items.length;
+      if (embedded % (batchSize * 10) === 0) logger.info({ embedded }, 'embedding chunks');
+    },
+    classify: (error) => ({ errorKind: errorKindOf(error), retry: 'pause', pauseMs: retryMs }),
+    drained() {
+      if (embedded > 0) logger.info({ embedded, model: embedder.id }, 'chunks embedded');
+      embedded = 0;
+    },
+  };
+}

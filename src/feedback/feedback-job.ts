@@ -1,0 +1,63 @@
+import { errorKindOf, statusOf } from '../background/error-kind.ts';
+import type { JobFailure, JobKindDefinition, JobPolicy } from '../background/job-kind.ts';
+import type { FeedbackRepository, PendingFeedback } from '../storage/feedback-repository.ts';
+import type { FeedbackSink } from './feedback-sink.ts';
+
+/**
+ * How feedback is forwarded. A replica that dies only delays what it took by the lease. The
+ * budget is the longest one send may take (the LangSmith client: 5 attempts of at most 10 s
+ * each, plus its own backoff), with margin; no send starts later than that before the lease
+ * ends, so another replica never takes a row still being sent here.
+ */
+export const FEEDBACK_POLICY: JobPolicy = {
+  leaseMs: 5 * 60_000,
+  budgetMs: 2 * 60_000,
+  batch: 50,
+  concurrency: 1,
+  backoffMs: 5_000,
+  maxBackoffMs: 3_600_000,
+  // Never lost: an outage is waited out, however long. Only a refusal is final.
+  maxAttempts: Number.POSITIVE_INFINITY,
+  intervalMs: 30_000,
+};
+
+/**
+ * Forwards stored feedback to the tracing service. Feedback is saved before it is sent, so
+ * an outage there never loses it nor fails the request: the row stays due and is retried
+ * with back-off, from this replica or any other. A 4xx other than 401, 403, 408 and 429 means
+ * LangSmith will never take this feedback (a malformed or unknown run, say): it is kept as
+ * failed.
+ */
+export function feedbackJob(
+  repository: FeedbackRepository,
+  sink: FeedbackSink,
+  policy: JobPolicy,
+): JobKindDefinition<PendingFeedback> {
+  return {
+    kind: 'feedback_forward',
+    policy,
+    source: {
+      lease: (limit, leaseMs) => repository.leaseDue(limit, leaseMs),
+      // A rating changed during its send stays due, and this drain's next lease sends it.
+      complete: async (item) => {
+        await repository.markForwarded(item.id, item.revision);
+      },
+      retry: (item, at, failure) =>
+        repository.markRetry(item.id, item.attempts + 1, at, failure.errorKind),
+      release: (item, at) => repository.markRetry(item.id, item.attempts, at),
+      bury: (item, failure) =>
+        repository.markFailed(item.id, item.revision, item.attempts + 1, failure.errorKind),
+    },
+    run: (item) => sink.send(item),
+    classify: (error): JobFailure => {
+      const status = statusOf(error);
+      // 401 and 403 say the key is wrong, which the operator fixes: not this feedback's fault.
+      const refused =
+        status !== undefined &&
+        status >= 400 &&
+        status < 500 &&
+        ![401, 403, 408, 429].includes(status);
+      return { errorKind: errorKindOf(error), retry: refused ? 'never' : 'backoff' };
+    },
+  };
+}

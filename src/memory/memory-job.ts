@@ -1,0 +1,69 @@
+import type { Logger } from 'pino';
+import { errorKindOf } from '../background/error-kind.ts';
+import type { JobKindDefinition, JobPolicy } from '../background/job-kind.ts';
+import type { DocumentService } from '../documents/document-service.ts';
+import type { MemoryQueueRepository, PendingExchange } from '../storage/memory-queue-repository.ts';
+import { SOURCE_PREFIX } from './conversation-memory.ts';
+import type { MemoryDecider } from './memory-decider.ts';
+
+/**
+ * A replica killed mid-decision (SIGKILL, a crash) delays that exchange by the lease; a clean
+ * shutdown hands it back at once. A decision that keeps failing (the model down, answers that
+ * never fit the schema) is given up after 5 attempts: the log and GET /admin/jobs say so.
+ */
+export const MEMORY_POLICY: JobPolicy = {
+  leaseMs: 2 * 60_000,
+  budgetMs: 60_000,
+  batch: 20,
+  concurrency: 1,
+  backoffMs: 5_000,
+  maxBackoffMs: 3_600_000,
+  maxAttempts: 5,
+  intervalMs: 30_000,
+};
+
+type DecisionJob = PendingExchange & { id: string };
+
+/** The remember-or-not decision after an answer (CONV_RAG_ENABLED; see ConversationMemory). */
+export function memoryDecisionJob(options: {
+  queue: MemoryQueueRepository;
+  documents: DocumentService;
+  decide: MemoryDecider;
+  logger: Logger;
+  policy: JobPolicy;
+}): JobKindDefinition<DecisionJob> {
+  const { queue, documents, decide, logger, policy } = options;
+  return {
+    kind: 'memory_decision',
+    policy,
+    source: {
+      lease: async (limit, leaseMs) =>
+        (await queue.leaseDue(limit, leaseMs)).map((exchange) => ({
+          ...exchange,
+          id: exchange.runId,
+        })),
+      complete: (job) => queue.remove(job.runId),
+      retry: (job, at, failure) =>
+        queue.release(job.runId, job.attempts + 1, at, failure.errorKind),
+      release: (job, at) => queue.release(job.runId, job.attempts, at),
+      bury: (job, failure) => queue.markFailed(job.runId, job.attempts + 1, failure.errorKind),
+    },
+    async run(exchange, signal) {
+      const memory = await decide(exchange, signal);
+      if (memory !== undefined) {
+        await documents.ingestForUser(exchange.userId, {
+          source: SOURCE_PREFIX + exchange.runId,
+          filename: 'conversation',
+          contentType: 'text/plain',
+          bytes: Buffer.byteLength(memory),
+          document: { kind: 'text', pages: [{ page: null, text: memory }], ocrPages: [] },
+        });
+      }
+      logger.info(
+        { runId: exchange.runId, userId: exchange.userId, remembered: memory !== undefined },
+        'memory decided',
+      );
+    },
+    classify: (error) => ({ errorKind: errorKindOf(error), retry: 'backoff' }),
+  };
+}
