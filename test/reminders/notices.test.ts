@@ -191,6 +191,18 @@ describe.each(ENGINES)('reminder notices on the %s engine', (engine) => {
     expect((await stack.reminders('nochat'))[0]?.notices).toEqual([
       { notice: 'D-7', status: 'undeliverable', error: 'no Telegram chat linked' },
     ]);
+    // The administrator sees both among the failed jobs: why, never the reminder's title.
+    const failed = await stack.parley.fetch('/admin/jobs?state=failed');
+    const listed = await failed.text();
+    expect(listed).not.toContain('Gym');
+    const jobs = (
+      JSON.parse(listed) as { jobs: { kind: string; user_id: string; error_kind: string }[] }
+    ).jobs;
+    const mine = jobs.filter((job) => job.user_id === 'blocker' || job.user_id === 'nochat');
+    expect(mine.map((job) => [job.kind, job.user_id, job.error_kind]).sort()).toEqual([
+      ['reminder_notice', 'blocker', 'http_403'],
+      ['reminder_notice', 'nochat', 'no_chat'],
+    ]);
     await stack.tickAt('2030-06-09T09:00:00Z'); // D-1 is a new notice: tried once, refused
     await stack.tickAt('2030-06-09T10:00:00Z');
     expect(requestsTo('6001')).toBe(2);

@@ -80,6 +80,11 @@ export interface FakeLangSmithServer {
   failNext(target: FailureTarget, count?: number, status?: number): void;
   /** The next request to `target` is answered only after `ms` (a slow send still under way). */
   slowNext(target: FailureTarget, ms: number): void;
+  /**
+   * The next request to `target` is read and never answered (nor recorded), as a server that
+   * hangs; resolves with its body once it has arrived. Its connection is cut at `close`.
+   */
+  holdNext(target: FailureTarget): Promise<unknown>;
   waitForRun(match: (run: RecordedRun) => boolean, timeoutMs?: number): Promise<RecordedRun>;
   waitForFeedback(
     match: (feedback: RecordedFeedback) => boolean,
@@ -113,6 +118,7 @@ export async function startFakeLangSmithServer(
   let duplicateCreates = 0;
   const failures: Array<{ target: FailureTarget; status: number }> = [];
   const delays: Array<{ target: FailureTarget; ms: number }> = [];
+  const holds: Array<{ target: FailureTarget; arrived: (body: unknown) => void }> = [];
 
   // LangSmith's API is FastAPI: errors are `{ "detail": ... }`.
   const refuse = (res: ServerResponse, req: RecordedRequest, status: number, reason: string) => {
@@ -138,6 +144,8 @@ export async function startFakeLangSmithServer(
     const failure = failures.findIndex((f) => f.target === target);
     const injected = failure >= 0 ? failures.splice(failure, 1)[0] : undefined;
     if (injected) return sendJson(res, injected.status, { detail: 'injected failure' });
+    const hold = holds.findIndex((h) => h.target === target);
+    if (hold >= 0) return holds.splice(hold, 1)[0]?.arrived(request.body);
     const problems: string[] = [];
     switch (route) {
       case 'GET /info':
@@ -293,6 +301,10 @@ export async function startFakeLangSmithServer(
     failNext: (target, count = 1, status = 503) => {
       for (let i = 0; i < count; i++) failures.push({ target, status });
     },
+    holdNext: (target) =>
+      new Promise((arrived) => {
+        holds.push({ target, arrived });
+      }),
     waitForRun: (match, timeoutMs) => until(() => [...runs.values()].find(match), 'run', timeoutMs),
     waitForFeedback: (match, timeoutMs) => until(() => feedback.find(match), 'feedback', timeoutMs),
     assertNoUnexpected: () => assertNone('fake LangSmith server', unexpected),

@@ -1,0 +1,209 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import {
+  type FakeLangSmithServer,
+  startFakeLangSmithServer,
+} from '../support/fake-langsmith-server.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const TOKEN = 'jobs-admin-token';
+const LANGSMITH_KEY = 'ls-jobs-key';
+/** The shortest lease Parley takes, so the test of a killed process waits seconds. */
+const LEASE_SECONDS = 10;
+
+interface FailedJob {
+  kind: string;
+  id: string;
+  user_id: string;
+  attempts: number;
+  error_kind: string | null;
+  failed_at: string;
+}
+
+/** One sample of a Prometheus text exposition, 0 when absent. */
+function sample(text: string, name: string, labels: Record<string, string>): number {
+  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`${name}{`) && wanted.every((label) => l.includes(label)));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Background jobs as an administrator sees them: one that will never go through is kept as
+ * failed, listed by GET /admin/jobs and counted in /metrics; one that fails for a while is
+ * retried until it goes through, once; one whose process died mid-job is done by another.
+ */
+describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
+  let storage: EngineEnv;
+  let llm: FakeLlmServer;
+  let langsmith: FakeLangSmithServer;
+  let parley: RunningParley;
+  const env = () => ({
+    API_TOKEN: TOKEN,
+    METRICS_ENABLED: 'true',
+    LLM_BASE_URL: llm.url,
+    LLM_MAX_RETRIES: '0',
+    LANGSMITH_API_KEY: LANGSMITH_KEY,
+    LANGSMITH_ENDPOINT: langsmith.url,
+    FEEDBACK_RETRY_MS: '200',
+    JOB_LEASE_SECONDS: String(LEASE_SECONDS),
+    ...storage.env,
+  });
+
+  beforeAll(async () => {
+    storage = await engineEnv(engine);
+    llm = await startFakeLlmServer();
+    langsmith = await startFakeLangSmithServer({ apiKey: LANGSMITH_KEY });
+    parley = await startParley({ env: env() });
+  }, 120_000);
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await langsmith?.close();
+    await storage?.cleanup();
+  });
+
+  /** A chat (so there is a run to rate), then feedback on it; resolves with the feedback id. */
+  const rate = async (on: RunningParley, userId: string, comment: string) => {
+    llm.enqueue(reply.text('an answer to rate'));
+    const chat = await readChat(
+      await on.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'hello', user_id: userId }),
+      }),
+    );
+    const response = await on.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run_id: chat.runId, score: 0, comment }),
+    });
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { feedback_id: string }).feedback_id;
+  };
+  const failedJobs = async () => {
+    const response = await parley.fetch('/admin/jobs?state=failed');
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    return { text, jobs: (JSON.parse(text) as { jobs: FailedJob[] }).jobs };
+  };
+  const metrics = async () => (await parley.fetch('/metrics')).text();
+  const sendsOf = (feedbackId: string) =>
+    langsmith.requests.filter(
+      (r) => r.path === '/feedback' && (r.body as { id?: string } | undefined)?.id === feedbackId,
+    ).length;
+
+  it('keeps feedback LangSmith refuses (400) as failed: listed for the administrator with its error kind, never its words, and counted', async () => {
+    const before = await metrics();
+    langsmith.failNext('feedback', 1, 400);
+    const feedbackId = await rate(parley, 'refused-user', 'a private remark 6b1f');
+
+    await expect
+      .poll(async () => (await failedJobs()).jobs.find((job) => job.id === feedbackId), {
+        timeout: 20_000,
+      })
+      .toEqual({
+        kind: 'feedback_forward',
+        id: feedbackId,
+        user_id: 'refused-user',
+        attempts: 1,
+        error_kind: 'http_400',
+        failed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      });
+    const after = await metrics();
+    const buried = { job: 'feedback_forward', outcome: 'buried' };
+    expect(
+      sample(after, 'parley_jobs_total', buried) - sample(before, 'parley_jobs_total', buried),
+    ).toBe(1);
+
+    // Never tried again: a retry would come within FEEDBACK_RETRY_MS (200 ms).
+    await sleep(1_500);
+    expect(sendsOf(feedbackId)).toBe(1);
+    expect(langsmith.feedback.some((f) => f.id === feedbackId)).toBe(false);
+    const { text } = await failedJobs();
+    expect(text).not.toContain('6b1f');
+    expect(parley.output()).not.toContain('6b1f');
+  });
+
+  it('retries feedback while LangSmith answers 503, never buries it, and delivers it once LangSmith is back', {
+    timeout: 90_000,
+  }, async () => {
+    const before = await metrics();
+    // The LangSmith client's own five attempts fail; the runner's next attempt goes through.
+    langsmith.failNext('feedback', 5, 503);
+    const feedbackId = await rate(parley, 'patient-user', 'later');
+
+    await langsmith.waitForFeedback((f) => f.id === feedbackId, 60_000);
+    await parley.settled(1_000);
+    expect(langsmith.feedback.filter((f) => f.id === feedbackId)).toHaveLength(1);
+    expect((await failedJobs()).jobs.some((job) => job.id === feedbackId)).toBe(false);
+    const after = await metrics();
+    const delta = (outcome: string) =>
+      sample(after, 'parley_jobs_total', { job: 'feedback_forward', outcome }) -
+      sample(before, 'parley_jobs_total', { job: 'feedback_forward', outcome });
+    expect([delta('failed'), delta('buried'), delta('done')]).toEqual([1, 0, 1]);
+    const retried = parley.logs.find(
+      (line) => line.msg === 'background job failed; will retry' && line.id === feedbackId,
+    );
+    expect(retried).toMatchObject({ job: 'feedback_forward', attempts: 1, errorKind: 'http_503' });
+  });
+
+  it('lists failed jobs for the administrator only, with state=failed and a limit of 1 to 500', async () => {
+    for (const query of [
+      '',
+      '?state=running',
+      '?state=failed&limit=0',
+      '?state=failed&limit=501',
+    ]) {
+      expect((await parley.fetch(`/admin/jobs${query}`)).status, query).toBe(422);
+    }
+    const created = await parley.fetch('/admin/users', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: 'jobs-curious' }),
+    });
+    const { key } = (await created.json()) as { key: string };
+    expect((await parley.fetch('/admin/jobs?state=failed', { token: key })).status).toBe(403);
+    const limited = await parley.fetch('/admin/jobs?state=failed&limit=1');
+    expect(((await limited.json()) as { jobs: unknown[] }).jobs.length).toBeLessThanOrEqual(1);
+  });
+
+  it('delivers feedback whose process was killed mid-send from another process after the lease, exactly once', {
+    timeout: 180_000,
+  }, async () => {
+    // Processes of their own, so that killing one leaves the others' tests alone.
+    const dataDir = mkdtempSync(join(tmpdir(), 'parley-jobs-kill-'));
+    let taker: RunningParley | undefined;
+    let heir: RunningParley | undefined;
+    try {
+      taker = await startParley({ dataDir, env: env() });
+      const held = langsmith.holdNext('feedback');
+      const feedbackId = await rate(taker, 'orphan-user', 'kept');
+      expect(((await held) as { id?: string }).id).toBe(feedbackId);
+      const heldAt = Date.now();
+      await taker.stop('SIGKILL');
+
+      heir = await startParley({ dataDir, env: env() });
+      await langsmith.waitForFeedback((f) => f.id === feedbackId, 60_000);
+      // Not before the dead process's claim ran out (it was taken just before the send).
+      expect(Date.now() - heldAt).toBeGreaterThanOrEqual(LEASE_SECONDS * 1000 - 1_000);
+      await heir.settled(1_000);
+      expect(langsmith.feedback.filter((f) => f.id === feedbackId)).toHaveLength(1);
+      expect(
+        heir.logs.filter((line) => line.job === 'feedback_forward' && line.level >= 40),
+      ).toEqual([]);
+    } finally {
+      await heir?.stop();
+      await taker?.stop('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
