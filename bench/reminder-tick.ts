@@ -75,7 +75,11 @@ try {
       // The tick's own count of what was due, read from its log line.
       logger: pino(
         { level: 'debug' },
-        { write: (line: string) => Object.assign(logged, JSON.parse(line)) },
+        {
+          write: (line: string) => {
+            if (line.includes('"msg":"reminder tick"')) Object.assign(logged, JSON.parse(line));
+          },
+        },
       ),
       policy: { ...NOTICE_POLICY, intervalMs: 60_000 },
     }),

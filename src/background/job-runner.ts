@@ -26,10 +26,6 @@ export class JobRunner {
     if (this.#started) worker.start();
   }
 
-  has(kind: JobKind): boolean {
-    return this.#workers.has(kind);
-  }
-
   /** Drains every kind once now (work queued before a restart), then as each kind says. */
   start(): void {
     this.#started = true;
