@@ -24,7 +24,10 @@
  * - killed worker: a second process takes a job and is SIGKILLed mid-job; seconds until a
  *   worker here runs it again, with the library's defaults (waited for at most
  *   killWaitDefaultS) and with its shortest sensible configured recovery.
- * Prints a Markdown report and writes it to bench/results/job-engines-<commit>.md.
+ * Prints a Markdown report and writes it to bench/results/job-engines-<commit>[-$RESULTS_SUFFIX].md.
+ * JOB_ENGINES=embedded|server and JOB_VARIANTS=0,1 (indexes into VARIANTS) pick rows; a
+ * killed-worker wait long enough for the defaults (pg-boss: 15-min expiry) is e.g.
+ *   JOB_ENGINES=server JOB_VARIANTS=0,1 RESULTS_SUFFIX=defaults node bench/job-engines.ts 200 10 1200
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -216,6 +219,8 @@ say(`load at the end: ${load()}`);
 
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 const commit = /commit: (\S+)/.exec(out.join('\n'))?.[1] ?? 'unknown';
-const file = new URL(`./results/job-engines-${commit}.md`, import.meta.url);
+// RESULTS_SUFFIX names a second run of the same commit (e.g. a long killed-worker wait).
+const suffix = process.env.RESULTS_SUFFIX ? `-${process.env.RESULTS_SUFFIX}` : '';
+const file = new URL(`./results/job-engines-${commit}${suffix}.md`, import.meta.url);
 writeFileSync(file, `${out.join('\n')}\n`);
 console.error(`written to ${file.pathname}`);

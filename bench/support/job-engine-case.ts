@@ -68,7 +68,7 @@ export interface CaseResult {
 
 const START_TIMEOUT_MS = 30_000;
 const ENQUEUE_TIMEOUT_MS = 120_000;
-const DRAIN_TIMEOUT_MS = 90_000;
+const DRAIN_TIMEOUT_MS = 60_000;
 const PICKUP_TIMEOUT_MS = 10_000;
 const STOP_TIMEOUT_MS = 10_000;
 const KILL_ID = 'killed-mid-job';
@@ -364,7 +364,7 @@ async function killedWorker(
   try {
     dead = await within(
       startedLine(child),
-      START_TIMEOUT_MS * 2,
+      START_TIMEOUT_MS,
       'the worker to be killed never took its job',
     );
   } finally {
