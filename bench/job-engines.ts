@@ -21,6 +21,7 @@
  *   job (on the server engine the PostgreSQL server's own CPU is not counted; on the embedded
  *   engine PGlite's is, since it runs in the process);
  * - idle pickup: `pickups` jobs one at a time into an idle worker, enqueue to handler;
+ * - idle CPU: process CPU over 10 s with the worker idle (polling, maintenance);
  * - killed worker: a second process takes a job and is SIGKILLed mid-job; seconds until a
  *   worker here runs it again, with the library's defaults (waited for at most
  *   killWaitDefaultS) and with its shortest sensible configured recovery.
@@ -152,6 +153,7 @@ function row(r: CaseResult): string {
       : r.drainMs !== undefined
         ? `${r.pickupsMissed} missed`
         : '–',
+    fixed(r.idleCpuMsPerSecond, 1),
     killCell(r.kill.default),
     killCell(r.kill.configured),
   ]
@@ -197,9 +199,9 @@ for (const [index] of VARIANTS.entries()) {
 }
 
 say(
-  '| job engine | database | start: import + schema/queue | RSS added: started / after the jobs | tables / indexes / functions | enqueue jobs/s | worker start | run all jobs | CPU µs/job | idle pickup p50 / p99 ms | killed worker, defaults | killed worker, configured |',
+  '| job engine | database | start: import + schema/queue | RSS added: started / after the jobs | tables / indexes / functions | enqueue jobs/s | worker start | run all jobs | CPU µs/job | idle pickup p50 / p99 ms | idle CPU ms/s | killed worker, defaults | killed worker, configured |',
 );
-say('| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | --- | --- |');
+say('| --- | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | --- | ---: | --- | --- |');
 for (const result of results) say(row(result));
 say();
 say('Settings:');

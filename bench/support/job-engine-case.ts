@@ -62,6 +62,8 @@ export interface CaseResult {
   cpuMicrosPerJob?: number;
   pickup?: Summary;
   pickupsMissed: number;
+  /** Process CPU while the worker waits 10 s with nothing to do, ms per second. */
+  idleCpuMsPerSecond?: number;
   kill: Partial<Record<Mode, KillResult>>;
   errors: string[];
 }
@@ -72,6 +74,7 @@ const DRAIN_TIMEOUT_MS = 60_000;
 const PICKUP_TIMEOUT_MS = 10_000;
 const STOP_TIMEOUT_MS = 10_000;
 const KILL_ID = 'killed-mid-job';
+const IDLE_MS = 10_000;
 
 const SHARED_BUFFERS = '16MB'; // Parley's default EMBEDDED_DB_SHARED_BUFFERS
 const SERVER_POOL_MAX = 10; // Parley's default DB_POOL_MAX
@@ -337,6 +340,12 @@ async function measure(
       }
     }
     if (pickups.length) result.pickup = summarize(pickups);
+
+    // What an idle worker costs: polling, maintenance passes.
+    const idleBefore = process.cpuUsage();
+    await sleep(IDLE_MS);
+    const idle = process.cpuUsage(idleBefore);
+    result.idleCpuMsPerSecond = (idle.user + idle.system) / 1000 / (IDLE_MS / 1000);
   } finally {
     await within(engine.stop(), STOP_TIMEOUT_MS, 'stop').catch(fail);
   }

@@ -173,6 +173,7 @@ interface PgBoss {
     options: Record<string, unknown>,
     handler: (jobs: PgBossJob[]) => Promise<void>,
   ): Promise<string>;
+  notifyWorker(workerId: string): void;
   getDb(): { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> };
 }
 type PgBossModule = { PgBoss: new (options: Record<string, unknown>) => PgBoss };
@@ -191,11 +192,17 @@ const PG_BOSS_WORK = { pollingIntervalSeconds: 0.5, batchSize: 50, burstWhenBatc
 const PG_BOSS_CONFIGURED = { superviseIntervalSeconds: 1, monitorIntervalSeconds: 1 };
 const PG_BOSS_QUEUE = { default: {}, configured: { heartbeatSeconds: 10, retryDelay: 0 } };
 
+/**
+ * `kick`: wake this process's worker after each send (`notifyWorker`), as Parley's loops are
+ * kicked after storing work; otherwise a job waits for the next poll.
+ */
 function pgBossEngine(
   boss: PgBoss,
   queue: string,
   queueOptions: Record<string, unknown>,
+  kick = false,
 ): JobEngine {
+  let workerId: string | undefined;
   boss.on('error', (error) => console.error('pg-boss error:', describe(error)));
   boss.on('warning', (warning) =>
     console.error('pg-boss warning:', (warning as { message?: string }).message ?? warning),
@@ -207,9 +214,10 @@ function pgBossEngine(
     },
     async enqueue(id) {
       await boss.send(queue, { id });
+      if (kick && workerId) boss.notifyWorker(workerId);
     },
     async work(handler) {
-      await boss.work(queue, PG_BOSS_WORK, async (jobs) => {
+      workerId = await boss.work(queue, PG_BOSS_WORK, async (jobs) => {
         for (const job of jobs) await handler(job.data.id, {});
       });
     },
@@ -235,6 +243,25 @@ const pgBoss: Variant = {
       ...(mode === 'configured' ? PG_BOSS_CONFIGURED : {}),
     });
     const engine = pgBossEngine(boss, `bench_${mode}`, PG_BOSS_QUEUE[mode]);
+    return { ...engine, stop: () => engine.stop().finally(() => pool.end()) };
+  },
+};
+
+const pgBossKicked: Variant = {
+  name: 'pg-boss (Parley pool, kicked)',
+  settings: {
+    default: `as pg-boss (Parley pool), and \`notifyWorker\` after each send`,
+    configured: '(not run)',
+  },
+  killTests: false,
+  async create(target, mode, libs) {
+    const { PgBoss } = await importScratch<PgBossModule>(libs.pgBoss);
+    const pool = parleyPool(target);
+    const boss = new PgBoss({
+      db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) },
+      ...(mode === 'configured' ? PG_BOSS_CONFIGURED : {}),
+    });
+    const engine = pgBossEngine(boss, `bench_${mode}`, PG_BOSS_QUEUE[mode], true);
     return { ...engine, stop: () => engine.stop().finally(() => pool.end()) };
   },
 };
@@ -328,7 +355,13 @@ const graphileWorker: Variant = {
   },
 };
 
-export const VARIANTS: readonly Variant[] = [leaseLoop, pgBoss, pgBossListen, graphileWorker];
+export const VARIANTS: readonly Variant[] = [
+  leaseLoop,
+  pgBoss,
+  pgBossKicked,
+  pgBossListen,
+  graphileWorker,
+];
 
 export const describe = (error: unknown): string =>
   error instanceof Error ? error.message : String(error);
