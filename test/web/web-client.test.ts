@@ -238,6 +238,50 @@ describe('the web client in Chromium', () => {
     await waitForIdle();
   });
 
+  it('retries a failed answer with the image that was attached to it', async () => {
+    llm.enqueue(reply.error(500));
+    const chooser = page.waitForEvent('filechooser');
+    await page.getByRole('button', { name: 'Attach image' }).click();
+    await (await chooser).setFiles({ name: 'pixel.png', mimeType: 'image/png', buffer: PNG });
+    await send('What colour is this pixel?');
+    await waitForIdle();
+    const visionCalls = vision.chats.length;
+    llm.enqueue(
+      reply.toolCalls([{ name: 'analyze_image', args: { question: 'Which colour?' } }]),
+      reply.text('It is white.'),
+    );
+    vision.enqueue(reply.text('a white pixel'));
+    await lastAnswer().getByRole('alert').getByRole('button', { name: 'Retry' }).click();
+    await lastAnswer().getByText('It is white.').waitFor();
+    await waitForIdle();
+    expect(vision.chats.length).toBe(visionCalls + 1);
+    const sent = JSON.stringify(vision.chats.at(-1)?.body.messages);
+    expect(sent).toContain(`data:image/png;base64,${PNG.toString('base64')}`);
+    const question = page.locator('.bubble.user').last();
+    expect(await question.getByRole('img', { name: 'Attached image' }).count()).toBe(1);
+    // The composer's attachment was used up by the first send.
+    expect(await page.locator('.composer').getByRole('img').count()).toBe(0);
+  });
+
+  it('offers 👍/👎 on an answer that was stopped, and rates it by its run_id', async () => {
+    llm.enqueue(reply.text(words(60, 'halt'), { chunks: 60, delayMs: 100 }));
+    await send('Say a lot, I will stop you');
+    await lastAnswer().locator('.md').getByText('halt3', { exact: false }).waitFor();
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await waitForIdle();
+    expect(await lastAnswer().textContent()).toContain('Stopped');
+    await expect
+      .poll(async () => (await history())[0]?.interrupted, { timeout: 10_000 })
+      .toBe(true);
+    const posted = page.waitForRequest((request) => request.url().endsWith('/feedback'));
+    await lastAnswer().getByRole('button', { name: 'Bad answer' }).click();
+    const body = JSON.parse((await posted).postData() ?? '{}') as { run_id: string; score: number };
+    const turn = (await history()).find((t) => t.question === 'Say a lot, I will stop you');
+    expect(body).toMatchObject({ run_id: turn?.run_id, score: 0 });
+    await lastAnswer().getByRole('status').filter({ hasText: 'Thanks' }).waitFor();
+    await expect.poll(async () => (await history())[0]?.feedback?.score).toBe(0);
+  });
+
   it('has no serious accessibility violation on any page, and takes the README’s screenshot', async () => {
     await page.getByRole('link', { name: 'Chat' }).click();
     await messageBox().waitFor();

@@ -151,6 +151,7 @@ export function ChatPage(props: { user: string }) {
     // (and in an animation frame), so a fast model costs a few renders a second, not one a token.
     // Only this answer's view listens to `live`: a redraw renders nothing else.
     let answer = '';
+    let runId: string | undefined;
     let frame = 0;
     let drawnAt = 0;
     const draw = () => {
@@ -176,17 +177,18 @@ export function ChatPage(props: { user: string }) {
         } else if (event.type === 'error') {
           update(key, { error: { code: event.code, message: event.message } });
         } else {
-          update(key, { runId: event.runId });
+          runId = event.runId; // 'start', then 'done' with the same id
         }
       }
       clearTimeout(frame);
       cancelAnimationFrame(frame);
-      update(key, { answer, streaming: false, live: undefined });
+      update(key, { answer, runId, streaming: false, live: undefined });
     } catch (error) {
       clearTimeout(frame);
       cancelAnimationFrame(frame);
       if (controller.signal.aborted) {
-        update(key, { answer, streaming: false, live: undefined, interrupted: true });
+        // Stopped: the server keeps what was written under this run, which can be rated.
+        update(key, { answer, runId, streaming: false, live: undefined, interrupted: true });
       } else {
         const message = error instanceof ApiError ? error.message : String(error);
         const failure = { code: 'request_failed', message };
