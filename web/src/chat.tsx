@@ -58,7 +58,10 @@ export function ChatPage(props: { user: string }) {
   const log = useRef<HTMLDivElement>(null);
   const top = useRef<HTMLDivElement>(null);
   const fileInput = useRef<HTMLInputElement>(null);
+  const list = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
+  /** The scroll position the page itself set last: its scroll event is not the reader's. */
+  const ownScroll = useRef<number | undefined>(undefined);
   const keepOffset = useRef<number | undefined>(undefined);
   const loadingOlder = useRef(false);
 
@@ -69,12 +72,23 @@ export function ChatPage(props: { user: string }) {
     [],
   );
 
-  /** Keeps the newest words in view while the reader is at the bottom of the conversation. */
-  const followAnswer = useCallback(() => {
+  const toBottom = (element: HTMLElement) => {
+    element.scrollTop = element.scrollHeight;
+    ownScroll.current = element.scrollTop;
+  };
+
+  // Keeps the newest words in view while the reader is at the bottom: whenever the
+  // conversation's height changes (an answer grows, a turn comes into view and gets its real
+  // height in place of content-visibility's placeholder, an image loads), after layout and
+  // before paint.
+  useEffect(() => {
     const element = log.current;
-    if (element && atBottom.current && keepOffset.current === undefined) {
-      element.scrollTop = element.scrollHeight;
-    }
+    if (!element || !list.current) return;
+    const observer = new ResizeObserver(() => {
+      if (atBottom.current && keepOffset.current === undefined) toBottom(element);
+    });
+    observer.observe(list.current);
+    return () => observer.disconnect();
   }, []);
 
   const loadPage = async (before: string | undefined) => {
@@ -129,7 +143,7 @@ export function ChatPage(props: { user: string }) {
       element.scrollTop = element.scrollHeight - keepOffset.current;
       keepOffset.current = undefined;
     } else if (atBottom.current) {
-      element.scrollTop = element.scrollHeight;
+      toBottom(element);
     }
   }, [turns]);
 
@@ -262,6 +276,9 @@ export function ChatPage(props: { user: string }) {
         tabIndex={0}
         onScroll={(e) => {
           const el = e.currentTarget as HTMLDivElement;
+          // Only the reader's own scrolling says whether to follow: the page's scrolls land
+          // at the bottom of a conversation that may have grown again since.
+          if (el.scrollTop === ownScroll.current) return;
           atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
         }}
       >
@@ -274,15 +291,11 @@ export function ChatPage(props: { user: string }) {
             older === null && turns.length > 0 && <span>{t.noOlder}</span>
           )}
         </div>
-        {turns.map((turn) => (
-          <TurnView
-            key={turn.key}
-            turn={turn}
-            onRetry={retry}
-            onFeedback={rated}
-            onGrow={followAnswer}
-          />
-        ))}
+        <div ref={list}>
+          {turns.map((turn) => (
+            <TurnView key={turn.key} turn={turn} onRetry={retry} onFeedback={rated} />
+          ))}
+        </div>
       </div>
       {notice && (
         <p role="alert" class="error">
@@ -369,8 +382,6 @@ interface TurnProps {
   turn: Turn;
   onRetry: (turn: Turn) => void;
   onFeedback: (key: string, feedback: Feedback) => void;
-  /** Called after each redraw of a streaming answer (to keep it in view). */
-  onGrow: () => void;
 }
 
 /**
@@ -382,11 +393,8 @@ const TurnView = memo(function TurnView(props: TurnProps) {
   const { turn } = props;
   const full = useLiveText(turn.live, turn.answer);
   const { thinking, answer } = useMemo(() => splitThinking(full), [full]);
-  useLayoutEffect(() => {
-    if (turn.live) props.onGrow();
-  }, [full]);
   return (
-    <article class={turn.streaming ? 'turn' : 'turn done'}>
+    <article class="turn">
       <div class="bubble user">
         <span class="visually-hidden">{t.you}: </span>
         {turn.image && <img class="thumb" src={turn.image.url} alt={t.attachedImage} />}
