@@ -61,6 +61,11 @@ try {
     timeout: 120_000,
   });
   const seconds = (Date.now() - started) / 1000;
+  // The answer must have been on screen as it grew (the page follows it), or its drawing was
+  // skipped and the figures flatter it.
+  const followed = await page
+    .locator('.log')
+    .evaluate((log) => log.scrollHeight - log.scrollTop - log.clientHeight < 40);
   const long = (await page.evaluate('window.__long')) as number[];
   const tasks = mainThreadTasks(JSON.parse((await browser.stopTracing()).toString('utf8')));
   const cpuLong = tasks.filter((task) => task.cpuMs > 50);
@@ -75,6 +80,7 @@ try {
       tokens: TOKENS,
       tokens_per_second: RATE,
       earlier_turns: earlier,
+      followed,
       stream_seconds: Number(seconds.toFixed(1)),
       answer_chars: chars,
       long_tasks_over_50ms: long.length,
