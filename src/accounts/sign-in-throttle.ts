@@ -2,7 +2,7 @@
  * Failed sign-ins per client address, in a sliding window: past `maxFailures` in `windowMs`,
  * every sign-in from that address waits (a right key too, or guessing could go on unseen).
  * A key has 256 random bits, so this is not what keeps it secret; it keeps a guesser from
- * filling the logs and the database's session lookups, and slows guessing a weak API_TOKEN.
+ * making the database look up a key for every try, and slows guessing a weak API_TOKEN.
  *
  * Kept in memory: each replica (and worker) counts its own, and a restart forgets.
  */
