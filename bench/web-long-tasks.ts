@@ -5,35 +5,45 @@
  *
  * The Long Tasks API counts wall time: on a loaded machine a task the scheduler pauses looks
  * long. So a Chromium trace of the same run also gives each of the page's main-thread tasks'
- * CPU time (`tdur`): `cpu_tasks_over_50ms` counts what the page itself made long.
+ * CPU time (`tdur`): `cpu_tasks_over_50ms` counts what the page itself made long, and
+ * `redraw_cpu_ms` what each task that ran an animation frame (a redraw: the page's own
+ * callbacks, Preact, style, layout and paint) cost in CPU, as median / 90th percentile / max.
  *
- *   node bench/web-long-tasks.ts
+ *   node bench/web-long-tasks.ts [earlier turns, default 0]
+ *
+ * With earlier turns, the page opens on a conversation of that many turns (each a 300-token
+ * Markdown answer; the first history page shows 20), as a user's usually does.
  */
 import { reply, startFakeLlmServer } from '../test/support/fake-llm-server.ts';
 import { startParley } from '../test/support/start-parley.ts';
 import { launchChromium } from '../test/web/browser.ts';
+import { load } from './support/machine.ts';
+import { longAnswer, seedHistory } from './support/web-answer.ts';
 
 const TOKENS = 1_500;
 const RATE = 100; // tokens per second
-
-// Markdown that costs something to render: paragraphs, a list, code, a table.
-const pieces = ['The **answer**', ' has', ' `code`', ',', ' lists', ' and', ' words', '.'];
-const text = Array.from({ length: TOKENS }, (_, i) => {
-  if (i % 200 === 199) return '\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n';
-  if (i % 50 === 49) return '\n\n- item\n- item\n\n```js\nconst x = 1;\n```\n\n';
-  return pieces[i % pieces.length];
-}).join('');
+const earlier = Number(process.argv[2] ?? 0);
+const text = longAnswer(TOKENS);
 
 const llm = await startFakeLlmServer();
-const parley = await startParley({ env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0' } });
+const parley = await startParley({
+  // The earlier turns are chats too: the per-minute limit must not refuse the measured one.
+  env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', LIMIT_CHATS_PER_MINUTE: '1000' },
+});
 const browser = await launchChromium();
 try {
+  await seedHistory(parley, llm, 'bench', earlier);
   const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
   await page.goto(parley.url);
   await page.getByLabel('User name').fill('bench');
   await page.getByRole('button', { name: 'Sign in' }).click();
   const box = page.getByRole('textbox', { name: 'Message' });
   await box.waitFor();
+  if (earlier > 0)
+    await page
+      .locator('.turn')
+      .nth(Math.min(earlier, 20) - 1)
+      .waitFor();
   await page.evaluate(`
     window.__long = [];
     new PerformanceObserver((list) => {
@@ -51,14 +61,26 @@ try {
     timeout: 120_000,
   });
   const seconds = (Date.now() - started) / 1000;
+  // The answer must have been on screen as it grew (the page follows it), or its drawing was
+  // skipped and the figures flatter it.
+  const followed = await page
+    .locator('.log')
+    .evaluate((log) => log.scrollHeight - log.scrollTop - log.clientHeight < 40);
   const long = (await page.evaluate('window.__long')) as number[];
   const tasks = mainThreadTasks(JSON.parse((await browser.stopTracing()).toString('utf8')));
   const cpuLong = tasks.filter((task) => task.cpuMs > 50);
+  const redraws = tasks
+    .filter((task) => task.redraw)
+    .map((task) => task.cpuMs)
+    .sort((a, b) => a - b);
+  const at = (q: number) => Number((redraws[Math.floor(q * (redraws.length - 1))] ?? 0).toFixed(1));
   const chars = (await page.locator('.bubble.assistant .md').last().textContent())?.length ?? 0;
   console.log(
     JSON.stringify({
       tokens: TOKENS,
       tokens_per_second: RATE,
+      earlier_turns: earlier,
+      followed,
       stream_seconds: Number(seconds.toFixed(1)),
       answer_chars: chars,
       long_tasks_over_50ms: long.length,
@@ -66,6 +88,9 @@ try {
       cpu_tasks_over_50ms: cpuLong.length,
       longest_task_cpu_ms: Math.round(Math.max(0, ...tasks.map((task) => task.cpuMs))),
       page_cpu_ms: Math.round(tasks.reduce((sum, task) => sum + task.cpuMs, 0)),
+      redraws: redraws.length,
+      redraw_cpu_ms: [at(0.5), at(0.9), at(1)],
+      load: load(),
     }),
   );
 } finally {
@@ -79,18 +104,31 @@ interface TraceEvent {
   ph: string;
   pid: number;
   tid: number;
+  ts: number;
+  dur?: number;
   tdur?: number;
   args?: { name?: string };
 }
 
-/** The renderer main thread's tasks (`RunTask`) from a Chromium trace, with their CPU time. */
+/**
+ * The renderer main thread's tasks (`RunTask`) from a Chromium trace, with their CPU time and
+ * whether they ran an animation frame callback (`FireAnimationFrame` inside the task).
+ */
 function mainThreadTasks(trace: { traceEvents: TraceEvent[] }) {
   const main = trace.traceEvents.filter(
     (event) => event.name === 'thread_name' && event.args?.name === 'CrRendererMain',
   );
   const isMain = (event: TraceEvent) =>
     main.some((thread) => thread.pid === event.pid && thread.tid === event.tid);
+  const frames = trace.traceEvents
+    .filter((event) => event.name === 'FireAnimationFrame' && isMain(event))
+    .map((event) => event.ts)
+    .sort((a, b) => a - b);
   return trace.traceEvents
     .filter((event) => event.name === 'RunTask' && event.ph === 'X' && isMain(event))
-    .map((event) => ({ cpuMs: (event.tdur ?? 0) / 1000 }));
+    .map((event) => {
+      const end = event.ts + (event.dur ?? 0);
+      const redraw = frames.some((ts) => ts >= event.ts && ts <= end);
+      return { cpuMs: (event.tdur ?? 0) / 1000, redraw };
+    });
 }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { StoredWebSession, WebSessionRepository } from '../storage/web-session-repository.ts';
 import type { Principal } from './principal.ts';
 
@@ -39,6 +39,12 @@ export class WebSessions {
   readonly #settings: WebSessionSettings;
   readonly #cache = new Map<string, { session: StoredWebSession | undefined; at: number }>();
   readonly #isAdminToken: ((credential: string) => boolean) | undefined;
+  /**
+   * Where an administrator's session is stored: under an HMAC of the cookie keyed by API_TOKEN,
+   * so a session made with one token is not found once Parley runs with another (changing the
+   * token ends the administrator's web sessions, as revoking a key ends its user's).
+   */
+  readonly #adminId: ((token: string) => string) | undefined;
 
   constructor(settings: WebSessionSettings) {
     this.#settings = settings;
@@ -46,6 +52,7 @@ export class WebSessions {
     if (token) {
       const expected = sha256(token);
       this.#isAdminToken = (credential) => timingSafeEqual(sha256(credential), expected);
+      this.#adminId = (cookie) => createHmac('sha256', token).update(cookie, 'utf8').digest('hex');
     }
   }
 
@@ -75,7 +82,8 @@ export class WebSessions {
       };
     }
     const token = randomBytes(32).toString('base64url');
-    await this.#settings.sessions.create(sha256(token).toString('hex'), stored);
+    const id = stored.role === 'admin' ? this.#adminId?.(token) : undefined;
+    await this.#settings.sessions.create(id ?? cookieHash(token), stored);
     // Now and then, not on every sign-in: expired rows are refused anyway.
     if (Math.random() < 0.05) await this.#settings.sessions.deleteExpired(new Date(now));
     const principal = this.#principalOf(stored);
@@ -86,12 +94,16 @@ export class WebSessions {
   /** The principal a cookie's value stands for; undefined for an unknown, ended or expired session. */
   async authenticate(token: string): Promise<Principal | undefined> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
-    const id = sha256(token).toString('hex');
+    const id = cookieHash(token);
     const now = this.#now();
     const cached = this.#cache.get(id);
     let session = cached?.session;
     if (!cached || now - cached.at >= CACHE_MS) {
-      session = await this.#settings.sessions.find(id, new Date(now));
+      const adminId = this.#adminId?.(token);
+      const found = await this.#settings.sessions.findAny(this.#ids(token), new Date(now));
+      // An administrator's session counts only under the current token's id (and a user's
+      // only under its own), whatever else a row under the other id claims.
+      session = found.find((row) => (row.role === 'admin' ? row.id === adminId : row.id === id));
       if (this.#cache.size >= CACHE_ENTRIES) this.#cache.clear();
       this.#cache.set(id, { session, at: now });
     }
@@ -101,9 +113,14 @@ export class WebSessions {
 
   async signOut(token: string): Promise<void> {
     if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return;
-    const id = sha256(token).toString('hex');
-    this.#cache.delete(id);
-    await this.#settings.sessions.delete(id);
+    this.#cache.delete(cookieHash(token));
+    await this.#settings.sessions.delete(this.#ids(token));
+  }
+
+  /** Every id a cookie's session may be stored under. */
+  #ids(token: string): string[] {
+    const admin = this.#adminId?.(token);
+    return admin ? [cookieHash(token), admin] : [cookieHash(token)];
   }
 
   #principalOf(session: StoredWebSession): Principal | undefined {
@@ -120,3 +137,5 @@ export class WebSessions {
 }
 
 const sha256 = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+/** Where a user's session is stored: the cookie's SHA-256, so the database never holds the cookie. */
+const cookieHash = (token: string) => sha256(token).toString('hex');

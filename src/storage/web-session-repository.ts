@@ -2,7 +2,7 @@ import type { Db } from './database.ts';
 import { orm } from './orm.ts';
 import { apiKeys, webSessions } from './schema.ts';
 
-const { and, eq, gt, isNull, lte, or } = orm;
+const { and, eq, gt, inArray, isNull, lte, or } = orm;
 
 export interface StoredWebSession {
   role: 'admin' | 'user';
@@ -27,10 +27,14 @@ export class WebSessionRepository {
     await this.#db.insert(webSessions).values({ id, ...session });
   }
 
-  /** The session, while neither it nor the key it was made from has expired. */
-  async find(id: string, now: Date): Promise<StoredWebSession | undefined> {
-    const [row] = await this.#db
+  /**
+   * The sessions stored under any of `ids` (one cookie has one id per way it can be stored),
+   * while neither the session nor the key it was made from has expired.
+   */
+  async findAny(ids: string[], now: Date): Promise<Array<StoredWebSession & { id: string }>> {
+    return await this.#db
       .select({
+        id: webSessions.id,
         role: webSessions.role,
         userId: webSessions.userId,
         keyId: webSessions.keyId,
@@ -40,16 +44,15 @@ export class WebSessionRepository {
       .leftJoin(apiKeys, eq(apiKeys.id, webSessions.keyId))
       .where(
         and(
-          eq(webSessions.id, id),
+          inArray(webSessions.id, ids),
           gt(webSessions.expiresAt, now),
           or(isNull(apiKeys.expiresAt), gt(apiKeys.expiresAt, now)),
         ),
       );
-    return row;
   }
 
-  async delete(id: string): Promise<void> {
-    await this.#db.delete(webSessions).where(eq(webSessions.id, id));
+  async delete(ids: string[]): Promise<void> {
+    await this.#db.delete(webSessions).where(inArray(webSessions.id, ids));
   }
 
   /** Removes expired sessions (called now and then at sign-in; they are refused anyway). */

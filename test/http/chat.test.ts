@@ -530,6 +530,30 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(stream.ended).toBe(true);
   });
 
+  it('names the run in X-Parley-Run-Id from the start, so a stopped answer can be rated', async () => {
+    llm.enqueue(reply.text('s0 s1 s2 s3 s4 s5 s6 s7 s8 s9', { chunks: 10, delayMs: 100 }));
+    const controller = new AbortController();
+    const response = await chat({ message: 'stop me', user_id: 'stopper' }, controller.signal);
+    const runId = response.headers.get('x-parley-run-id') ?? '';
+    expect(runId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+    await readUntil(response, (raw) => raw.includes('s1'));
+    controller.abort();
+    await llm.waitForClientClose(5_000);
+    const stored = async () => {
+      const history = await parley.fetch('/users/stopper/history?limit=1');
+      return ((await history.json()) as { turns: Array<{ run_id: string; interrupted: boolean }> })
+        .turns[0];
+    };
+    await expect.poll(stored, { timeout: 10_000 }).toMatchObject({ interrupted: true });
+    expect((await stored())?.run_id).toBe(runId);
+    const rated = await parley.fetch('/feedback', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ run_id: runId, score: 0 }),
+    });
+    expect(rated.status).toBe(200);
+  });
+
   it('links feedback to the run id from the end event', async () => {
     llm.enqueue(reply.text('rate me'));
     const stream = await ask({ message: 'hi', user_id: 'rater' });

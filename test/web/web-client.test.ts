@@ -39,6 +39,8 @@ describe('the web client in Chromium', () => {
         API_TOKEN: TOKEN,
         LLM_BASE_URL: llm.url,
         LLM_MAX_RETRIES: '0',
+        // These tests chat more than the default 20 times a minute.
+        LIMIT_CHATS_PER_MINUTE: '1000',
         VISION_ENABLED: 'true',
         VISION_MODEL_ID: 'fake-vision',
         VISION_BASE_URL: vision.url,
@@ -119,6 +121,36 @@ describe('the web client in Chromium', () => {
     expect(await page.getByRole('button', { name: 'Stop', exact: true }).isVisible()).toBe(true);
     await waitForIdle();
     expect(await lastAnswer().textContent()).toContain('word30');
+  });
+
+  it('keeps the newest words of a long answer in view while it streams', async () => {
+    const lines = Array.from({ length: 80 }, (_, i) => `Line ${i + 1} of the answer.`);
+    llm.enqueue(reply.text(lines.join('\n\n'), { chunks: 80, delayMs: 40 }));
+    await send('Write eighty lines');
+    const log = page.getByRole('log', { name: 'Conversation' });
+    /** Whether the answer's last line drawn so far is inside the conversation's visible area. */
+    const newestInView = async () => {
+      const box = await log.boundingBox();
+      const line = await lastAnswer().locator('.md p').last().boundingBox();
+      return !!box && !!line && line.y >= box.y && line.y + line.height <= box.y + box.height;
+    };
+    await lastAnswer().getByText('Line 40 of the answer.', { exact: true }).waitFor();
+    expect(await lastAnswer().getAttribute('aria-busy')).toBe('true'); // still streaming
+    expect(await newestInView()).toBe(true);
+    expect(await lastAnswer().getByText('Line 1 of the answer.').isVisible()).toBe(true);
+    const first = await lastAnswer()
+      .getByText('Line 1 of the answer.', { exact: true })
+      .boundingBox();
+    expect(first?.y ?? 0).toBeLessThan((await log.boundingBox())?.y ?? 0); // scrolled past
+    await waitForIdle();
+    expect(await lastAnswer().locator('.md p').last().textContent()).toBe('Line 80 of the answer.');
+    expect(await newestInView()).toBe(true);
+    // The next question and answer show below it, in view too.
+    llm.enqueue(reply.text('Last words.'));
+    await send('One more');
+    await waitForIdle();
+    expect(await lastAnswer().locator('.md p').last().textContent()).toBe('Last words.');
+    expect(await newestInView()).toBe(true);
   });
 
   it('keeps the partial answer on Stop, and a reload shows it from the history', async () => {
@@ -236,6 +268,76 @@ describe('the web client in Chromium', () => {
     await alert.getByRole('button', { name: 'Retry' }).click();
     await lastAnswer().getByText('Second time lucky.').waitFor();
     await waitForIdle();
+  });
+
+  it('retries a failed answer with the image that was attached to it', async () => {
+    llm.enqueue(reply.error(500));
+    const chooser = page.waitForEvent('filechooser');
+    await page.getByRole('button', { name: 'Attach image' }).click();
+    await (await chooser).setFiles({ name: 'pixel.png', mimeType: 'image/png', buffer: PNG });
+    await send('What colour is this pixel?');
+    await waitForIdle();
+    const visionCalls = vision.chats.length;
+    llm.enqueue(
+      reply.toolCalls([{ name: 'analyze_image', args: { question: 'Which colour?' } }]),
+      reply.text('It is white.'),
+    );
+    vision.enqueue(reply.text('a white pixel'));
+    await lastAnswer().getByRole('alert').getByRole('button', { name: 'Retry' }).click();
+    await lastAnswer().getByText('It is white.').waitFor();
+    await waitForIdle();
+    expect(vision.chats.length).toBe(visionCalls + 1);
+    const sent = JSON.stringify(vision.chats.at(-1)?.body.messages);
+    expect(sent).toContain(`data:image/png;base64,${PNG.toString('base64')}`);
+    const question = page.locator('.bubble.user').last();
+    expect(await question.getByRole('img', { name: 'Attached image' }).count()).toBe(1);
+    // The composer's attachment was used up by the first send.
+    expect(await page.locator('.composer').getByRole('img').count()).toBe(0);
+  });
+
+  it('offers 👍/👎 on an answer that was stopped, and rates it by its run_id', async () => {
+    llm.enqueue(reply.text(words(60, 'halt'), { chunks: 60, delayMs: 100 }));
+    await send('Say a lot, I will stop you');
+    await lastAnswer().locator('.md').getByText('halt3', { exact: false }).waitFor();
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await waitForIdle();
+    expect(await lastAnswer().textContent()).toContain('Stopped');
+    await expect
+      .poll(async () => (await history())[0]?.interrupted, { timeout: 10_000 })
+      .toBe(true);
+    const posted = page.waitForRequest((request) => request.url().endsWith('/feedback'));
+    await lastAnswer().getByRole('button', { name: 'Bad answer' }).click();
+    const body = JSON.parse((await posted).postData() ?? '{}') as { run_id: string; score: number };
+    const turn = (await history()).find((t) => t.question === 'Say a lot, I will stop you');
+    expect(body).toMatchObject({ run_id: turn?.run_id, score: 0 });
+    await lastAnswer().getByRole('status').filter({ hasText: 'Thanks' }).waitFor();
+    await expect.poll(async () => (await history())[0]?.feedback?.score).toBe(0);
+  });
+
+  it('opens a long conversation at its newest turn', async () => {
+    for (let i = 1; i <= 6; i++) {
+      const lines = Array.from({ length: 40 }, (_, n) => `Turn ${i}, line ${n + 1}.`);
+      llm.enqueue(reply.text(lines.join('\n\n')));
+      const chat = await parley.fetch('/chat', {
+        method: 'POST',
+        token: null,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ message: `Long question ${i}` }),
+      });
+      await chat.text();
+    }
+    await page.reload();
+    await lastAnswer().getByText('Turn 6, line 40.', { exact: true }).waitFor();
+    const log = page.getByRole('log', { name: 'Conversation' });
+    await expect
+      .poll(async () => {
+        const box = await log.boundingBox();
+        const line = await lastAnswer().getByText('Turn 6, line 40.').boundingBox();
+        return !!box && !!line && line.y >= box.y && line.y + line.height <= box.y + box.height;
+      })
+      .toBe(true);
+    const first = await page.getByText('Turn 6, line 1.', { exact: true }).boundingBox();
+    expect(first?.y ?? 0).toBeLessThan((await log.boundingBox())?.y ?? 0); // above the view
   });
 
   it('has no serious accessibility violation on any page, and takes the README’s screenshot', async () => {

@@ -56,6 +56,7 @@ export async function api<T>(
 export const enc = encodeURIComponent;
 
 export type StreamEvent =
+  | { type: 'start'; runId: string }
   | { type: 'text'; text: string }
   | { type: 'error'; code: string; message: string }
   | { type: 'done'; runId: string };
@@ -76,6 +77,9 @@ export async function* chatStream(
   if (!response.ok || !response.body) {
     throw new ApiError(response.status, await detailOf(response));
   }
+  // The run's id comes first, in a header: an answer stopped before its end event can still be rated.
+  const runId = response.headers.get('x-parley-run-id');
+  if (runId) yield { type: 'start', runId };
   const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   for (;;) {

@@ -1,18 +1,31 @@
-import { useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, api, chatStream, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { LiveText } from './live-text.ts';
 import { answerRenderer, splitThinking } from './markdown.ts';
+import { memo } from './memo.ts';
+import type { Block } from './streaming-markdown.ts';
 
 const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** How often a streaming answer is redrawn. */
 const DRAW_MS = 100;
+
+interface Attachment {
+  file: File;
+  url: string;
+}
+
+type Feedback = { score: number; comment: string | null };
 
 interface Turn {
   key: string;
   runId?: string | undefined;
   question: string;
   answer: string;
-  imageUrl?: string | undefined;
+  /** The image sent with the question: shown with it, and sent again by Retry. */
+  image?: Attachment | undefined;
+  /** While the answer streams, its text grows here (not in `answer`): see LiveText. */
+  live?: LiveText | undefined;
   streaming: boolean;
   interrupted: boolean;
   error?: { code: string; message: string } | undefined;
@@ -37,7 +50,7 @@ export function ChatPage(props: { user: string }) {
   const [turns, setTurns] = useState<Turn[]>([]);
   const [older, setOlder] = useState<string | null | undefined>(undefined);
   const [draft, setDraft] = useState('');
-  const [image, setImage] = useState<{ file: File; url: string } | undefined>();
+  const [image, setImage] = useState<Attachment | undefined>();
   const [notice, setNotice] = useState<string | undefined>();
   const [thinking, setThinking] = useState(localStorage.getItem('parley.thinking') === '1');
   const [busy, setBusy] = useState(false);
@@ -45,12 +58,38 @@ export function ChatPage(props: { user: string }) {
   const log = useRef<HTMLDivElement>(null);
   const top = useRef<HTMLDivElement>(null);
   const fileInput = useRef<HTMLInputElement>(null);
+  const list = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
+  /** The scroll position the page itself set last: its scroll event is not the reader's. */
+  const ownScroll = useRef<number | undefined>(undefined);
   const keepOffset = useRef<number | undefined>(undefined);
   const loadingOlder = useRef(false);
 
-  const update = (key: string, change: Partial<Turn>) =>
-    setTurns((all) => all.map((turn) => (turn.key === key ? { ...turn, ...change } : turn)));
+  // Changes one turn; the others keep their objects, so their (memo) views do not run again.
+  const update = useCallback(
+    (key: string, change: Partial<Turn>) =>
+      setTurns((all) => all.map((turn) => (turn.key === key ? { ...turn, ...change } : turn))),
+    [],
+  );
+
+  const toBottom = (element: HTMLElement) => {
+    element.scrollTop = element.scrollHeight;
+    ownScroll.current = element.scrollTop;
+  };
+
+  // Keeps the newest words in view while the reader is at the bottom: whenever the
+  // conversation's height changes (an answer grows, a turn comes into view and gets its real
+  // height in place of content-visibility's placeholder, an image loads), after layout and
+  // before paint.
+  useEffect(() => {
+    const element = log.current;
+    if (!element || !list.current) return;
+    const observer = new ResizeObserver(() => {
+      if (atBottom.current && keepOffset.current === undefined) toBottom(element);
+    });
+    observer.observe(list.current);
+    return () => observer.disconnect();
+  }, []);
 
   const loadPage = async (before: string | undefined) => {
     if (loadingOlder.current) return;
@@ -104,16 +143,17 @@ export function ChatPage(props: { user: string }) {
       element.scrollTop = element.scrollHeight - keepOffset.current;
       keepOffset.current = undefined;
     } else if (atBottom.current) {
-      element.scrollTop = element.scrollHeight;
+      toBottom(element);
     }
   }, [turns]);
 
-  const send = async (question: string, attached = image) => {
+  const send = async (question: string, attached: Attachment | undefined) => {
     if (!question.trim() || busy) return;
     const key = newKey();
+    const live = new LiveText();
     setTurns((all) => [
       ...all,
-      { key, question, answer: '', streaming: true, interrupted: false, imageUrl: attached?.url },
+      { key, question, answer: '', streaming: true, interrupted: false, image: attached, live },
     ]);
     setDraft('');
     setImage(undefined);
@@ -123,13 +163,15 @@ export function ChatPage(props: { user: string }) {
     abort.current = controller;
     // Fragments arrive faster than anyone reads: the answer is drawn at most every DRAW_MS
     // (and in an animation frame), so a fast model costs a few renders a second, not one a token.
+    // Only this answer's view listens to `live`: a redraw renders nothing else.
     let answer = '';
+    let runId: string | undefined;
     let frame = 0;
     let drawnAt = 0;
     const draw = () => {
       frame = 0;
       drawnAt = performance.now();
-      update(key, { answer });
+      live.set(answer);
     };
     const schedule = () => {
       if (frame) return;
@@ -149,20 +191,22 @@ export function ChatPage(props: { user: string }) {
         } else if (event.type === 'error') {
           update(key, { error: { code: event.code, message: event.message } });
         } else {
-          update(key, { runId: event.runId });
+          runId = event.runId; // 'start', then 'done' with the same id
         }
       }
       clearTimeout(frame);
       cancelAnimationFrame(frame);
-      update(key, { answer, streaming: false });
+      update(key, { answer, runId, streaming: false, live: undefined });
     } catch (error) {
       clearTimeout(frame);
       cancelAnimationFrame(frame);
       if (controller.signal.aborted) {
-        update(key, { answer, streaming: false, interrupted: true });
+        // Stopped: the server keeps what was written under this run, which can be rated.
+        update(key, { answer, runId, streaming: false, live: undefined, interrupted: true });
       } else {
         const message = error instanceof ApiError ? error.message : String(error);
-        update(key, { answer, streaming: false, error: { code: 'request_failed', message } });
+        const failure = { code: 'request_failed', message };
+        update(key, { answer, streaming: false, live: undefined, error: failure });
       }
     } finally {
       abort.current = undefined;
@@ -170,10 +214,15 @@ export function ChatPage(props: { user: string }) {
     }
   };
 
-  const retry = (turn: Turn) => {
+  // The views of finished turns are memo: their callbacks must stay the same functions, so
+  // they call the latest `send` through a ref.
+  const sendRef = useRef(send);
+  sendRef.current = send;
+  const retry = useCallback((turn: Turn) => {
     setTurns((all) => all.filter((other) => other.key !== turn.key));
-    void send(turn.question, undefined);
-  };
+    void sendRef.current(turn.question, turn.image);
+  }, []);
+  const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
 
   const attach = (file: File | undefined) => {
     if (!file) return;
@@ -198,7 +247,7 @@ export function ChatPage(props: { user: string }) {
       return;
     }
     event.preventDefault();
-    void send(draft);
+    void send(draft, image);
   };
 
   return (
@@ -227,6 +276,9 @@ export function ChatPage(props: { user: string }) {
         tabIndex={0}
         onScroll={(e) => {
           const el = e.currentTarget as HTMLDivElement;
+          // Only the reader's own scrolling says whether to follow: the page's scrolls land
+          // at the bottom of a conversation that may have grown again since.
+          if (el.scrollTop === ownScroll.current) return;
           atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
         }}
       >
@@ -239,14 +291,11 @@ export function ChatPage(props: { user: string }) {
             older === null && turns.length > 0 && <span>{t.noOlder}</span>
           )}
         </div>
-        {turns.map((turn) => (
-          <TurnView
-            key={turn.key}
-            turn={turn}
-            onRetry={() => retry(turn)}
-            onFeedback={(feedback) => update(turn.key, { feedback })}
-          />
-        ))}
+        <div ref={list}>
+          {turns.map((turn) => (
+            <TurnView key={turn.key} turn={turn} onRetry={retry} onFeedback={rated} />
+          ))}
+        </div>
       </div>
       {notice && (
         <p role="alert" class="error">
@@ -257,7 +306,7 @@ export function ChatPage(props: { user: string }) {
         class="composer"
         onSubmit={(e) => {
           e.preventDefault();
-          void send(draft);
+          void send(draft, image);
         }}
       >
         {image && (
@@ -329,18 +378,26 @@ export function ChatPage(props: { user: string }) {
   );
 }
 
-function TurnView(props: {
+interface TurnProps {
   turn: Turn;
-  onRetry: () => void;
-  onFeedback: (feedback: { score: number; comment: string | null }) => void;
-}) {
+  onRetry: (turn: Turn) => void;
+  onFeedback: (key: string, feedback: Feedback) => void;
+}
+
+/**
+ * One question and its answer. Memo: a turn whose object and callbacks are unchanged is not
+ * rendered again, so a long conversation costs nothing while a new answer streams or the user
+ * types. A streaming answer redraws itself from its LiveText.
+ */
+const TurnView = memo(function TurnView(props: TurnProps) {
   const { turn } = props;
-  const { thinking, answer } = useMemo(() => splitThinking(turn.answer), [turn.answer]);
+  const full = useLiveText(turn.live, turn.answer);
+  const { thinking, answer } = useMemo(() => splitThinking(full), [full]);
   return (
     <article class="turn">
       <div class="bubble user">
         <span class="visually-hidden">{t.you}: </span>
-        {turn.imageUrl && <img class="thumb" src={turn.imageUrl} alt={t.attachedImage} />}
+        {turn.image && <img class="thumb" src={turn.image.url} alt={t.attachedImage} />}
         <p>{turn.question}</p>
       </div>
       <div class="bubble assistant" aria-busy={turn.streaming ? 'true' : 'false'}>
@@ -359,35 +416,56 @@ function TurnView(props: {
             <p>
               {t.errorPrefix}: {turn.error.message}
             </p>
-            <button type="button" onClick={props.onRetry}>
+            <button type="button" onClick={() => props.onRetry(turn)}>
               {t.retry}
             </button>
           </div>
         )}
         {turn.runId && !turn.streaming && (
-          <Feedback runId={turn.runId} given={turn.feedback ?? null} onGiven={props.onFeedback} />
+          <Feedback
+            runId={turn.runId}
+            given={turn.feedback ?? null}
+            onGiven={(feedback) => props.onFeedback(turn.key, feedback)}
+          />
         )}
       </div>
     </article>
   );
+});
+
+/** The text of `live` while there is one (redrawn on each change), else `text`. */
+function useLiveText(live: LiveText | undefined, text: string): string {
+  const [, redraw] = useState(0);
+  // Subscribed before the first animation frame can draw, so no change is missed.
+  useLayoutEffect(() => live?.subscribe(() => redraw((n) => n + 1)), [live]);
+  return live ? live.text : text;
 }
 
 /**
- * The answer as Markdown. A finished block keeps its element (same key, same HTML, so Preact
- * leaves it alone); only the growing last block is drawn again, at most every DRAW_MS.
+ * The answer as Markdown. The finished blocks are one memo list whose array changes only when
+ * a block is added, so a redraw touches only the growing last block.
  */
 function AnswerText(props: { text: string }) {
   const renderer = useMemo(answerRenderer, []);
   const drawn = useMemo(() => renderer.draw(props.text), [props.text]);
   return (
     <div class="md">
-      {drawn.done.map((block) => (
-        <div key={block.key} dangerouslySetInnerHTML={{ __html: block.html }} />
-      ))}
-      {drawn.tail && <div key="tail" dangerouslySetInnerHTML={{ __html: drawn.tail }} />}
+      <FinishedBlocks blocks={drawn.done} />
+      {drawn.tail && <div dangerouslySetInnerHTML={{ __html: drawn.tail }} />}
     </div>
   );
 }
+
+/** Finished Markdown blocks: each is put in the page once and never touched again. */
+const FinishedBlocks = memo(function FinishedBlocks(props: { blocks: readonly Block[] }) {
+  return (
+    <>
+      {props.blocks.map((block) => (
+        <div key={block.key} dangerouslySetInnerHTML={{ __html: block.html }} />
+      ))}
+    </>
+  );
+});
 
 function Feedback(props: {
   runId: string;

@@ -17,10 +17,13 @@ export function SignIn(props: { development: boolean; onSignedIn: (session: Sess
     try {
       props.onSignedIn(await api<Session>('/session', { method: 'POST', body }));
     } catch (failure) {
+      const status = failure instanceof ApiError ? failure.status : 0;
       setError(
-        failure instanceof ApiError && failure.status === 401
+        status === 401
           ? t.signInFailed
-          : String((failure as Error).message),
+          : status === 429
+            ? t.tooManySignIns
+            : String((failure as Error).message),
       );
     } finally {
       setBusy(false);

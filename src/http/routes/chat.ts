@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { actingUser, type Principal } from '../../accounts/principal.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
@@ -70,7 +71,9 @@ export function registerChatRoutes(
           'Each fragment is `data: "<JSON string>"`. The stream ends with ' +
           '`data: {"__done": true, "run_id": "<uuid>"}` and then `data: [DONE]`. An error after ' +
           'the stream has started is sent as `data: {"__error": {"code", "message"}}` before ' +
-          'the two end events. Lines starting with `:` are keep-alives.',
+          'the two end events. Lines starting with `:` are keep-alives. The `X-Parley-Run-Id` ' +
+          'response header carries the same run_id from the start, so an answer the client ' +
+          'stops early can still be rated.',
         tags: ['chat'],
         body,
         produces: ['text/event-stream'],
@@ -85,8 +88,12 @@ export function registerChatRoutes(
 
       const upload = request.body.image_base64;
       const image = upload ? await settings.images.save(upload.bytes, upload.mediaType) : undefined;
+      // Named before the answer starts, so a client that stops it still knows what to rate.
+      const runId = randomUUID();
+      reply.header('x-parley-run-id', runId);
       const answer = chats.chat(
         {
+          runId,
           userId,
           message: request.body.message,
           showThinking: request.body.show_thinking,

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import type { Principal } from '../../accounts/principal.ts';
+import { SignInThrottle } from '../../accounts/sign-in-throttle.ts';
 import type { WebSessions } from '../../accounts/web-sessions.ts';
+import { AppError } from '../../errors.ts';
 import type { App } from '../app-types.ts';
 import { unauthorized } from '../auth.ts';
 import { errorResponses } from '../error-responses.ts';
@@ -11,6 +13,9 @@ import {
   sessionToken,
   setSessionCookie,
 } from '../session-cookie.ts';
+
+/** Failed sign-ins a client address may make in a minute before it must wait. */
+const SIGN_IN_FAILURES_PER_MINUTE = 10;
 
 const who = z.object({
   signed_in: z.boolean(),
@@ -24,6 +29,10 @@ const who = z.object({
  * mode a user name) is exchanged for a session cookie; API clients never need these routes.
  */
 export function registerSessionRoutes(app: App, sessions: WebSessions, lifetimeMs: number): void {
+  const throttle = new SignInThrottle({
+    maxFailures: SIGN_IN_FAILURES_PER_MINUTE,
+    windowMs: 60_000,
+  });
   const tags = ['web client'];
   const config = { public: true };
   const view = (principal: Principal | undefined) => ({
@@ -41,23 +50,38 @@ export function registerSessionRoutes(app: App, sessions: WebSessions, lifetimeM
         summary: 'Sign the web client in: a key (or API_TOKEN) becomes an HttpOnly session cookie',
         description:
           'Body `{"key": "pk_…"}` (or the API_TOKEN); in development mode (no API_TOKEN) ' +
-          '`{"user_id": "…"}`. Needs the `x-parley-client` header and a same-origin request.',
+          '`{"user_id": "…"}`. Needs the `x-parley-client` header and a same-origin request. ' +
+          `After ${SIGN_IN_FAILURES_PER_MINUTE} failed sign-ins in a minute from one client ` +
+          'address, every sign-in from it gets 429 with `Retry-After` until the oldest is a ' +
+          'minute old.',
         tags,
         security: [],
         body: z.union([
           z.object({ key: z.string().min(1).max(1024) }).strict(),
           z.object({ user_id: userIdSchema }).strict(),
         ]),
-        response: { 200: who, ...errorResponses(401, 403, 413, 415, 422) },
+        response: { 200: who, ...errorResponses(401, 403, 413, 415, 422, 429) },
       },
     },
     async (request, reply) => {
       assertFromOwnPage(request);
+      const wait = throttle.retryAfterSeconds(request.ip);
+      if (wait !== undefined) {
+        throw new AppError(
+          'too_many_sign_ins',
+          429,
+          'Too many failed sign-ins from this address. Try again shortly.',
+          { retryAfterSeconds: wait },
+        );
+      }
       const body = request.body;
       const session = await sessions.signIn(
         'key' in body ? { credential: body.key } : { userId: body.user_id },
       );
-      if (!session) return unauthorized(reply);
+      if (!session) {
+        throttle.failed(request.ip);
+        return unauthorized(reply);
+      }
       const maxAge = Math.floor((session.expiresAt.getTime() - Date.now()) / 1000);
       setSessionCookie(request, reply, session.token, Math.min(maxAge, lifetimeMs / 1000));
       return reply.header('cache-control', 'no-store').send(view(session.principal));

@@ -1,0 +1,35 @@
+import { type FakeLlmServer, reply } from '../../test/support/fake-llm-server.ts';
+import type { RunningParley } from '../../test/support/start-parley.ts';
+
+/** Markdown that costs something to render: paragraphs, bold, inline code, lists, code, tables. */
+export function longAnswer(tokens: number): string {
+  const pieces = ['The **answer**', ' has', ' `code`', ',', ' lists', ' and', ' words', '.'];
+  return Array.from({ length: tokens }, (_, i) => {
+    if (i % 200 === 199) return '\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n';
+    if (i % 50 === 49) return '\n\n- item\n- item\n\n```js\nconst x = 1;\n```\n\n';
+    return pieces[i % pieces.length];
+  }).join('');
+}
+
+/**
+ * Gives `user` a conversation of `turns` earlier turns (each a 300-token Markdown answer) over
+ * the API, so the page opens on a conversation, as a user's usually does: the first page of
+ * history shows 20 of them.
+ */
+export async function seedHistory(
+  parley: RunningParley,
+  llm: FakeLlmServer,
+  user: string,
+  turns: number,
+): Promise<void> {
+  for (let i = 0; i < turns; i++) {
+    llm.enqueue(reply.text(longAnswer(300), { chunks: 10 }));
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: `Earlier question ${i + 1}`, user_id: user }),
+    });
+    if (!response.ok) throw new Error(`seeding the history: HTTP ${response.status}`);
+    await response.text();
+  }
+}

@@ -1,0 +1,47 @@
+/**
+ * Failed sign-ins per client address, in a sliding window: past `maxFailures` in `windowMs`,
+ * every sign-in from that address waits (a right key too, or guessing could go on unseen).
+ * A key has 256 random bits, so this is not what keeps it secret; it keeps a guesser from
+ * making the database look up a key for every try, and slows guessing a weak API_TOKEN.
+ *
+ * Kept in memory: each replica (and worker) counts its own, and a restart forgets.
+ */
+export class SignInThrottle {
+  readonly #maxFailures: number;
+  readonly #windowMs: number;
+  readonly #now: () => number;
+  /** An address's failures in the window, oldest first (never more than maxFailures). */
+  readonly #failures = new Map<string, number[]>();
+
+  constructor(options: { maxFailures: number; windowMs: number; now?: () => number }) {
+    this.#maxFailures = options.maxFailures;
+    this.#windowMs = options.windowMs;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Seconds until `address` may try again; undefined when it may now. */
+  retryAfterSeconds(address: string): number | undefined {
+    const recent = this.#recent(address, this.#now());
+    if (recent.length < this.#maxFailures) return undefined;
+    return Math.max(1, Math.ceil(((recent[0] as number) + this.#windowMs - this.#now()) / 1000));
+  }
+
+  failed(address: string): void {
+    const now = this.#now();
+    const recent = this.#recent(address, now);
+    recent.push(now);
+    if (recent.length > this.#maxFailures) recent.shift();
+    this.#failures.set(address, recent);
+    // Addresses that stopped failing are forgotten, a sweep now and then rather than timers.
+    if (this.#failures.size > 10_000) {
+      for (const other of [...this.#failures.keys()]) this.#recent(other, now);
+    }
+  }
+
+  #recent(address: string, now: number): number[] {
+    const times = this.#failures.get(address) ?? [];
+    const fresh = times.filter((at) => now - at < this.#windowMs);
+    if (fresh.length === 0) this.#failures.delete(address);
+    return fresh;
+  }
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { SignInThrottle } from '../../src/accounts/sign-in-throttle.ts';
+
+describe('SignInThrottle', () => {
+  const make = () => {
+    let now = 1_000_000;
+    const throttle = new SignInThrottle({ maxFailures: 3, windowMs: 60_000, now: () => now });
+    return { throttle, advance: (ms: number) => (now += ms) };
+  };
+
+  it('lets an address try again once its oldest failure is a minute old', () => {
+    const { throttle, advance } = make();
+    throttle.failed('10.0.0.1');
+    advance(20_000);
+    throttle.failed('10.0.0.1');
+    throttle.failed('10.0.0.1');
+    expect(throttle.retryAfterSeconds('10.0.0.1')).toBe(40);
+    expect(throttle.retryAfterSeconds('10.0.0.2')).toBeUndefined(); // another address
+    advance(40_000);
+    expect(throttle.retryAfterSeconds('10.0.0.1')).toBeUndefined();
+    throttle.failed('10.0.0.1'); // two in the window again, then a third
+    expect(throttle.retryAfterSeconds('10.0.0.1')).toBe(20);
+  });
+});
