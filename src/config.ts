@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { z } from 'zod';
@@ -34,6 +35,17 @@ const flag = (fallback: boolean) =>
 
 const emptyAsUndefined = (raw: unknown) =>
   typeof raw === 'string' && raw.trim() === '' ? undefined : raw;
+
+const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+/** One TRUST_PROXY entry: a name proxy-addr knows, an address, or an address/prefix. */
+function isProxyEntry(entry: string): boolean {
+  if (PROXY_NAMES.has(entry)) return true;
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
 
 const text = () => z.preprocess(emptyAsUndefined, z.string().optional());
 const textOr = (fallback: string) => z.preprocess(emptyAsUndefined, z.string().default(fallback));
@@ -102,6 +114,34 @@ export const configSchema = z.object({
    * starts once its small request has arrived.
    */
   REQUEST_TIMEOUT_MS: integer(600_000, 1_000, 86_400_000),
+  /**
+   * Which proxies in front may name the client's address (X-Forwarded-For) and protocol:
+   * a hop count, or addresses, CIDR ranges and `loopback`, `linklocal`, `uniquelocal`.
+   * Unset: the socket's address, so a client cannot pick the address it is counted under.
+   */
+  TRUST_PROXY: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .transform((raw, ctx) => {
+        const value = raw.trim();
+        if (/^\d+$/.test(value)) {
+          const hops = Number(value);
+          if (hops >= 1 && hops <= 10) return hops;
+          ctx.addIssue({ code: 'custom', message: 'a hop count is 1 to 10' });
+          return z.NEVER;
+        }
+        const entries = value.split(',').map((entry) => entry.trim());
+        const bad = entries.find((entry) => !isProxyEntry(entry));
+        if (bad === undefined) return entries;
+        ctx.addIssue({
+          code: 'custom',
+          message: `${JSON.stringify(bad)} is not a hop count, an address, a CIDR range, loopback, linklocal or uniquelocal`,
+        });
+        return z.NEVER;
+      })
+      .optional(),
+  ),
   /** Processes serving the port (node:cluster); `auto` = one per core. Needs DATABASE_URL. */
   PARLEY_WORKERS: z.preprocess(
     (raw) => (typeof raw === 'string' ? emptyAsUndefined(raw.trim().toLowerCase()) : raw),

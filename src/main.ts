@@ -375,6 +375,7 @@ export async function main(config: Config): Promise<void> {
     ingestion,
     ingestMaxBytes: config.INGEST_MAX_BYTES,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+    trustProxy: config.TRUST_PROXY,
     profiles,
     graph,
     memory,

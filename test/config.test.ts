@@ -108,6 +108,25 @@ describe('reminder and Telegram settings', () => {
     );
   });
 
+  it('reads TRUST_PROXY as a hop count or a list of proxies, and trusts none by default', () => {
+    expect(parseConfig({}).TRUST_PROXY).toBeUndefined();
+    expect(parseConfig({ TRUST_PROXY: '1' }).TRUST_PROXY).toBe(1);
+    expect(parseConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,fd00::1' }).TRUST_PROXY).toEqual([
+      'loopback',
+      '10.0.0.0/8',
+      'fd00::1',
+    ]);
+    for (const [bad, why] of [
+      ['0', 'a hop count is 1 to 10'],
+      ['11', 'a hop count is 1 to 10'],
+      ['true', '"true" is not a hop count'],
+      ['10.0.0.0/33', '"10.0.0.0/33" is not a hop count'],
+      ['nginx', '"nginx" is not a hop count'],
+    ]) {
+      expect(() => parseConfig({ TRUST_PROXY: bad }), bad).toThrow(`TRUST_PROXY: ${why}`);
+    }
+  });
+
   it('serves no metrics unless METRICS_ENABLED', () => {
     expect(parseConfig({}).METRICS_ENABLED).toBe(false);
     expect(parseConfig({ METRICS_TOKEN: '' }).METRICS_TOKEN).toBeUndefined();

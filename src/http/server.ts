@@ -74,6 +74,8 @@ export interface HttpDependencies {
   ingestMaxBytes: number;
   /** Longest a client may take to send a whole request (REQUEST_TIMEOUT_MS). */
   requestTimeoutMs: number;
+  /** TRUST_PROXY: the proxies whose X-Forwarded-For names the client (unset: none). */
+  trustProxy?: number | string[] | undefined;
   reminders: ReminderService;
   profiles: ProfileService;
   graph: GraphService;
@@ -87,6 +89,13 @@ export interface HttpDependencies {
 
 /** A client-supplied request id is kept when it is short and plain, so logs can be joined. */
 const REQUEST_ID = /^[\w.:-]{1,64}$/;
+
+/** A hop count trusts that many proxies nearest the server (Fastify's types take it as a function). */
+function trustedProxies(
+  setting: number | string[],
+): string[] | ((address: string, hop: number) => boolean) {
+  return typeof setting === 'number' ? (_address, hop) => hop < setting : setting;
+}
 
 /** Builds the HTTP edge: routes, auth, validation, error mapping, OpenAPI. Does not listen. */
 export async function buildServer(deps: HttpDependencies): Promise<App> {
@@ -109,6 +118,8 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
       connectionsCheckingInterval: Math.min(30_000, Math.ceil(deps.requestTimeoutMs / 4)),
     },
     clientErrorHandler: clientErrorHandler(deps.logger),
+    // request.ip (the sign-in throttle's key) is the socket's address unless a proxy is trusted.
+    ...(deps.trustProxy !== undefined && { trustProxy: trustedProxies(deps.trustProxy) }),
   }).withTypeProvider<ZodTypeProvider>();
 
   // Every body is JSON (or multipart for uploads): anything else is a 415, not a string.

@@ -27,16 +27,16 @@ describe.each(ENGINES)('web sign-in guards on the %s engine', (engine) => {
   });
 
   /** (Re)starts Parley on the same database with this API_TOKEN. */
-  const start = async (token: string) => {
+  const start = async (token: string, env: Record<string, string> = {}) => {
     await parley?.stop();
-    parley = await startParley({ dataDir, env: { API_TOKEN: token, ...storage.env } });
+    parley = await startParley({ dataDir, env: { API_TOKEN: token, ...env, ...storage.env } });
     return parley;
   };
-  const signIn = (server: RunningParley, key: string) =>
+  const signIn = (server: RunningParley, key: string, forwardedFor?: string) =>
     server.fetch('/session', {
       method: 'POST',
       token: null,
-      headers: PAGE,
+      headers: forwardedFor ? { ...PAGE, 'x-forwarded-for': forwardedFor } : PAGE,
       body: JSON.stringify({ key }),
     });
   const withCookie = (server: RunningParley, cookie: string, path: string) =>
@@ -84,8 +84,20 @@ describe.each(ENGINES)('web sign-in guards on the %s engine', (engine) => {
       /too many failed sign-ins/i,
     );
     expect((await signIn(server, 'guarded-admin-token')).status).toBe(429);
+    // No proxy is trusted by default: a client cannot pick the address it is counted under.
+    expect((await signIn(server, 'guarded-admin-token', '198.51.100.7')).status).toBe(429);
     // API clients, who never sign in, are not slowed.
     const bearer = await server.fetch('/admin/users', { token: 'guarded-admin-token' });
     expect(bearer.status).toBe(200);
+  });
+
+  it('behind a trusted proxy (TRUST_PROXY), counts each client by its forwarded address', async () => {
+    const server = await start('proxied-admin-token', { TRUST_PROXY: 'loopback' });
+    for (let i = 0; i < 10; i++) {
+      expect((await signIn(server, `pk_guess${i}`, '203.0.113.5')).status).toBe(401);
+    }
+    expect((await signIn(server, 'proxied-admin-token', '203.0.113.5')).status).toBe(429);
+    // Another person behind the same proxy is not made to wait for the guesser.
+    expect((await signIn(server, 'proxied-admin-token', '203.0.113.6')).status).toBe(200);
   });
 });
