@@ -13,9 +13,18 @@ export class SignInThrottle {
   /** An address's failures in the window, oldest first (never more than maxFailures). */
   readonly #failures = new Map<string, number[]>();
 
-  constructor(options: { maxFailures: number; windowMs: number; now?: () => number }) {
+  readonly #maxAddresses: number;
+
+  constructor(options: {
+    maxFailures: number;
+    windowMs: number;
+    /** Addresses remembered at most: guesses from a wide range cannot grow the map forever. */
+    maxAddresses?: number;
+    now?: () => number;
+  }) {
     this.#maxFailures = options.maxFailures;
     this.#windowMs = options.windowMs;
+    this.#maxAddresses = options.maxAddresses ?? 10_000;
     this.#now = options.now ?? Date.now;
   }
 
@@ -31,10 +40,17 @@ export class SignInThrottle {
     const recent = this.#recent(address, now);
     recent.push(now);
     if (recent.length > this.#maxFailures) recent.shift();
+    this.#failures.delete(address); // re-inserted: the map stays in order of last failure
     this.#failures.set(address, recent);
     // Addresses that stopped failing are forgotten, a sweep now and then rather than timers.
-    if (this.#failures.size > 10_000) {
+    if (this.#failures.size > this.#maxAddresses) {
       for (const other of [...this.#failures.keys()]) this.#recent(other, now);
+      // Still too many (one guesser spread over many addresses): the longest-quiet go first,
+      // which lets them try again sooner but keeps the memory bounded.
+      for (const other of this.#failures.keys()) {
+        if (this.#failures.size <= this.#maxAddresses) break;
+        this.#failures.delete(other);
+      }
     }
   }
 

@@ -21,4 +21,15 @@ describe('SignInThrottle', () => {
     throttle.failed('10.0.0.1'); // two in the window again, then a third
     expect(throttle.retryAfterSeconds('10.0.0.1')).toBe(20);
   });
+
+  it('remembers a bounded number of addresses, forgetting the longest quiet first', () => {
+    const throttle = new SignInThrottle({ maxFailures: 1, windowMs: 60_000, maxAddresses: 3 });
+    for (const address of ['a', 'b', 'c']) throttle.failed(address);
+    throttle.failed('a'); // a failed again: now the most recent
+    throttle.failed('d'); // one address too many
+    expect(throttle.retryAfterSeconds('b')).toBeUndefined(); // quiet longest: forgotten
+    for (const address of ['a', 'c', 'd']) {
+      expect(throttle.retryAfterSeconds(address), address).toBeGreaterThan(0);
+    }
+  });
 });
