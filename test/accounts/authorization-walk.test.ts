@@ -9,14 +9,40 @@ import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
- * Walks every route of /openapi.json with every kind of caller and asserts what each may do
+ * Walks every route of /openapi.json with every kind of caller (bearer keys, and the web
+ * client's session cookies, which must have their key's rights) and asserts what each may do
  * to alice's and bob's data. A route that has no rule below fails the test: a route added
  * later cannot skip the authorization review.
  */
 
 const ADMIN = 'walk-admin-token';
-type Caller = 'none' | 'wrong' | 'admin' | 'alice' | 'bob' | 'revoked' | 'expired';
-const CALLERS: Caller[] = ['none', 'wrong', 'admin', 'alice', 'bob', 'revoked', 'expired'];
+type Caller =
+  | 'none'
+  | 'wrong'
+  | 'admin'
+  | 'alice'
+  | 'bob'
+  | 'revoked'
+  | 'expired'
+  | 'admin-web'
+  | 'alice-web';
+const CALLERS: Caller[] = [
+  'none',
+  'wrong',
+  'admin',
+  'alice',
+  'bob',
+  'revoked',
+  'expired',
+  'admin-web',
+  'alice-web',
+];
+/** The web client's callers: signed in with that key, then only the session cookie is sent. */
+const WEB_CALLERS = { 'admin-web': 'admin', 'alice-web': 'alice' } as const;
+type WebCaller = keyof typeof WEB_CALLERS;
+const isWeb = (caller: Caller): caller is WebCaller => caller in WEB_CALLERS;
+/** Who a caller acts as: a session cookie has its key's rights, no more and no less. */
+const actsAs = (caller: Caller): Caller => (isWeb(caller) ? WEB_CALLERS[caller] : caller);
 type Target = 'alice' | 'bob';
 
 interface Call {
@@ -278,11 +304,28 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
   let fixture: Fixture;
   let clockFile: string;
 
+  const cookies: Partial<Record<WebCaller, string>> = {};
+  /** Signs a web caller in as the page does (its key in the body), keeping only the cookie. */
+  const signIn = async (caller: WebCaller) => {
+    const as = WEB_CALLERS[caller];
+    const response = await parley.fetch('/session', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-parley-client': '1' },
+      body: JSON.stringify({ key: as === 'admin' ? ADMIN : keys[as] }),
+      token: null,
+    });
+    expect(response.status, `${caller} signs in`).toBe(200);
+    cookies[caller] = (response.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  };
+
   const send = async (caller: Caller, call: Call) => {
     const headers: Record<string, string> = { ...call.headers };
     const credential =
       caller === 'admin' ? ADMIN : caller === 'wrong' ? 'not-the-token' : keys[caller];
-    if (credential) headers.authorization = `Bearer ${credential}`;
+    if (isWeb(caller)) {
+      headers.cookie = cookies[caller] as string;
+      headers['x-parley-client'] = '1';
+    } else if (credential) headers.authorization = `Bearer ${credential}`;
     let body: string | Uint8Array | undefined;
     if (call.json !== undefined) {
       headers['content-type'] = 'application/json';
@@ -298,6 +341,8 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
       token: null,
     });
     const text = await response.text();
+    // Signing out ended this caller's session: the walk goes on with a new one.
+    if (isWeb(caller) && call.method === 'DELETE' && call.path === '/session') await signIn(caller);
     return { status: response.status, text };
   };
 
@@ -344,6 +389,7 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
       expect(stream.runId).toBeDefined();
       runOf[target] = stream.runId as string;
     }
+    for (const caller of Object.keys(WEB_CALLERS) as WebCaller[]) await signIn(caller);
     fixture = {
       runOf,
       memoryOf: {
@@ -379,17 +425,18 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
     for (const route of routes) {
       const rule = RULES[route] as Rule;
       for (const caller of CALLERS) {
-        const authenticated = caller === 'admin' || caller === 'alice' || caller === 'bob';
+        const as = actsAs(caller);
+        const authenticated = as === 'admin' || as === 'alice' || as === 'bob';
         if (rule.kind === 'public') {
           check(route, caller, '', (await send(caller, rule.call())).status, rule.status);
         } else if (rule.kind === 'admin') {
-          const want = !authenticated ? 401 : caller === 'admin' ? rule.status : 403;
+          const want = !authenticated ? 401 : as === 'admin' ? rule.status : 403;
           check(route, caller, '', (await send(caller, await rule.call(fixture))).status, want);
         } else {
           for (const target of ['alice', 'bob'] as const) {
             const want = !authenticated
               ? 401
-              : caller === 'admin' || caller === target
+              : as === 'admin' || as === target
                 ? rule.status
                 : rule.other;
             const { status } = await send(caller, rule.call(target, fixture));
