@@ -21,22 +21,29 @@ export class UserDataRepository {
 
   /** Deletes the user's data and account; false when there was nothing of theirs at all. */
   async erase(userId: string): Promise<boolean> {
-    // Documents first, through the index's own removal (postings and BM25 statistics).
+    // Every door closed first, on its own: keys (their web sessions cascade), development
+    // mode's web sessions and the Telegram chat. From here on no new request of the user's is
+    // let in, so nothing can be uploaded while the documents below are being removed.
+    let doors = 0;
+    for (const statement of [
+      'DELETE FROM accounts WHERE user_id = $1',
+      'DELETE FROM web_sessions WHERE user_id = $1',
+      'DELETE FROM telegram_chats WHERE user_id = $1',
+    ]) {
+      doors += (await this.#db.$client.query(statement, [userId])).rowCount ?? 0;
+    }
+    // Documents, through the index's own removal (postings and BM25 statistics).
     const documents =
       (await this.#documents.deleteOwned(userId, 'document')) +
       (await this.#documents.deleteOwned(userId, 'conversation'));
     const rows = await withTransaction(this.#db.$client, async (client) => {
       let count = 0;
-      // Keys first: a request made with one from now on is refused.
       for (const statement of [
-        'DELETE FROM accounts WHERE user_id = $1', // keys and web sessions cascade
-        'DELETE FROM web_sessions WHERE user_id = $1',
         'DELETE FROM messages WHERE user_id = $1',
         'DELETE FROM chat_runs WHERE user_id = $1', // feedback cascades
         'DELETE FROM memory_decisions WHERE user_id = $1',
         'DELETE FROM graph_triples WHERE user_id = $1',
         'DELETE FROM reminders WHERE user_id = $1', // notices cascade
-        'DELETE FROM telegram_chats WHERE user_id = $1',
         'DELETE FROM users WHERE user_id = $1', // profile and Telegram link
         'DELETE FROM chat_rates WHERE user_id = $1',
         'DELETE FROM ingest_usage WHERE user_id = $1',
@@ -49,7 +56,7 @@ export class UserDataRepository {
       }
       return count;
     });
-    return documents + rows > 0;
+    return doors + documents + rows > 0;
   }
 
   /** The rows of a small per-user table, oldest first. */
