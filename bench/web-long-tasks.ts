@@ -18,7 +18,7 @@ import { reply, startFakeLlmServer } from '../test/support/fake-llm-server.ts';
 import { startParley } from '../test/support/start-parley.ts';
 import { launchChromium } from '../test/web/browser.ts';
 import { load } from './support/machine.ts';
-import { longAnswer, seedHistory } from './support/web-answer.ts';
+import { longAnswer, openSignedIn, seedHistory, type TraceEvent } from './support/web-answer.ts';
 
 const TOKENS = 1_500;
 const RATE = 100; // tokens per second
@@ -34,16 +34,7 @@ const browser = await launchChromium();
 try {
   await seedHistory(parley, llm, 'bench', earlier);
   const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
-  await page.goto(parley.url);
-  await page.getByLabel('User name').fill('bench');
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  const box = page.getByRole('textbox', { name: 'Message' });
-  await box.waitFor();
-  if (earlier > 0)
-    await page
-      .locator('.turn')
-      .nth(Math.min(earlier, 20) - 1)
-      .waitFor();
+  const box = await openSignedIn(page, parley, 'bench', earlier);
   await page.evaluate(`
     window.__long = [];
     new PerformanceObserver((list) => {
@@ -97,17 +88,6 @@ try {
   await browser.close();
   await parley.stop();
   await llm.close();
-}
-
-interface TraceEvent {
-  name: string;
-  ph: string;
-  pid: number;
-  tid: number;
-  ts: number;
-  dur?: number;
-  tdur?: number;
-  args?: { name?: string };
 }
 
 /**

@@ -16,7 +16,7 @@ import * as esbuild from 'esbuild';
 import { reply, startFakeLlmServer } from '../test/support/fake-llm-server.ts';
 import { startParley } from '../test/support/start-parley.ts';
 import { launchChromium } from '../test/web/browser.ts';
-import { longAnswer, seedHistory } from './support/web-answer.ts';
+import { longAnswer, openSignedIn, seedHistory, type TraceEvent } from './support/web-answer.ts';
 
 const earlier = Number(process.argv[2] ?? 0);
 const TOKENS = 1_500;
@@ -47,16 +47,7 @@ try {
   await page.route('**/assets/main-*.js', (route) =>
     route.fulfill({ body: script, contentType: 'text/javascript' }),
   );
-  await page.goto(parley.url);
-  await page.getByLabel('User name').fill('bench');
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  const box = page.getByRole('textbox', { name: 'Message' });
-  await box.waitFor();
-  if (earlier > 0)
-    await page
-      .locator('.turn')
-      .nth(Math.min(earlier, 20) - 1)
-      .waitFor();
+  const box = await openSignedIn(page, parley, 'bench', earlier);
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Profiler.enable');
   await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
@@ -130,17 +121,6 @@ function report(profile: CpuProfile) {
       .join('\n');
   console.log(`busy (not idle): ${all.toFixed(0)} ms\n\nself time:\n${top(self)}`);
   console.log(`\ntotal time:\n${top(total)}`);
-}
-
-interface TraceEvent {
-  name: string;
-  ph: string;
-  pid: number;
-  tid: number;
-  ts: number;
-  dur?: number;
-  tdur?: number;
-  args?: { name?: string };
 }
 
 /**

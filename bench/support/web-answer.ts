@@ -1,3 +1,4 @@
+import type { Locator, Page } from 'playwright-core';
 import { type FakeLlmServer, reply } from '../../test/support/fake-llm-server.ts';
 import type { RunningParley } from '../../test/support/start-parley.ts';
 
@@ -32,4 +33,39 @@ export async function seedHistory(
     if (!response.ok) throw new Error(`seeding the history: HTTP ${response.status}`);
     await response.text();
   }
+}
+
+/**
+ * Opens Parley on `page`, signs `user` in (development mode) and waits until the message box
+ * and the first page of the `earlier` turns are shown. Returns the message box.
+ */
+export async function openSignedIn(
+  page: Page,
+  parley: RunningParley,
+  user: string,
+  earlier: number,
+): Promise<Locator> {
+  await page.goto(parley.url);
+  await page.getByLabel('User name').fill(user);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  const box = page.getByRole('textbox', { name: 'Message' });
+  await box.waitFor();
+  if (earlier > 0)
+    await page
+      .locator('.turn')
+      .nth(Math.min(earlier, 20) - 1)
+      .waitFor();
+  return box;
+}
+
+/** One event of a Chromium trace (the fields the web benchmarks read). */
+export interface TraceEvent {
+  name: string;
+  ph: string;
+  pid: number;
+  tid: number;
+  ts: number;
+  dur?: number;
+  tdur?: number;
+  args?: { name?: string };
 }
