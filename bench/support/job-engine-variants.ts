@@ -228,6 +228,23 @@ function pgBossEngine(
   };
 }
 
+/** pg-boss with Parley's own pool as its `db`; `kicked` wakes its worker after each send. */
+async function pgBossOnParleyPool(
+  target: Parameters<Variant['create']>[0],
+  mode: Parameters<Variant['create']>[1],
+  libs: Parameters<Variant['create']>[2],
+  kicked: boolean,
+) {
+  const { PgBoss } = await importScratch<PgBossModule>(libs.pgBoss);
+  const pool = parleyPool(target);
+  const boss = new PgBoss({
+    db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) },
+    ...(mode === 'configured' ? PG_BOSS_CONFIGURED : {}),
+  });
+  const engine = pgBossEngine(boss, `bench_${mode}`, PG_BOSS_QUEUE[mode], kicked);
+  return { ...engine, stop: () => engine.stop().finally(() => pool.end()) };
+}
+
 const pgBoss: Variant = {
   name: 'pg-boss (Parley pool)',
   settings: {
@@ -235,16 +252,7 @@ const pgBoss: Variant = {
     configured: `queue heartbeatSeconds 10, retryDelay 0; ${JSON.stringify(PG_BOSS_CONFIGURED)}`,
   },
   killTests: true,
-  async create(target, mode, libs) {
-    const { PgBoss } = await importScratch<PgBossModule>(libs.pgBoss);
-    const pool = parleyPool(target);
-    const boss = new PgBoss({
-      db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) },
-      ...(mode === 'configured' ? PG_BOSS_CONFIGURED : {}),
-    });
-    const engine = pgBossEngine(boss, `bench_${mode}`, PG_BOSS_QUEUE[mode]);
-    return { ...engine, stop: () => engine.stop().finally(() => pool.end()) };
-  },
+  create: (target, mode, libs) => pgBossOnParleyPool(target, mode, libs, false),
 };
 
 const pgBossKicked: Variant = {
@@ -254,16 +262,7 @@ const pgBossKicked: Variant = {
     configured: '(not run)',
   },
   killTests: false,
-  async create(target, mode, libs) {
-    const { PgBoss } = await importScratch<PgBossModule>(libs.pgBoss);
-    const pool = parleyPool(target);
-    const boss = new PgBoss({
-      db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) },
-      ...(mode === 'configured' ? PG_BOSS_CONFIGURED : {}),
-    });
-    const engine = pgBossEngine(boss, `bench_${mode}`, PG_BOSS_QUEUE[mode], true);
-    return { ...engine, stop: () => engine.stop().finally(() => pool.end()) };
-  },
+  create: (target, mode, libs) => pgBossOnParleyPool(target, mode, libs, true),
 };
 
 const pgBossListen: Variant = {
