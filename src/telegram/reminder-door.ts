@@ -6,6 +6,8 @@ import { sendReply } from './send-reply.ts';
 import type { TelegramApi } from './telegram-api.ts';
 import { type Language, textsFor } from './telegram-texts.ts';
 
+const REMINDER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** Reminders listed with /reminders, at most this many (one button each). */
 const LISTED = 20;
 
@@ -50,6 +52,8 @@ export class ReminderDoor {
 
   async cancel(userId: string, id: string, language: Language): Promise<string> {
     const t = textsFor(language);
+    // Button data comes from the client: anything but a reminder id names no reminder.
+    if (!REMINDER_ID.test(id)) return t.cancelGone;
     try {
       await this.#reminders.cancel(userId, id);
       return t.cancelled;

@@ -193,13 +193,20 @@ export class TelegramChannel {
     if (!userId || chatId === undefined || query.from.id !== chatId) {
       return void (await answer(textsFor(language).feedbackGone));
     }
+    // A press whose work fails is still answered, so its button stops spinning.
+    const answeredOnFailure = <T>(work: Promise<T>) =>
+      work.catch(async (error: unknown) => {
+        await answer(textsFor(language).busy);
+        throw error;
+      });
     const data = query.data ?? '';
     if (data.startsWith('r:')) {
+      const reminders = this.#deps.reminders;
       return void (await answer(
-        await this.#deps.reminders.cancel(userId, data.slice(2), language),
+        await answeredOnFailure(reminders.cancel(userId, data.slice(2), language)),
       ));
     }
-    const rated = await this.#deps.chat.rate(userId, data, language, log);
+    const rated = await answeredOnFailure(this.#deps.chat.rate(userId, data, language, log));
     await answer(rated.text);
     const messageId = query.message?.message_id;
     if (rated.buttons && messageId !== undefined) {

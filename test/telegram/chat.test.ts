@@ -492,6 +492,17 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     );
     const left = await (await stack.parley.fetch('/reminders/lena')).json();
     expect(left).toMatchObject({ reminders: [] });
+    // Button data is the client's to send: a forged one is answered, and names no reminder.
+    for (const forged of ['r:not-a-reminder', 'r:00000000-0000-4000-8000-000000000000', 'f:x']) {
+      const answered = stack.telegram.callbackAnswers.length;
+      stack.telegram.pushCallback(512, list?.messageId ?? 0, forged);
+      await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > answered);
+      expect(stack.telegram.callbackAnswers.at(-1)?.text, forged).toBe(
+        forged.startsWith('r:')
+          ? 'That reminder was already gone.'
+          : 'This answer can no longer be rated.',
+      );
+    }
 
     expect(stack.telegram.commands.get('')?.map((c) => c.command)).toEqual([
       'new',
