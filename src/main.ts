@@ -131,10 +131,10 @@ export async function main(config: Config): Promise<void> {
         channel: telegramNotices(telegram),
         clock,
         logger: logger.child({ component: 'reminders' }),
-        policy: {
-          ...withLease(NOTICE_POLICY, lease),
-          intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000,
-        },
+        policy: withLease(
+          { ...NOTICE_POLICY, intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000 },
+          lease,
+        ),
         defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
         ticked: metrics && ((outcome) => metrics.reminderTick(outcome)),
       }),

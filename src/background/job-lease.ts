@@ -6,10 +6,7 @@ import type { JobPolicy } from './job-kind.ts';
  * (the budget also aborts the job's signal); and a kind drained on an interval looks at least
  * once a lease, so a claim a dead process left is taken over soon after it runs out.
  */
-export function withLease<P extends Omit<JobPolicy, 'intervalMs'> & { intervalMs?: number }>(
-  policy: P,
-  leaseSeconds: number | undefined,
-): P {
+export function withLease<P extends JobPolicy>(policy: P, leaseSeconds: number | undefined): P {
   if (leaseSeconds === undefined) return policy;
   const leaseMs = leaseSeconds * 1000;
   const budgetMs = Math.min(policy.budgetMs, leaseMs / 2);

@@ -82,11 +82,17 @@ export class KindWorker<J extends Job> {
             else report.failed++;
           }
         };
-        await Promise.all(Array.from({ length: Math.min(policy.concurrency, jobs.length) }, lane));
+        // Every lane ends before the drain does (a failing one must not leave the others
+        // running past it, where a second drain or stop() would not see them).
+        const lanes = Array.from({ length: Math.min(policy.concurrency, jobs.length) }, lane);
+        const failed = (await Promise.allSettled(lanes)).find((l) => l.status === 'rejected');
+        if (failed) throw failed.reason;
       }
     } catch (error) {
       if (!(error instanceof JobsUnavailable)) {
         drained?.(report, error);
+        // A kind only kicked (no interval) would otherwise not look again until the next kick.
+        if (policy.intervalMs === undefined) this.#kickIn(policy.backoffMs);
         throw error;
       }
       this.#pause(error.retryAfterMs);
@@ -128,10 +134,10 @@ export class KindWorker<J extends Job> {
         ? (failure.pauseMs ?? policy.backoffMs)
         : Math.min(policy.backoffMs * 2 ** job.attempts, policy.maxBackoffMs);
     this.#metrics?.job(kind, 'failed');
-    if (failure.retry === 'pause') this.#pause(delay);
+    if (failure.retry === 'pause') this.#pause(delay); // which kicks when the pause ends
     const at = failure.retry === 'pause' ? this.#pausedUntil : this.#now() + delay;
     await source.retry(job, new Date(at), failure);
-    this.#kickIn(delay);
+    if (failure.retry !== 'pause') this.#kickIn(delay);
     this.#logger.warn({ ...fields, retryInMs: delay }, 'background job failed; will retry');
   }
 

@@ -30,5 +30,6 @@ export class NoticeFailure extends Error {
  * a NoticeFailure; anything else is treated as unexpected and retried.
  */
 export interface NoticeChannel {
-  sendMessage(chatId: string, text: string): Promise<unknown>;
+  /** `signal` ends the call when the job's budget is spent, before its claim runs out. */
+  sendMessage(chatId: string, text: string, signal?: AbortSignal): Promise<unknown>;
 }

@@ -119,7 +119,7 @@ export function noticeJob(options: {
           at: clock.now(),
         }),
     },
-    async run({ candidate, daysBefore, reminderId }) {
+    async run({ candidate, daysBefore, reminderId }, signal) {
       const chatId = candidate.chatId ?? defaultChatId;
       if (!chatId) {
         logger.warn(
@@ -128,7 +128,11 @@ export function noticeJob(options: {
         );
         throw new Undeliverable('no Telegram chat linked');
       }
-      await channel.sendMessage(chatId, noticeMessage(candidate, daysBefore, candidate.locale));
+      await channel.sendMessage(
+        chatId,
+        noticeMessage(candidate, daysBefore, candidate.locale),
+        signal,
+      );
     },
     classify(error): JobFailure {
       if (error instanceof Undeliverable) {

@@ -72,8 +72,14 @@ export class ChatDoor {
       if (!image) return;
     }
     const abort = new AbortController();
-    const stop = () => abort.abort(SHUTDOWN);
-    shutdown.addEventListener('abort', stop, { once: true });
+    // Final messages still go out for a few seconds after the answer was stopped.
+    const sending = new AbortController();
+    const stop = () => {
+      abort.abort(SHUTDOWN);
+      setTimeout(() => sending.abort(), 5_000).unref();
+    };
+    if (shutdown.aborted) stop();
+    else shutdown.addEventListener('abort', stop, { once: true });
     try {
       const events = chats.chat(
         {
@@ -95,8 +101,7 @@ export class ChatDoor {
         buttons: rateButtons,
         noAnswer: t.noAnswer,
         logger: log,
-        // Final messages still go out for a few seconds after the answer was stopped.
-        signal: AbortSignal.any([afterDelay(shutdown, 5_000), AbortSignal.timeout(30 * 60_000)]),
+        signal: AbortSignal.any([sending.signal, AbortSignal.timeout(30 * 60_000)]),
         receivedAt: incoming.receivedAt,
       });
       const sent = await stream.run(events);
@@ -178,12 +183,3 @@ export const rateButtons = (runId: string, chosen?: 0 | 1): InlineKeyboardMarkup
     ],
   ],
 });
-
-/** A signal aborted `ms` after `signal` is. */
-function afterDelay(signal: AbortSignal, ms: number): AbortSignal {
-  const later = new AbortController();
-  const fire = () => setTimeout(() => later.abort(), ms).unref();
-  if (signal.aborted) fire();
-  else signal.addEventListener('abort', fire, { once: true });
-  return later.signal;
-}

@@ -10,13 +10,18 @@ const SEND_TIMEOUT_MS = 15_000;
  */
 export function telegramNotices(telegram: TelegramApi) {
   return {
-    async sendMessage(chatId: string, text: string): Promise<{ messageId: number }> {
+    async sendMessage(
+      chatId: string,
+      text: string,
+      signal?: AbortSignal,
+    ): Promise<{ messageId: number }> {
+      const timeout = AbortSignal.timeout(SEND_TIMEOUT_MS);
       try {
         const sent = await telegram.bestEffort.sendMessage(
           chatId,
           text,
           { link_preview_options: { is_disabled: true } },
-          grammySignal(AbortSignal.timeout(SEND_TIMEOUT_MS)),
+          grammySignal(signal ? AbortSignal.any([signal, timeout]) : timeout),
         );
         return { messageId: sent.message_id };
       } catch (error) {

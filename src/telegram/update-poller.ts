@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Update } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { LeaseRepository } from '../storage/lease-repository.ts';
@@ -97,12 +98,7 @@ export class UpdatePoller {
   }
 }
 
+/** Waits `ms`, or less when `signal` aborts (its listener goes with the timer). */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+  return delay(ms, undefined, { signal }).catch(() => {});
 }
