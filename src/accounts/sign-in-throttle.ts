@@ -1,8 +1,9 @@
 /**
  * Failed sign-ins per client address, in a sliding window: past `maxFailures` in `windowMs`,
  * every sign-in from that address waits (a right key too, or guessing could go on unseen).
- * A key has 256 random bits, so this is not what keeps it secret; it keeps a guesser from
- * making the database look up a key for every try, and slows guessing a weak API_TOKEN.
+ * A key has 256 random bits, so this is not what keeps it secret; it keeps the sign-in page
+ * from being a guessing tool. Bearer credentials on the API are not counted here (a wrong one
+ * is a 401 per request, as before).
  *
  * Kept in memory: each replica (and worker) counts its own, and a restart forgets.
  */
@@ -47,8 +48,9 @@ export class SignInThrottle {
       for (const other of [...this.#failures.keys()]) this.#recent(other, now);
       // Still too many (one guesser spread over many addresses): the longest-quiet go first,
       // which lets them try again sooner but keeps the memory bounded.
+      // Down to 90 %, so a full map is not swept again on every new address.
       for (const other of this.#failures.keys()) {
-        if (this.#failures.size <= this.#maxAddresses) break;
+        if (this.#failures.size <= this.#maxAddresses * 0.9) break;
         this.#failures.delete(other);
       }
     }

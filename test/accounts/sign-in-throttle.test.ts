@@ -23,12 +23,13 @@ describe('SignInThrottle', () => {
   });
 
   it('remembers a bounded number of addresses, forgetting the longest quiet first', () => {
-    const throttle = new SignInThrottle({ maxFailures: 1, windowMs: 60_000, maxAddresses: 3 });
-    for (const address of ['a', 'b', 'c']) throttle.failed(address);
+    const throttle = new SignInThrottle({ maxFailures: 1, windowMs: 60_000, maxAddresses: 10 });
+    const first = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'];
+    for (const address of first) throttle.failed(address);
     throttle.failed('a'); // a failed again: now the most recent
-    throttle.failed('d'); // one address too many
-    expect(throttle.retryAfterSeconds('b')).toBeUndefined(); // quiet longest: forgotten
-    for (const address of ['a', 'c', 'd']) {
+    throttle.failed('k'); // one address too many: trimmed to 90 %, the quietest first
+    for (const address of ['b', 'c']) expect(throttle.retryAfterSeconds(address)).toBeUndefined();
+    for (const address of ['a', 'd', 'j', 'k']) {
       expect(throttle.retryAfterSeconds(address), address).toBeGreaterThan(0);
     }
   });
