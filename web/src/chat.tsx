@@ -201,8 +201,11 @@ export function ChatPage(props: { user: string }) {
       clearTimeout(frame);
       cancelAnimationFrame(frame);
       if (controller.signal.aborted) {
-        // Stopped: the server keeps what was written under this run, which can be rated.
-        update(key, { answer, runId, streaming: false, live: undefined, interrupted: true });
+        // Stopped: the server keeps what was written under this run, which can be rated. One
+        // stopped before any word may never have started (still waiting for the user's
+        // previous chat): nothing to rate then.
+        const kept = answer ? runId : undefined;
+        update(key, { answer, runId: kept, streaming: false, live: undefined, interrupted: true });
       } else {
         const message = error instanceof ApiError ? error.message : String(error);
         const failure = { code: 'request_failed', message };
