@@ -28,7 +28,6 @@ export interface ChatDoorDependencies {
   streamIntervalMs: number;
   /** Aborted when the server stops and the grace period is over. */
   shutdown: AbortSignal;
-  logger: Logger;
 }
 
 /** What the user sent the assistant: text, and a photo whose caption is the text. */

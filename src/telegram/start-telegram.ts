@@ -73,7 +73,6 @@ export function startTelegram(options: TelegramStartOptions): TelegramDoor | und
       messageMaxChars: config.MESSAGE_MAX_CHARS,
       streamIntervalMs: config.TELEGRAM_STREAM_INTERVAL_MS,
       shutdown: options.shutdown,
-      logger,
     }),
     documents: new DocumentDoor({
       telegram,

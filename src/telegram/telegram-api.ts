@@ -58,11 +58,13 @@ export class TelegramApi {
     return prev(method, payload, grammySignal(both));
   };
 
-  /** Downloads a file that getFile named, up to `maxBytes`; undefined when larger. */
-  async download(filePath: string, maxBytes: number, signal?: AbortSignal): Promise<Buffer> {
-    const timeout = AbortSignal.timeout(120_000);
+  /**
+   * Downloads a file that getFile named, up to `maxBytes` (a 413 TelegramCallError when
+   * larger); ended after 2 min, or when this client is closed at shutdown.
+   */
+  async download(filePath: string, maxBytes: number): Promise<Buffer> {
     const response = await fetch(`${this.#fileBase}/${filePath}`, {
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      signal: AbortSignal.any([this.#closed.signal, AbortSignal.timeout(120_000)]),
     });
     if (!response.ok || !response.body) {
       throw new TelegramCallError(response.status, 'file download failed');
