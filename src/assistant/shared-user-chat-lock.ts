@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { HeldTurn, UserChatLock } from './user-chat-lock.ts';
 
@@ -142,8 +143,12 @@ class LocalLine {
   readonly tickets: number[] = [];
   readonly #waiters = new Set<() => void>();
 
-  /** Resolves once `ticket` is the oldest of this process's tickets for the user. */
+  /**
+   * Resolves once `ticket` is the oldest of this process's tickets for the user. A client that
+   * left while the ticket was being written is let go here, even if the ticket is in front.
+   */
   async frontIs(ticket: number, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
     while (this.tickets[0] !== ticket) {
       await new Promise<void>((resolve, reject) => {
         const wake = () => {
@@ -171,21 +176,12 @@ class LocalLine {
   }
 }
 
-/** Resolves after `ms`, or rejects with the signal's reason as soon as it is aborted. */
+/**
+ * Resolves after `ms`, or rejects with the signal's reason as soon as it is aborted, or at
+ * once if it already was: a client that left between two tries must not wait for the turn.
+ */
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-    };
-    const onAbort = () => {
-      done();
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      done();
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
+  return delay(ms, undefined, { signal }).catch((error: unknown) => {
+    throw signal.aborted ? signal.reason : error;
   });
 }
