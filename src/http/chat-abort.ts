@@ -17,9 +17,13 @@ export interface ChatAbort {
 export function abortWithExchange(response: ServerResponse, shutdown: AbortSignal): ChatAbort {
   const abort = new AbortController();
   const stop = () => abort.abort(SHUTDOWN);
-  response.on('close', () => {
+  const left = () => {
     if (!response.writableFinished) abort.abort();
-  });
+  };
+  // A client can leave while the route still awaits (the limits, an image being saved):
+  // `close` has then already been emitted, and a listener added now would never hear it.
+  if (response.destroyed) left();
+  else response.on('close', left);
   shutdown.addEventListener('abort', stop, { once: true });
   return {
     signal: abort.signal,
