@@ -111,7 +111,7 @@ export function noticeJob(options: {
         );
       },
       retry: (job, at, failure) => notices.markRetry(job, at, failure.detail ?? failure.errorKind),
-      release: (job, at) => notices.markRetry(job, at, 'not sent yet', false),
+      release: (job, at) => notices.markRetry(job, at),
       bury: (job, failure) =>
         notices.markFailed(job, failure.errorKind === 'no_chat' ? 'undeliverable' : 'failed', {
           error: failure.detail ?? failure.errorKind,

@@ -116,19 +116,18 @@ export class NoticeRepository {
     await this.#settle(key, 'sent', { sentAt: at });
   }
 
-  /** Due again at `retryAt`; `countAttempt` is false when the notice was never tried. */
-  async markRetry(
-    key: NoticeKey,
-    retryAt: Date,
-    error: string,
-    countAttempt = true,
-  ): Promise<void> {
+  /**
+   * Due again at `retryAt`. A failed send records `error` and counts an attempt; a notice
+   * released untried (`error` undefined: shutting down, too late in its lease) keeps the
+   * error of its last real attempt, which is what the administrator needs to see.
+   */
+  async markRetry(key: NoticeKey, retryAt: Date, error?: string): Promise<void> {
     await this.#db.$client.query(
       `UPDATE reminder_notices
-          SET status = 'retry', next_attempt_at = $3, last_error = $4,
+          SET status = 'retry', next_attempt_at = $3, last_error = COALESCE($4, last_error),
               attempts = attempts + $5
         WHERE reminder_id = $1 AND days_before = $2 AND status = 'sending'`,
-      [key.reminderId, key.daysBefore, retryAt, error, countAttempt ? 1 : 0],
+      [key.reminderId, key.daysBefore, retryAt, error ?? null, error === undefined ? 0 : 1],
     );
   }
 
