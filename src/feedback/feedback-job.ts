@@ -39,9 +39,7 @@ export function feedbackJob(
     source: {
       lease: (limit, leaseMs) => repository.leaseDue(limit, leaseMs),
       // A rating changed during its send stays due, and this drain's next lease sends it.
-      complete: async (item) => {
-        await repository.markForwarded(item.id, item.revision);
-      },
+      complete: (item) => repository.markForwarded(item.id, item.revision),
       retry: (item, at, failure) =>
         repository.markRetry(item.id, item.attempts + 1, at, failure.errorKind),
       release: (item, at) => repository.markRetry(item.id, item.attempts, at),

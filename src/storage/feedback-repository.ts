@@ -152,17 +152,15 @@ export class FeedbackRepository {
 
   /**
    * LangSmith accepted `revision` of this feedback. It is done unless it changed meanwhile:
-   * then it is due again at once, to send the newer score. Returns whether it is done.
+   * then it is due again at once, to send the newer score.
    */
-  async markForwarded(id: string, revision: number): Promise<boolean> {
-    const { rows } = await this.#db.execute<{ done: boolean }>(sql`
+  async markForwarded(id: string, revision: number): Promise<void> {
+    await this.#db.execute(sql`
       UPDATE ${feedback}
       SET forwarded_once = true,
           forwarded_at = CASE WHEN revision = ${revision} THEN now() ELSE NULL END,
           next_attempt_at = CASE WHEN revision = ${revision} THEN next_attempt_at ELSE now() END
-      WHERE id = ${id}
-      RETURNING forwarded_at IS NOT NULL AS done`);
-    return rows[0]?.done ?? true;
+      WHERE id = ${id}`);
   }
 
   /** Due again at `retryAt`; `attempts` counts the failed sends so far. */
