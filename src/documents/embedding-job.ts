@@ -27,6 +27,7 @@ export function embeddingJob(options: {
 }): JobKindDefinition<EmbeddingBatch> {
   const { embedder, vectors, logger, batchSize, retryMs } = options;
   let embedded = 0;
+  let worthIt = false;
   const nothing = async () => {};
   return {
     kind: 'embedding_batch',
@@ -41,10 +42,14 @@ export function embeddingJob(options: {
       maxAttempts: Number.POSITIVE_INFINITY,
     },
     source: {
-      async lease() {
+      // Once per drain, not per batch: a drain that found chunks and a model keeps both.
+      async startDrain() {
         // No chunks, nothing to embed and no query to serve: do not load a model for nothing.
-        if (!(await vectors.hasChunks())) return [];
-        if (!(await embedder.ready())) throw new JobsUnavailable(retryMs);
+        worthIt = await vectors.hasChunks();
+        if (worthIt && !(await embedder.ready())) throw new JobsUnavailable(retryMs);
+      },
+      async lease() {
+        if (!worthIt) return [];
         const items = await vectors.missing(embedder.id, batchSize);
         return items.length === 0 ? [] : [{ id: 'missing-vectors', attempts: 0, items }];
       },
@@ -55,6 +60,11 @@ export function embeddingJob(options: {
     },
     async run({ items }) {
       const found = await embedder.embedDocuments(items.map((item) => item.content));
+      // A server that answers fewer (or more) vectors than texts would pair texts with the
+      // wrong vectors, or none: nothing of the batch is saved, and it is tried again.
+      if (found.length !== items.length) {
+        throw new Error(`the embedder returned ${found.length} vectors for ${items.length} texts`);
+      }
       await vectors.save(
         embedder.id,
         items.map((item, i) => ({ hash: item.hash, vector: found[i] as number[] })),
