@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import proxyaddr from '@fastify/proxy-addr';
 import { z } from 'zod';
 
 /**
@@ -36,15 +36,26 @@ const flag = (fallback: boolean) =>
 const emptyAsUndefined = (raw: unknown) =>
   typeof raw === 'string' && raw.trim() === '' ? undefined : raw;
 
-const PROXY_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
-/** One TRUST_PROXY entry: a name proxy-addr knows, an address, or an address/prefix. */
-function isProxyEntry(entry: string): boolean {
-  if (PROXY_NAMES.has(entry)) return true;
-  const [address = '', prefix, ...rest] = entry.split('/');
-  const family = isIP(address);
-  if (family === 0 || rest.length > 0) return false;
-  if (prefix === undefined) return true;
-  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+/**
+ * The TRUST_PROXY entry proxy-addr (what Fastify's trustProxy compiles with) rejects, or
+ * undefined when it accepts them all: names (`loopback`…), addresses, address/prefix and
+ * address/netmask. Asking proxy-addr itself means the config accepts exactly what the server
+ * would, instead of failing at start with Fastify's own error.
+ */
+function rejectedProxyEntry(entries: string[]): string | undefined {
+  try {
+    proxyaddr.compile(entries);
+    return undefined;
+  } catch {
+    return entries.find((entry) => {
+      try {
+        proxyaddr.compile(entry);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+  }
 }
 
 const text = () => z.preprocess(emptyAsUndefined, z.string().optional());
@@ -116,7 +127,8 @@ export const configSchema = z.object({
   REQUEST_TIMEOUT_MS: integer(600_000, 1_000, 86_400_000),
   /**
    * Which proxies in front may name the client's address (X-Forwarded-For) and protocol:
-   * a hop count, or addresses, CIDR ranges and `loopback`, `linklocal`, `uniquelocal`.
+   * a hop count, or addresses, ranges (`10.0.0.0/8` or `10.0.0.0/255.0.0.0`) and `loopback`,
+   * `linklocal`, `uniquelocal`: what Fastify's trustProxy (proxy-addr) accepts.
    * Unset: the socket's address, so a client cannot pick the address it is counted under.
    */
   TRUST_PROXY: z.preprocess(
@@ -132,11 +144,11 @@ export const configSchema = z.object({
           return z.NEVER;
         }
         const entries = value.split(',').map((entry) => entry.trim());
-        const bad = entries.find((entry) => !isProxyEntry(entry));
+        const bad = rejectedProxyEntry(entries);
         if (bad === undefined) return entries;
         ctx.addIssue({
           code: 'custom',
-          message: `${JSON.stringify(bad)} is not a hop count, an address, a CIDR range, loopback, linklocal or uniquelocal`,
+          message: `${JSON.stringify(bad)} is not a hop count, an address, an address/prefix or address/netmask range, loopback, linklocal or uniquelocal`,
         });
         return z.NEVER;
       })

@@ -116,11 +116,19 @@ describe('reminder and Telegram settings', () => {
       '10.0.0.0/8',
       'fd00::1',
     ]);
+    // Whatever Fastify's trustProxy accepts: a netmask, an IPv4-mapped IPv6 address.
+    expect(
+      parseConfig({ TRUST_PROXY: '10.0.0.0/255.0.0.0, ::ffff:192.0.2.1, linklocal' }).TRUST_PROXY,
+    ).toEqual(['10.0.0.0/255.0.0.0', '::ffff:192.0.2.1', 'linklocal']);
     for (const [bad, why] of [
       ['0', 'a hop count is 1 to 10'],
       ['11', 'a hop count is 1 to 10'],
       ['true', '"true" is not a hop count'],
+      ['false', '"false" is not a hop count'],
       ['10.0.0.0/33', '"10.0.0.0/33" is not a hop count'],
+      ['10.0.0.0/255.0.255.0', '"10.0.0.0/255.0.255.0" is not a hop count'],
+      ['loopback, 10.0.0.300', '"10.0.0.300" is not a hop count'],
+      ['loopback,', '"" is not a hop count'],
       ['nginx', '"nginx" is not a hop count'],
     ]) {
       expect(() => parseConfig({ TRUST_PROXY: bad }), bad).toThrow(`TRUST_PROXY: ${why}`);

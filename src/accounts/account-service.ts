@@ -47,6 +47,12 @@ export class AccountService {
     { owner: Principal | undefined; at: number; expiresAt: number }
   >();
   readonly #touched = new Map<string, number>();
+  /**
+   * Counts changes made here to keys, accounts or limits: a key's lookup that one happened
+   * during is used but not kept (nor its limits passed on), so it cannot undo the change for
+   * the next KEY_CACHE_MS.
+   */
+  #changes = 0;
 
   constructor(deps: AccountServiceDependencies) {
     this.#deps = deps;
@@ -94,6 +100,7 @@ export class AccountService {
   async revokeKey(keyId: string): Promise<void> {
     const userId = await this.#deps.accounts.revokeKey(keyId);
     if (userId === undefined) throw notFound(`No key ${keyId}`);
+    this.#changes++;
     this.#keys.clear(); // this replica at once; the others within KEY_CACHE_MS
     this.#deps.logger.info({ keyId }, 'key revoked');
   }
@@ -108,6 +115,7 @@ export class AccountService {
     if (!(await this.#deps.accounts.setLimits(userId, limits))) {
       throw notFound(`No user ${JSON.stringify(userId)}`);
     }
+    this.#changes++;
     this.#deps.onUserChanged?.(userId);
     return { ...account, limits: effectiveLimits(this.#deps.defaults, limits) };
   }
@@ -118,6 +126,7 @@ export class AccountService {
    */
   async deleteUser(userId: string): Promise<void> {
     const found = await this.#deps.userData.erase(userId);
+    this.#changes++;
     this.#keys.clear();
     this.#deps.onUserChanged?.(userId);
     if (!found) throw notFound(`No user ${JSON.stringify(userId)}`);
@@ -135,15 +144,17 @@ export class AccountService {
     const cached = this.#keys.get(hash);
     let entry = cached && at - cached.at < KEY_CACHE_MS ? cached : undefined;
     if (!entry) {
+      const changes = this.#changes;
       const found = await this.#deps.accounts.findKey(hash);
-      if (found) this.#deps.onLimitsRead?.(found.userId, found.limits);
+      const current = changes === this.#changes;
+      if (found && current) this.#deps.onLimitsRead?.(found.userId, found.limits);
       entry = {
         at,
         owner: found && { kind: 'user', userId: found.userId, keyId: found.keyId },
         expiresAt: found?.expiresAt?.getTime() ?? Number.POSITIVE_INFINITY,
       };
       if (this.#keys.size >= KEY_CACHE_ENTRIES) this.#keys.clear();
-      if (entry.owner) this.#keys.set(hash, entry);
+      if (entry.owner && current) this.#keys.set(hash, entry);
     }
     if (!entry.owner || entry.expiresAt <= this.#now()) return undefined;
     if (entry.owner.kind === 'user' && entry.owner.keyId) this.#touch(entry.owner.keyId, at);

@@ -36,23 +36,34 @@ const MINUTE_MS = 60_000;
 export class UsageLimits {
   readonly #deps: UsageLimitsDependencies;
   readonly #cache = new Map<string, { limits: Limits; at: number }>();
+  /** Counts `forget`s: a read that one happened during is used but not cached. */
+  #changes = 0;
 
   constructor(deps: UsageLimitsDependencies) {
     this.#deps = deps;
   }
 
-  /** The limits in force for a user; cached for a second, so a change reaches every replica. */
+  /**
+   * The limits in force for a user; cached for a second, so a change made on another replica
+   * is in force here within a second (one made here is at once: see `forget`).
+   */
   async limitsOf(userId: string): Promise<Limits> {
     const now = this.#now();
     const cached = this.#cache.get(userId);
     if (cached && now - cached.at < LIMITS_TTL_MS) return cached.limits;
+    const changes = this.#changes;
     const limits = effectiveLimits(this.#deps.defaults, await this.#deps.accounts.limitsOf(userId));
+    // A change made here while the read was under way may have missed it: not kept, so the
+    // next request reads the new limits rather than these for another second.
+    if (changes !== this.#changes) return limits;
     if (this.#cache.size > 10_000) this.#cache.clear();
     this.#cache.set(userId, { limits, at: now });
     return limits;
   }
 
+  /** A user's limits changed on this replica: the next request reads them again. */
   forget(userId: string): void {
+    this.#changes++;
     this.#cache.delete(userId);
   }
 

@@ -94,6 +94,27 @@ describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
     });
   });
 
+  it('enforces a lowered chat rate on the replica that changed it at once', async () => {
+    const key = await createUser(stack.parley, 'lowered-user', { chats_per_minute: 10 });
+    // One chat moves the rate 6 s ahead: at 10 a minute the next fits at once.
+    const first = await readChat(
+      await stack.parley.fetch('/chat', asJson(key, { message: 'one' })),
+    );
+    expect(first.text).toBe('A short answer.');
+    const lowered = await stack.parley.fetch(
+      '/admin/users/lowered-user',
+      asJson(ADMIN, { limits: { chats_per_minute: 1 } }, 'PATCH'),
+    );
+    expect(lowered.status).toBe(200);
+    // At 1 a minute it does not: refused, though the old limit was read a moment ago.
+    const refused = await stack.parley.fetch('/chat', asJson(key, { message: 'two' }));
+    expect(refused.status).toBe(429);
+    expect(await json(refused)).toEqual({ detail: expect.stringContaining('1 a minute') });
+    const wait = Number(refused.headers.get('retry-after'));
+    expect(wait).toBeGreaterThanOrEqual(1);
+    expect(wait).toBeLessThanOrEqual(6);
+  });
+
   it("does not limit the administrator's token unless told to, but counts for the user named", async () => {
     await createUser(stack.parley, 'fronted', { chats_per_minute: 1 });
     const { streams, refused } = await chatAtOnce(

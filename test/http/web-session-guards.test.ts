@@ -100,4 +100,22 @@ describe.each(ENGINES)('web sign-in guards on the %s engine', (engine) => {
     // Another person behind the same proxy is not made to wait for the guesser.
     expect((await signIn(server, 'proxied-admin-token', '203.0.113.6')).status).toBe(200);
   });
+
+  it('takes the forwarded address only from a proxy TRUST_PROXY names (netmask form)', async () => {
+    // The tests connect from 127.0.0.1, which 10.0.0.0/255.0.0.0 does not cover: a client
+    // naming another address in X-Forwarded-For is still counted under its own.
+    let server = await start('masked-admin-token', { TRUST_PROXY: '10.0.0.0/255.0.0.0' });
+    for (let i = 0; i < 10; i++) {
+      expect((await signIn(server, `pk_guess${i}`, `203.0.113.${i + 10}`)).status).toBe(401);
+    }
+    expect((await signIn(server, 'masked-admin-token', '203.0.113.99')).status).toBe(429);
+
+    // 127.0.0.0/255.0.0.0 covers the peer: its X-Forwarded-For names the client.
+    server = await start('masked-admin-token', { TRUST_PROXY: '127.0.0.0/255.0.0.0' });
+    for (let i = 0; i < 10; i++) {
+      expect((await signIn(server, `pk_guess${i}`, '203.0.113.5')).status).toBe(401);
+    }
+    expect((await signIn(server, 'masked-admin-token', '203.0.113.5')).status).toBe(429);
+    expect((await signIn(server, 'masked-admin-token', '203.0.113.6')).status).toBe(200);
+  });
 });

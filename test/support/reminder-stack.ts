@@ -5,7 +5,8 @@ import { readChat } from './chat-stream.ts';
 import { type Engine, type EngineEnv, engineEnv } from './engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from './fake-llm-server.ts';
 import { type FakeTelegramServer, startFakeTelegramServer } from './fake-telegram-server.ts';
-import { type RunningParley, startParley } from './start-parley.ts';
+import { startParleyProcesses } from './parley-processes.ts';
+import type { RunningParley } from './start-parley.ts';
 
 export interface ReminderView {
   id: string;
@@ -72,22 +73,21 @@ export async function startReminderStack(
     ...storage.env,
     ...options.env,
   };
-  const launch = () => startParley({ dataDir, env });
-  let parley = await launch();
-  const others: RunningParley[] = [];
+  const processes = await startParleyProcesses({ dataDir, env, otherDirPrefix: 'parley-2-' });
+  const parley = () => processes.parley;
 
   const stack: ReminderStack = {
     llm,
     telegram,
     get parley() {
-      return parley;
+      return parley();
     },
     storage,
     dataDir,
     env,
     setClock,
     async tickAt(iso) {
-      const watched = [parley, ...others];
+      const watched = [parley(), ...processes.others];
       const marks = watched.map((p) => p.logs.length);
       setClock(iso);
       const logged = new Date(iso).toISOString();
@@ -104,7 +104,7 @@ export async function startReminderStack(
     async setReminder(userId, args) {
       llm.enqueue(reply.toolCalls([{ name: 'set_reminder', args }]), reply.text('Saved.'));
       const stream = await readChat(
-        await parley.fetch('/chat', {
+        await parley().fetch('/chat', {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body: JSON.stringify({ message: 'remind me, please', user_id: userId }),
@@ -119,32 +119,20 @@ export async function startReminderStack(
       return made;
     },
     async reminders(userId) {
-      const response = await parley.fetch(`/reminders/${encodeURIComponent(userId)}`);
+      const response = await parley().fetch(`/reminders/${encodeURIComponent(userId)}`);
       if (response.status !== 200) throw new Error(`GET /reminders: ${response.status}`);
       return ((await response.json()) as { reminders: ReminderView[] }).reminders;
     },
     putProfile: (userId, body) =>
-      parley.fetch(`/users/${encodeURIComponent(userId)}/profile`, {
+      parley().fetch(`/users/${encodeURIComponent(userId)}/profile`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
       }),
-    async restart(signal = 'SIGTERM') {
-      const code = await parley.stop(signal);
-      parley = await launch();
-      return code;
-    },
-    async startAnother() {
-      const other = await startParley({ dataDir: mkdtempSync(join(tmpdir(), 'parley-2-')), env });
-      others.push(other);
-      return other;
-    },
+    restart: (signal) => processes.restart(signal),
+    startAnother: () => processes.startAnother(),
     async stop() {
-      for (const other of others) {
-        await other.stop();
-        rmSync(other.dataDir, { recursive: true, force: true });
-      }
-      await parley.stop();
+      await processes.stop();
       await llm.close();
       await telegram.close();
       await storage.cleanup();

@@ -9,7 +9,8 @@ import {
   type SentMessage,
   startFakeTelegramServer,
 } from './fake-telegram-server.ts';
-import { type RunningParley, startParley } from './start-parley.ts';
+import { startParleyProcesses } from './parley-processes.ts';
+import type { RunningParley } from './start-parley.ts';
 
 export const TOKEN = 'telegram-test-token';
 
@@ -76,9 +77,13 @@ export async function startTelegramStack(
     ...storage.env,
     ...extraEnv,
   };
-  const launch = () => startParley({ dataDir, env, startTimeoutMs: 180_000 });
-  let parley = await launch();
-  const others: RunningParley[] = [];
+  const processes = await startParleyProcesses({
+    dataDir,
+    env,
+    otherDirPrefix: 'parley-telegram-2-',
+    startTimeoutMs: 180_000,
+  });
+  const parley = () => processes.parley;
 
   const answers = (chatId: number, from: number) => telegram.sentTo(String(chatId)).slice(from);
   const stack: TelegramStack = {
@@ -87,19 +92,19 @@ export async function startTelegramStack(
     telegram,
     langsmith,
     get parley() {
-      return parley;
+      return parley();
     },
     storage,
     env,
     async link(userId, chatId) {
-      const created = await parley.fetch('/admin/users', {
+      const created = await parley().fetch('/admin/users', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ user_id: userId }),
       });
       if (created.status !== 201) throw new Error(`POST /admin/users: ${created.status}`);
       const { key } = (await created.json()) as { key: string };
-      const issued = await parley.fetch(`/users/${userId}/telegram-link`, { method: 'POST' });
+      const issued = await parley().fetch(`/users/${userId}/telegram-link`, { method: 'POST' });
       const { code } = (await issued.json()) as { code: string };
       const from = telegram.sentTo(String(chatId)).length;
       telegram.pushMessage(chatId, `/start ${code}`);
@@ -121,25 +126,12 @@ export async function startTelegramStack(
       telegram.pushMessage(chatId, text);
       return stack.answerAfter(chatId, from);
     },
-    async restart(signal = 'SIGTERM') {
-      await parley.stop(signal);
-      parley = await launch();
+    async restart(signal) {
+      await processes.restart(signal);
     },
-    async startAnother() {
-      const other = await startParley({
-        dataDir: mkdtempSync(join(tmpdir(), 'parley-telegram-2-')),
-        env,
-        startTimeoutMs: 180_000,
-      });
-      others.push(other);
-      return other;
-    },
+    startAnother: () => processes.startAnother(),
     async stop() {
-      for (const other of others) {
-        await other.stop();
-        rmSync(other.dataDir, { recursive: true, force: true });
-      }
-      await parley.stop();
+      await processes.stop();
       await llm.close();
       await vision.close();
       await telegram.close();
