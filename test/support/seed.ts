@@ -20,7 +20,14 @@ export interface Seed {
    * to that user (a conversation memory) instead of being shared.
    */
   documents?: { source: string; chunks?: string[]; pages?: ExtractedPage[]; userId?: string }[];
-  runs?: { id: string; userId: string }[];
+  /** Completed chat runs; `startedAt` and the token counts let a test place usage in time. */
+  runs?: {
+    id: string;
+    userId: string;
+    startedAt?: Date;
+    inputTokens?: number;
+    outputTokens?: number;
+  }[];
   reminders?: {
     id: string;
     userId: string;
@@ -63,7 +70,14 @@ export async function seed(
       else await service.ingest(input);
     }
     for (const run of data.runs ?? []) {
-      await db.insert(chatRuns).values({ id: run.id, userId: run.userId, status: 'completed' });
+      await db.insert(chatRuns).values({
+        id: run.id,
+        userId: run.userId,
+        status: 'completed',
+        ...(run.startedAt ? { startedAt: run.startedAt, finishedAt: run.startedAt } : {}),
+        inputTokens: run.inputTokens ?? null,
+        outputTokens: run.outputTokens ?? null,
+      });
     }
     for (const reminder of data.reminders ?? []) {
       await db.insert(reminders).values(reminder);
