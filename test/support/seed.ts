@@ -4,7 +4,7 @@ import { DocumentService } from '../../src/documents/document-service.ts';
 import type { ExtractedPage, IngestInput } from '../../src/documents/extracted-document.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { DocumentRepository } from '../../src/storage/document-repository.ts';
-import { chatRuns, reminderNotices, reminders } from '../../src/storage/schema.ts';
+import { chatRuns, ingestUsage, reminderNotices, reminders } from '../../src/storage/schema.ts';
 
 const SEED_CONFIG = parseConfig({ DB_POOL_MAX: '2' });
 
@@ -28,6 +28,8 @@ export interface Seed {
     inputTokens?: number;
     outputTokens?: number;
   }[];
+  /** Bytes uploaded for ingestion on a day (YYYY-MM-DD) of the user's timezone. */
+  ingestUsage?: { userId: string; day: string; bytes: number }[];
   reminders?: {
     id: string;
     userId: string;
@@ -78,6 +80,9 @@ export async function seed(
         inputTokens: run.inputTokens ?? null,
         outputTokens: run.outputTokens ?? null,
       });
+    }
+    for (const usage of data.ingestUsage ?? []) {
+      await db.insert(ingestUsage).values(usage);
     }
     for (const reminder of data.reminders ?? []) {
       await db.insert(reminders).values(reminder);
