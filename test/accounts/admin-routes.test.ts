@@ -180,6 +180,15 @@ describe.each(ENGINES)('the admin routes on the %s engine', (engine) => {
         expect(JSON.stringify(body), `${method} ${path} ${status}`).toContain('"detail"');
       }
     }
+    // The export is streamed, yet its success is documented too, with the fields it has.
+    const exported = document.paths['/users/{user_id}/export']?.get?.responses['200'];
+    const documented = Object.keys(
+      exported?.content?.['application/json']?.schema?.properties ?? {},
+    ).sort();
+    await call(ADMIN, 'POST', '/admin/users', { user_id: 'exported' });
+    const real = await call(ADMIN, 'GET', '/users/exported/export');
+    expect(real.status).toBe(200);
+    expect(documented).toEqual(Object.keys(real.body).sort());
   });
 
   it('answers with the statuses it documents', async () => {
