@@ -162,8 +162,10 @@ export class AccountService {
   }
 
   #touch(keyId: string, now: number): void {
-    const last = this.#touched.get(keyId) ?? 0;
-    if (now - last < TOUCH_EVERY_MS) return;
+    // Never touched by this process: stamp it now. (Taking 0 for "never" skipped every key
+    // used in the process's first minute, as `now` counts from the process's start.)
+    const last = this.#touched.get(keyId);
+    if (last !== undefined && now - last < TOUCH_EVERY_MS) return;
     this.#touched.set(keyId, now);
     if (this.#touched.size > KEY_CACHE_ENTRIES) this.#touched.clear();
     this.#deps.accounts.touchKeys([keyId]).catch((error: unknown) => {

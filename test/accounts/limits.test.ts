@@ -277,3 +277,56 @@ describe.each(ENGINES)('LIMITS_APPLY_TO_ADMIN on the %s engine', (engine) => {
     expect((await send('someone-else')).status).toBe(200);
   });
 });
+
+describe.each(ENGINES)('an answer under way on the %s engine', (engine) => {
+  let stack: Awaited<ReturnType<typeof startEngineStack>>;
+
+  beforeAll(async () => {
+    stack = await startEngineStack(engine, {
+      API_TOKEN: ADMIN,
+      EMBEDDINGS_PROVIDER: 'none',
+      LIMIT_TOKENS_PER_DAY: '100',
+      LIMIT_CHATS_PER_MINUTE: '0',
+    });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('is never cut by the token limit it passes; only the next chat is refused', async () => {
+    const key = await createUser(stack.parley, 'long-answer'); // the default: 100 tokens a day
+    // The answer takes two model calls: the first alone reports 7× the day's limit, so a
+    // limit checked between the calls, or while the text streams, would cut this answer.
+    stack.llm.enqueue(
+      reply.toolCalls([{ name: 'list_reminders', args: {} }], {
+        usage: { prompt: 400, completion: 300 },
+      }),
+      reply.text('The first part. The second part. The very end.', {
+        chunks: 6,
+        delayMs: 20,
+        usage: { prompt: 500, completion: 200 },
+      }),
+    );
+    const answered = await stack.parley.fetch('/chat', asJson(key, { message: 'tell me' }));
+    expect(answered.status).toBe(200);
+    const stream = await readChat(answered);
+    expect(stream.error).toBeUndefined();
+    expect(stream.text).toBe('The first part. The second part. The very end.');
+    expect(stream.runId).toEqual(expect.any(String)); // the done event
+    expect(stream.ended).toBe(true);
+    expect(stack.llm.chats).toHaveLength(2);
+
+    const usage = await json(await stack.parley.fetch('/users/long-answer/usage', { token: key }));
+    expect(usage.tokens_today).toBe(1_400);
+    expect(usage.limits.tokens_per_day).toBe(100);
+
+    const next = await stack.parley.fetch('/chat', asJson(key, { message: 'and now?' }));
+    expect(next.status).toBe(429);
+    expect(next.headers.get('content-type')).toContain('application/json');
+    expect((await json(next)).detail).toContain('100 model tokens');
+    const retryAfter = Number(next.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    expect(stack.llm.chats).toHaveLength(2); // the refused chat never reached the model
+  });
+});

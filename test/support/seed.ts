@@ -4,7 +4,7 @@ import { DocumentService } from '../../src/documents/document-service.ts';
 import type { ExtractedPage, IngestInput } from '../../src/documents/extracted-document.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { DocumentRepository } from '../../src/storage/document-repository.ts';
-import { chatRuns, reminderNotices, reminders } from '../../src/storage/schema.ts';
+import { chatRuns, ingestUsage, reminderNotices, reminders } from '../../src/storage/schema.ts';
 
 const SEED_CONFIG = parseConfig({ DB_POOL_MAX: '2' });
 
@@ -20,7 +20,16 @@ export interface Seed {
    * to that user (a conversation memory) instead of being shared.
    */
   documents?: { source: string; chunks?: string[]; pages?: ExtractedPage[]; userId?: string }[];
-  runs?: { id: string; userId: string }[];
+  /** Completed chat runs; `startedAt` and the token counts let a test place usage in time. */
+  runs?: {
+    id: string;
+    userId: string;
+    startedAt?: Date;
+    inputTokens?: number;
+    outputTokens?: number;
+  }[];
+  /** Bytes uploaded for ingestion on a day (YYYY-MM-DD) of the user's timezone. */
+  ingestUsage?: { userId: string; day: string; bytes: number }[];
   reminders?: {
     id: string;
     userId: string;
@@ -63,7 +72,17 @@ export async function seed(
       else await service.ingest(input);
     }
     for (const run of data.runs ?? []) {
-      await db.insert(chatRuns).values({ id: run.id, userId: run.userId, status: 'completed' });
+      await db.insert(chatRuns).values({
+        id: run.id,
+        userId: run.userId,
+        status: 'completed',
+        ...(run.startedAt ? { startedAt: run.startedAt, finishedAt: run.startedAt } : {}),
+        inputTokens: run.inputTokens ?? null,
+        outputTokens: run.outputTokens ?? null,
+      });
+    }
+    for (const usage of data.ingestUsage ?? []) {
+      await db.insert(ingestUsage).values(usage);
     }
     for (const reminder of data.reminders ?? []) {
       await db.insert(reminders).values(reminder);

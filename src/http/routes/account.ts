@@ -45,6 +45,21 @@ export function registerAccountRoutes(
     async (request) => limits.usage(request.params.user_id),
   );
 
+  // Documentation only: the export is streamed, and fastify sends a stream unserialized.
+  const rows = z.array(z.record(z.string(), z.unknown()));
+  const exportSchema = z
+    .object({
+      user_id: z.string(),
+      exported_at: z.string(),
+      profile: z.record(z.string(), z.unknown()).nullable(),
+      messages: rows,
+      runs: rows.describe('With their feedback'),
+      memories: rows,
+      graph: rows,
+      reminders: rows.describe('With their notices'),
+      documents: rows.describe("The user's private documents (names and sizes, not contents)"),
+    })
+    .describe('Everything kept about the user');
   app.get(
     '/users/:user_id/export',
     {
@@ -56,7 +71,7 @@ export function registerAccountRoutes(
         tags: ['users'],
         params,
         produces: ['application/json'],
-        response: errorResponses(...PER_USER, 422),
+        response: { 200: exportSchema, ...errorResponses(...PER_USER, 422) },
       },
     },
     async (request, reply) => {
