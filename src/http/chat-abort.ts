@@ -24,7 +24,9 @@ export function abortWithExchange(response: ServerResponse, shutdown: AbortSigna
   // `close` has then already been emitted, and a listener added now would never hear it.
   if (response.destroyed) left();
   else response.on('close', left);
-  shutdown.addEventListener('abort', stop, { once: true });
+  // Likewise a server that began stopping while the route awaited.
+  if (shutdown.aborted) stop();
+  else shutdown.addEventListener('abort', stop, { once: true });
   return {
     signal: abort.signal,
     release: () => shutdown.removeEventListener('abort', stop),

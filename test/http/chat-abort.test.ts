@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { SHUTDOWN } from '../../src/assistant/chat-events.ts';
 import { abortWithExchange } from '../../src/http/chat-abort.ts';
 
 /**
@@ -63,6 +64,20 @@ describe('a chat tied to its HTTP exchange', () => {
       (request) => setTimeout(() => request.destroy(), 50),
     );
     expect(signal.aborted).toBe(true);
+  });
+
+  it('is aborted with the shutdown reason when the server began stopping before', async () => {
+    const stopping = new AbortController();
+    stopping.abort();
+    const signal = await exchange(
+      async (response) => {
+        const { signal } = abortWithExchange(response, stopping.signal);
+        response.end();
+        return signal;
+      },
+      (request) => request.on('response', (answer) => answer.resume()),
+    );
+    expect(signal.reason).toBe(SHUTDOWN);
   });
 
   it('is not aborted once the answer was sent in full', async () => {
