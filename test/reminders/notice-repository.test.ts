@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.ts';
-import { type Database, openDatabase } from '../../src/storage/database.ts';
+import type { Database } from '../../src/storage/database.ts';
 import { NoticeRepository } from '../../src/storage/notice-repository.ts';
-import { ENGINES } from '../support/engines.ts';
-import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
+import { ENGINES, type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
 
 /**
  * What GET /reminders shows of a notice not sent yet is its last real failure. A notice can
@@ -16,25 +10,16 @@ import { createTestDatabase, type TestDatabase } from '../support/postgres-serve
  * its lease); that is not a failure and must neither replace the error nor count an attempt.
  */
 describe.each(ENGINES)('a notice handed back untried, on the %s engine', (engine) => {
+  let opened: OpenTestDatabase | undefined;
   let database: Database;
-  let server: TestDatabase | undefined;
-  let dataDir: string;
   let notices: NoticeRepository;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-notices-'));
-    server = engine === 'server' ? await createTestDatabase() : undefined;
-    database = await openDatabase(
-      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: server?.url },
-      pino({ level: 'silent' }),
-    );
+    opened = await openTestDatabase(engine);
+    database = opened.database;
     notices = new NoticeRepository(database.db);
   });
-  afterAll(async () => {
-    await database?.close();
-    await server?.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => opened?.close());
 
   const sql = (text: string, values: unknown[]) => database.db.$client.query(text, values);
   const stored = async (reminderId: string) =>

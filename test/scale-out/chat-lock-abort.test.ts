@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -8,39 +5,31 @@ import {
   SharedUserChatLock,
 } from '../../src/assistant/shared-user-chat-lock.ts';
 import { LocalUserChatLock, type UserChatLock } from '../../src/assistant/user-chat-lock.ts';
-import { parseConfig } from '../../src/config.ts';
 import { ChatTurnRepository } from '../../src/storage/chat-turn-repository.ts';
-import { type Database, openDatabase } from '../../src/storage/database.ts';
-import { ENGINES } from '../support/engines.ts';
-import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
-
-/** How long a chat may take to give up its place once its client has gone. */
-const PROMPTLY_MS = 2_000;
+import type { Database } from '../../src/storage/database.ts';
+import { ENGINES, type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
 
 /**
  * A client can leave at any moment of a chat's wait, including while its ticket is still being
  * written. Each engine's lock must then let it go at once, not when the chat in front ends:
- * the chat in front here never ends during the test. On the server engine that chat runs on
- * another replica (so the waiting one polls the database), and both locks use the real chat
- * queue; the only thing added is the moment the client leaves.
+ * the chat in front here never ends during the test, so a lock that kept waiting would hang
+ * until the test's timeout. On the server engine that chat runs on another replica (so the
+ * waiting one polls the database), and both locks use the real chat queue; the only thing
+ * added is the moment the client leaves.
  */
 describe.each(ENGINES)('a waiting chat whose client leaves, on the %s engine', (engine) => {
+  let opened: OpenTestDatabase | undefined;
   let database: Database;
-  let server: TestDatabase | undefined;
-  let dataDir: string;
   let lock: UserChatLock;
   /** The lock of the replica whose chat is in front (the same lock on the embedded engine). */
   let front: UserChatLock;
-  /** Set by a test: runs once the next ticket has been written, before the lock goes on. */
+  /** Set by a test: run once the next ticket is written, and once a try finds the turn taken. */
   let afterJoin: (() => void) | undefined;
+  let afterRefusedTry: (() => void) | undefined;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-lock-'));
-    server = engine === 'server' ? await createTestDatabase() : undefined;
-    database = await openDatabase(
-      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: server?.url },
-      pino({ level: 'silent' }),
-    );
+    opened = await openTestDatabase(engine);
+    database = opened.database;
     const real = new ChatTurnRepository(database.db);
     const queue: ChatTurnQueue = {
       join: async (userId, holder) => {
@@ -48,7 +37,11 @@ describe.each(ENGINES)('a waiting chat whose client leaves, on the %s engine', (
         afterJoin?.();
         return ticket;
       },
-      tryTake: (...args) => real.tryTake(...args),
+      tryTake: async (...args) => {
+        const took = await real.tryTake(...args);
+        if (!took) afterRefusedTry?.();
+        return took;
+      },
       heartbeat: (...args) => real.heartbeat(...args),
       leave: (...args) => real.leave(...args),
     };
@@ -57,11 +50,7 @@ describe.each(ENGINES)('a waiting chat whose client leaves, on the %s engine', (
     lock = engine === 'server' ? replica() : new LocalUserChatLock();
     front = engine === 'server' ? replica() : lock;
   });
-  afterAll(async () => {
-    await database?.close();
-    await server?.drop();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => opened?.close());
 
   const tickets = async (userId: string) => {
     const { rows } = await database.db.$client.query<{ n: string }>(
@@ -71,21 +60,16 @@ describe.each(ENGINES)('a waiting chat whose client leaves, on the %s engine', (
     return Number(rows[0]?.n);
   };
 
-  /** Resolves with how the wait ended, or 'still waiting' after PROMPTLY_MS. */
-  const settle = (wait: Promise<unknown>) =>
-    Promise.race([
-      wait.then(
-        () => 'took the turn',
-        (error: unknown) => (error instanceof Error ? error.name : String(error)),
-      ),
-      new Promise<string>((resolve) => setTimeout(resolve, PROMPTLY_MS, 'still waiting')),
-    ]);
-
   const moments = [
     ['before it asked', 'before'],
     ['while it waited', 'wait'],
-    // Only the server engine's lock writes a ticket.
-    ...(engine === 'server' ? ([['while its ticket was being written', 'join']] as const) : []),
+    // Only the server engine's lock writes a ticket and asks the database for the turn.
+    ...(engine === 'server'
+      ? ([
+          ['while its ticket was being written', 'join'],
+          ['between two tries for the turn', 'try'],
+        ] as const)
+      : []),
   ] as const;
 
   it.each(moments)('leaving %s gives its place up at once', async (_, moment) => {
@@ -94,15 +78,16 @@ describe.each(ENGINES)('a waiting chat whose client leaves, on the %s engine', (
     const client = new AbortController();
     if (moment === 'before') client.abort();
     if (moment === 'join') afterJoin = () => client.abort();
-    const waiting = lock.acquire(userId, client.signal);
-    if (moment === 'wait') setTimeout(() => client.abort(), 100);
+    if (moment === 'try') afterRefusedTry = () => client.abort();
     try {
-      expect(await settle(waiting)).toBe('AbortError');
-      afterJoin = undefined;
+      const waiting = lock.acquire(userId, client.signal);
+      if (moment === 'wait') setTimeout(() => client.abort(), 100);
+      await expect(waiting).rejects.toMatchObject({ name: 'AbortError' });
       // Its ticket is gone too: the user's next chat will not wait for it to expire.
       if (engine === 'server') expect(await tickets(userId)).toBe(1);
     } finally {
       afterJoin = undefined;
+      afterRefusedTry = undefined;
       await first.release();
     }
     const next = await lock.acquire(userId, new AbortController().signal);
