@@ -135,6 +135,48 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     expect(feedback.status).toBe(200);
   });
 
+  it('hands max_completion_tokens, max_tokens and temperature to every model call', async () => {
+    const ask = (extra: Partial<OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming>) =>
+      client(aliceKey).chat.completions.create({
+        model: 'parley',
+        messages: [{ role: 'user', content: 'Remind me.' }],
+        ...extra,
+      });
+    // A tool step and the answer: both calls of the chat carry the client's settings.
+    llm.enqueue(
+      reply.toolCalls([{ name: 'set_reminder', args: { title: 'x', date: 'not-a-date' } }]),
+      reply.text('I could not set it.'),
+    );
+    await ask({ max_completion_tokens: 77, temperature: 1.3 });
+    expect(llm.chats.map((c) => [c.body.max_tokens, c.body.temperature])).toEqual([
+      [77, 1.3],
+      [77, 1.3],
+    ]);
+
+    // The older max_tokens, and a temperature of 0 (falsy, still a setting), streamed.
+    llm.enqueue(reply.text('Cold.'));
+    const stream = await client(aliceKey).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Be exact.' }],
+      max_tokens: 33,
+      temperature: 0,
+      stream: true,
+    });
+    for await (const _ of stream);
+    expect(llm.chats[2]?.body).toMatchObject({ max_tokens: 33, temperature: 0 });
+
+    // Both given: max_completion_tokens wins, as OpenAI reads them.
+    llm.enqueue(reply.text('Short.'));
+    await ask({ max_completion_tokens: 12, max_tokens: 900 });
+    expect(llm.chats[3]?.body.max_tokens).toBe(12);
+
+    // Neither given: Parley adds none of its own.
+    llm.enqueue(reply.text('Free.'));
+    await ask({});
+    expect(llm.chats[4]?.body).not.toHaveProperty('temperature');
+    expect(llm.chats[4]?.body).not.toHaveProperty('max_tokens');
+  });
+
   it("keeps the exchange out of /chat's stored history", async () => {
     llm.enqueue(reply.text('Noted.'), reply.text('Hello again.'));
     await client(aliceKey).chat.completions.create({
