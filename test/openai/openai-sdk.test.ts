@@ -445,6 +445,51 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     });
   });
 
+  // /chat's rule (test/http/chat.test.ts): a model silent for LLM_CHUNK_TIMEOUT_MS (2 s here)
+  // is given up, and the client is told model_timeout.
+  it.each([
+    ['stops sending after its headers', reply.stall],
+    ['never answers, not even with headers', reply.silent],
+  ])('times out a model that %s: an error chunk then [DONE], or a 500', async (_case, fault) => {
+    llm.enqueue(fault());
+    let started = Date.now();
+    const streamed = await rawCompletion({
+      messages: [{ role: 'user', content: 'Wait for it.' }],
+      stream: true,
+    });
+    expect(streamed.status).toBe(200);
+    const lines = dataLines(await streamed.text());
+    let waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(1_900); // the timeout, not a quick failure
+    expect(waited).toBeLessThan(10_000);
+    expect(lines.at(-1)).toBe('[DONE]');
+    expect(JSON.parse(lines.at(-2) ?? '{}')).toEqual({
+      error: {
+        message: 'The model took too long to answer.',
+        type: 'server_error',
+        param: null,
+        code: 'model_timeout',
+      },
+    });
+
+    llm.enqueue(fault());
+    started = Date.now();
+    const error = await client(aliceKey)
+      .chat.completions.create({ model: 'parley', messages: [{ role: 'user', content: 'Again.' }] })
+      .catch((e: unknown) => e);
+    waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(1_900);
+    expect(waited).toBeLessThan(10_000);
+    expect(error).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((error as APIError).status).toBe(500);
+    expect((error as APIError).error).toEqual({
+      message: 'The model took too long to answer.',
+      type: 'server_error',
+      param: null,
+      code: 'model_timeout',
+    });
+  });
+
   it('stops the model at once when the client aborts mid-stream', async () => {
     llm.enqueue(reply.text('a b c d e f g h', { delayMs: 150 }));
     const controller = new AbortController();
