@@ -55,6 +55,33 @@ describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
     expect(llm.chats).toHaveLength(0);
   });
 
+  it("answers a stalled /v1/chat/completions body with 408 in OpenAI's error shape, and closes", async () => {
+    const started = Date.now();
+    const replies = await sendOverRawSocket(
+      parley.url,
+      [
+        {
+          head: 'POST /v1/chat/completions HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n',
+          body: Buffer.from('{"model": "parley", "messages": [{"role": "user", "content": "hel'),
+        },
+      ],
+      { untilClosed: true },
+    );
+    expect(replies.text).toMatch(/^HTTP\/1\.1 408 /);
+    const body = replies.text.slice(replies.text.indexOf('\r\n\r\n') + 4);
+    expect(JSON.parse(body)).toEqual({
+      error: {
+        message: 'The request did not arrive in time (REQUEST_TIMEOUT_MS); send it again.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'request_timeout',
+      },
+    });
+    expect(replies.closedByServer).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
+    expect(llm.chats).toHaveLength(0);
+  });
+
   it('answers an upload that stalls with 408, closes, and removes its partial file', async () => {
     const { body, contentType } = multipartBody([
       file('stalled.txt', Buffer.alloc(1024 * 1024, 'a')),
@@ -86,5 +113,29 @@ describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
     expect(stream.error).toBeUndefined();
     expect(stream.text).toBe('one two three four five six seven eight');
     expect(stream.ended).toBe(true);
+  });
+
+  it('lets a /v1 completion stream for longer than the limit', async () => {
+    llm.enqueue(reply.text('one two three four five six seven eight', { chunks: 8, delayMs: 350 }));
+    const response = await parley.fetch('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'parley',
+        messages: [{ role: 'user', content: 'count slowly' }],
+        stream: true,
+        user: 'slow-client',
+      }),
+    });
+    const lines = (await response.text())
+      .split('\n')
+      .filter((line) => line.startsWith('data: '))
+      .map((line) => line.slice('data: '.length));
+    expect(lines.at(-1)).toBe('[DONE]');
+    const chunks = lines.slice(0, -1).map((line) => JSON.parse(line));
+    expect(chunks.some((chunk) => 'error' in chunk)).toBe(false);
+    expect(chunks.map((chunk) => chunk.choices[0]?.delta.content ?? '').join('')).toBe(
+      'one two three four five six seven eight',
+    );
   });
 });
