@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { type APIError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -223,40 +223,93 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     });
   });
 
-  it('frames every chunk field for field as a recorded OpenAI stream', async () => {
-    llm.enqueue(reply.text('Hello there', { usage: { prompt: 3, completion: 2 } }));
-    const response = await rawCompletion({
-      messages: [{ role: 'user', content: 'Hello' }],
-      stream: true,
-      stream_options: { include_usage: true },
-    });
-    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    const ours = dataLines(await response.text());
-    const recorded = dataLines(
-      readFileSync(
-        join(RECORDED, 'e2aad469b71d1d4894ff833ea147020a9d875eb7ce644a0ff355581690a4cbfd.sse'),
-        'utf8',
-      ),
-    );
-    expect(ours.at(-1)).toBe('[DONE]');
-    expect(recorded.at(-1)).toBe('[DONE]');
-    const parse = (lines: string[]) =>
-      lines.slice(0, -1).map((line) => JSON.parse(line) as Record<string, unknown>);
-    const [mine, theirs] = [parse(ours), parse(recorded)];
-    // First (role), a content delta, the finish chunk, the usage chunk: same fields, same types.
-    const pick = (chunks: Record<string, unknown>[]) => [
-      chunks[0],
-      chunks[1],
-      chunks.at(-2),
-      chunks.at(-1),
-    ];
-    const mineShape = pick(mine).map(shapeOf);
-    const theirShape = pick(theirs).map(shapeOf);
-    expect(mineShape).toEqual(theirShape);
-    expect(mine[0]).toMatchObject({
-      choices: [{ delta: { role: 'assistant', content: '', refusal: null } }],
-    });
-  });
+  it.each(OPENAI_RECORDINGS)(
+    'frames every chunk field for field as OpenAI did in %s',
+    async (name) => {
+      const recording = readRecording(name);
+      const theirs = recording.chunks.map((chunk) => laterFieldsRemoved(chunk, recording.dated));
+      const finish = theirs.find((chunk) => kindOf(chunk) === 'finish') as Chunk;
+      const theirFinish = finish.choices?.[0]?.finish_reason as string;
+      expect(['stop', 'length', 'tool_calls', 'content_filter']).toContain(theirFinish);
+      // Tools run inside Parley: where OpenAI ended on tool_calls, the client sees a stop.
+      const finishReason = theirFinish === 'tool_calls' ? 'stop' : theirFinish;
+      llm.enqueue(
+        reply.text('Hello there, friend', { usage: { prompt: 3, completion: 4 }, finishReason }),
+      );
+      const response = await rawCompletion({
+        messages: [{ role: 'user', content: 'Hello' }],
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      const body = await response.text();
+      // The framing: `data: <one line>` events, each ended by a blank line, then [DONE].
+      expect(body).toMatch(/^(data: [^\n]+\n\n)+$/);
+      if (recording.raw !== undefined) expect(recording.raw).toMatch(/^(data: [^\n]+\n\n)+$/);
+      const lines = dataLines(body);
+      expect(lines.at(-1)).toBe('[DONE]');
+      const mine = lines.slice(0, -1).map((line) => JSON.parse(line) as Chunk);
+
+      // The same sequence of kinds: the role chunk, content deltas, the finish chunk, usage.
+      const sequence = (chunks: Chunk[]) =>
+        chunks.map(kindOf).filter((kind, i, all) => kind !== all[i - 1]);
+      const kinds = sequence(theirs).filter((kind) => kind !== 'tool_calls');
+      expect(kinds).toEqual(['role', 'content', 'finish', 'usage']);
+      expect(sequence(mine)).toEqual(kinds);
+
+      for (const kind of kinds) {
+        const ofKind = (chunks: Chunk[]) => chunks.filter((chunk) => kindOf(chunk) === kind);
+        // Every chunk of a kind has one shape in the recording: that shape is the reference.
+        const reference = new Set(ofKind(theirs).map((chunk) => JSON.stringify(shapeOf(chunk))));
+        expect(reference.size, `${kind} chunks of ${name}`).toBe(1);
+        for (const chunk of ofKind(mine)) {
+          expect(shapeOf(chunk), `Parley's ${kind} chunk`).toEqual(shapeOf(ofKind(theirs)[0]));
+        }
+      }
+      // The values that are the same in every stream, theirs and Parley's.
+      for (const chunks of [theirs, mine]) {
+        expect(new Set(chunks.map((chunk) => chunk.object))).toEqual(
+          new Set(['chat.completion.chunk']),
+        );
+        expect(new Set(chunks.map((chunk) => chunk.id)).size).toBe(1);
+        const withChoices = chunks.filter((chunk) => kindOf(chunk) !== 'usage');
+        expect(withChoices.every((chunk) => chunk.choices?.length === 1)).toBe(true);
+        expect(new Set(withChoices.map((chunk) => chunk.choices?.[0]?.index))).toEqual(
+          new Set([0]),
+        );
+        expect(chunks.map((chunk) => chunk.choices?.[0]?.finish_reason ?? null)).toEqual([
+          ...Array(chunks.length - 2).fill(null),
+          chunks === theirs ? theirFinish : finishReason,
+          null,
+        ]);
+        const deltaKeys = (kind: string) =>
+          new Set(
+            chunks
+              .filter((chunk) => kindOf(chunk) === kind)
+              .map((chunk) =>
+                Object.keys(chunk.choices?.[0]?.delta ?? {})
+                  .sort()
+                  .join(),
+              ),
+          );
+        expect(deltaKeys('role')).toEqual(new Set(['content,refusal,role']));
+        expect(deltaKeys('content')).toEqual(new Set(['content']));
+        expect(deltaKeys('finish')).toEqual(new Set(['']));
+        const [first] = chunks;
+        expect(first?.choices?.[0]?.delta).toEqual({
+          role: 'assistant',
+          content: '',
+          refusal: null,
+        });
+        const usage = chunks.at(-1);
+        expect(usage?.choices).toEqual([]);
+        const counts = usage?.usage as { prompt_tokens: number; completion_tokens: number };
+        expect(usage?.usage).toMatchObject({
+          total_tokens: counts.prompt_tokens + counts.completion_tokens,
+        });
+      }
+    },
+  );
 
   it('sends reasoning as reasoning_content, never in content', async () => {
     llm.enqueue(
@@ -520,6 +573,79 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     expect(String(modelRequest(0)[0]?.content)).toContain('Carol Example');
   });
 });
+
+/**
+ * The streams recorded from OpenAI's own API (../shared/data/SOURCES.md): the three of
+ * openai-python (2024, `.sse` verbatim, the reference), and those of the AI SDK's fixtures
+ * that came from api.openai.com (2025-26: `service_tier` and `obfuscation` say so; Azure's
+ * and other providers' are not OpenAI's own).
+ */
+const OPENAI_RECORDINGS = [
+  ...readdirSync(RECORDED)
+    .filter((file) => file.endsWith('.sse'))
+    .sort()
+    .map((file) => `openai/${file}`),
+  'vercel-ai/openai__openai-text.chunks.txt',
+  'vercel-ai/openai-compatible__issue-15789-step-1.chunks.txt',
+  'vercel-ai/openai-compatible__issue-15789-step-2.chunks.txt',
+];
+
+type Chunk = {
+  id?: string;
+  object?: string;
+  choices?: Array<{ index?: number; delta?: Record<string, unknown>; finish_reason?: unknown }>;
+  usage?: unknown;
+  [key: string]: unknown;
+};
+
+function readRecording(name: string): { chunks: Chunk[]; raw?: string; dated: boolean } {
+  const text = readFileSync(join(RECORDED, '..', name), 'utf8');
+  if (name.endsWith('.sse')) {
+    const lines = dataLines(text);
+    expect(lines.at(-1)).toBe('[DONE]');
+    return {
+      chunks: lines.slice(0, -1).map((line) => JSON.parse(line) as Chunk),
+      raw: text,
+      dated: false,
+    };
+  }
+  const chunks = text
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as Chunk);
+  // Only api.openai.com sends these; a recording without them is not OpenAI's own.
+  expect(chunks.every((chunk) => 'service_tier' in chunk && 'obfuscation' in chunk)).toBe(true);
+  return { chunks, dated: true };
+}
+
+/**
+ * The fields OpenAI added after the reference recordings, which Parley does not send: its
+ * `service_tier`, the `obfuscation` padding, `usage: null` on every chunk, and the usage
+ * details of features Parley has not (cached prompts, audio, predicted outputs). Only these
+ * are removed, and only from the later recordings.
+ */
+function laterFieldsRemoved(chunk: Chunk, dated: boolean): Chunk {
+  if (!dated) return chunk;
+  const { service_tier: _tier, obfuscation: _padding, usage, ...rest } = chunk;
+  if (usage === null || usage === undefined) return rest;
+  const {
+    prompt_tokens_details: _prompt,
+    completion_tokens_details,
+    ...counts
+  } = usage as Record<string, unknown>;
+  const { reasoning_tokens } = completion_tokens_details as { reasoning_tokens: number };
+  return { ...rest, usage: { ...counts, completion_tokens_details: { reasoning_tokens } } };
+}
+
+/** What a chunk is: the role chunk, a content delta, a tool call, the finish chunk, or usage. */
+function kindOf(chunk: Chunk): string {
+  const [choice] = chunk.choices ?? [];
+  if (!choice) return 'usage';
+  if (choice.finish_reason !== null) return 'finish';
+  if (choice.delta && 'role' in choice.delta) return 'role';
+  if (choice.delta && 'tool_calls' in choice.delta) return 'tool_calls';
+  return 'content';
+}
 
 function dataLines(body: string): string[] {
   return body
