@@ -562,6 +562,44 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     expect((await llm.waitForClientClose(5_000)).outcome).toBe('client-closed');
   });
 
+  // /chat's disconnect rule (test/http/chat.test.ts), for a completion not streamed: the
+  // client leaving stops the model, the partial answer is kept, the user's turn is let go.
+  it('stops the model when the client leaves a non-streamed completion, and keeps the partial answer', async () => {
+    llm.enqueue(reply.text('a b c d e f g h i j k l', { delayMs: 150 }));
+    const controller = new AbortController();
+    const pending = client(TOKEN)
+      .chat.completions.create(
+        { model: 'parley', messages: [{ role: 'user', content: 'Slowly.' }], user: 'leaver' },
+        { signal: controller.signal },
+      )
+      .catch((e: unknown) => e);
+    await expect.poll(() => llm.chats.length).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a few words are out
+    controller.abort();
+    expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError);
+    expect((await llm.waitForClientClose(5_000)).outcome).toBe('client-closed');
+
+    // The run is kept as interrupted, with what was answered before the client left.
+    await expect
+      .poll(async () => {
+        const exported = (await (await admin('/users/leaver/export', 'GET')).json()) as {
+          runs: Array<{ status: string; answer: string | null }>;
+        };
+        return exported.runs;
+      })
+      .toEqual([
+        expect.objectContaining({ status: 'interrupted', answer: expect.stringMatching(/^a b/) }),
+      ]);
+    // The user's turn was let go: the next completion is answered at once.
+    llm.enqueue(reply.text('Back again.'));
+    const next = await client(TOKEN).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Hello?' }],
+      user: 'leaver',
+    });
+    expect(next.choices[0]?.message.content).toBe('Back again.');
+  });
+
   it('lets the administrator act for the user named in `user`', async () => {
     await admin('/users/carol/profile', 'PUT', { display_name: 'Carol Example' });
     llm.enqueue(reply.text('Hello Carol.'));
