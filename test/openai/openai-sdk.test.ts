@@ -136,10 +136,12 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
   });
 
   it('hands max_completion_tokens, max_tokens and temperature to every model call', async () => {
+    // Its own user: every test of alice's counts against her 20 chats a minute.
     const ask = (extra: Partial<OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming>) =>
-      client(aliceKey).chat.completions.create({
+      client(TOKEN).chat.completions.create({
         model: 'parley',
         messages: [{ role: 'user', content: 'Remind me.' }],
+        user: 'settings',
         ...extra,
       });
     // A tool step and the answer: both calls of the chat carry the client's settings.
@@ -155,9 +157,10 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
 
     // The older max_tokens, and a temperature of 0 (falsy, still a setting), streamed.
     llm.enqueue(reply.text('Cold.'));
-    const stream = await client(aliceKey).chat.completions.create({
+    const stream = await client(TOKEN).chat.completions.create({
       model: 'parley',
       messages: [{ role: 'user', content: 'Be exact.' }],
+      user: 'settings',
       max_tokens: 33,
       temperature: 0,
       stream: true,
@@ -236,11 +239,15 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
       llm.enqueue(
         reply.text('Hello there, friend', { usage: { prompt: 3, completion: 4 }, finishReason }),
       );
-      const response = await rawCompletion({
-        messages: [{ role: 'user', content: 'Hello' }],
-        stream: true,
-        stream_options: { include_usage: true },
-      });
+      const response = await rawCompletion(
+        {
+          messages: [{ role: 'user', content: 'Hello' }],
+          stream: true,
+          stream_options: { include_usage: true },
+          user: 'framing',
+        },
+        TOKEN,
+      );
       expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
       const body = await response.text();
       // The framing: `data: <one line>` events, each ended by a blank line, then [DONE].
@@ -506,10 +513,10 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
   ])('times out a model that %s: an error chunk then [DONE], or a 500', async (_case, fault) => {
     llm.enqueue(fault());
     let started = Date.now();
-    const streamed = await rawCompletion({
-      messages: [{ role: 'user', content: 'Wait for it.' }],
-      stream: true,
-    });
+    const streamed = await rawCompletion(
+      { messages: [{ role: 'user', content: 'Wait for it.' }], stream: true, user: 'patient' },
+      TOKEN,
+    );
     expect(streamed.status).toBe(200);
     const lines = dataLines(await streamed.text());
     let waited = Date.now() - started;
@@ -527,8 +534,12 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
 
     llm.enqueue(fault());
     started = Date.now();
-    const error = await client(aliceKey)
-      .chat.completions.create({ model: 'parley', messages: [{ role: 'user', content: 'Again.' }] })
+    const error = await client(TOKEN)
+      .chat.completions.create({
+        model: 'parley',
+        messages: [{ role: 'user', content: 'Again.' }],
+        user: 'patient',
+      })
       .catch((e: unknown) => e);
     waited = Date.now() - started;
     expect(waited).toBeGreaterThanOrEqual(1_900);
