@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import OpenAI, { type APIError } from 'openai';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
@@ -141,6 +142,84 @@ describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
     const output = parley.output();
     expect(output).toContain('chat failed'); // the failures were logged, only without content
     expect(output).toContain('"status":429');
+    expectNoSecrets();
+  });
+
+  it('holds no user content after /v1 completions, answered or failed', async () => {
+    // Development mode (no API_TOKEN): any bearer is the administrator, acting for `user`.
+    const client = new OpenAI({ baseURL: `${parley.url}/v1`, apiKey: 'dev', maxRetries: 0 });
+    const messages = (name: string): OpenAI.Chat.Completions.ChatCompletionMessageParam[] => [
+      { role: 'system', content: `secret-v1-system-${name}` },
+      { role: 'user', content: `secret-v1-earlier-${name}` },
+      { role: 'assistant', content: `secret-v1-history-${name}` },
+      { role: 'user', content: `secret-v1-question-${name}` },
+    ];
+    const ask = (name: string) =>
+      client.chat.completions.create({ model: 'parley', user, messages: messages(name) });
+    const askStreamed = async (name: string) => {
+      const stream = await client.chat.completions.create({
+        model: 'parley',
+        user,
+        messages: messages(name),
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      let text = '';
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+      return text;
+    };
+    const failure = (promise: Promise<unknown>) =>
+      promise.then(
+        () => {
+          throw new Error('expected the completion to fail');
+        },
+        (error: unknown) => error as APIError,
+      );
+
+    llm.enqueue(reply.text('secret-v1-answer-ok'));
+    expect((await ask('ok')).choices[0]?.message.content).toBe('secret-v1-answer-ok');
+    llm.enqueue(reply.text('secret-v1-answer-streamed'));
+    expect(await askStreamed('streamed')).toBe('secret-v1-answer-streamed');
+
+    // Failing before any answer (non-streamed): the status, code and cause are logged.
+    llm.enqueue(reply.error(500, { message: 'echo: secret-v1-upstream-e500' }));
+    expect((await failure(ask('e500'))).code).toBe('model_error');
+    llm.enqueue(reply.text('secret-v1-answer-stall', { chunks: 4, stallAfter: 1 }));
+    expect((await failure(ask('stall'))).code).toBe('model_timeout');
+    // Failing mid-stream: the error chunk, the partial answer kept in the run.
+    llm.enqueue(reply.text('secret-v1-answer-cut-x', { chunks: 4, disconnectAfter: 2 }));
+    expect((await failure(askStreamed('cut'))).code).toBe('model_unreachable');
+    llm.enqueue(reply.text('secret-v1-answer-bad', { chunks: 3, malformedAfter: 1 }));
+    expect((await failure(askStreamed('bad'))).code).toBe('model_bad_response');
+    // Refused requests: nothing reaches the model.
+    const tools = await failure(
+      client.chat.completions.create({
+        model: 'parley',
+        user,
+        messages: messages('tools'),
+        tools: [{ type: 'function', function: { name: 'secret-v1-tool', parameters: {} } }],
+      }),
+    );
+    expect(tools.status).toBe(400);
+    const nul = await failure(
+      client.chat.completions.create({
+        model: 'parley',
+        user,
+        messages: [{ role: 'user', content: 'secret-v1-question-\u0000-nul' }],
+      }),
+    );
+    expect(nul.status).toBe(400);
+
+    // The failures were logged, by code.
+    for (const code of [
+      'model_error',
+      'model_timeout',
+      'model_unreachable',
+      'model_bad_response',
+    ]) {
+      await parley.waitForLog((line) => line.msg === 'chat failed' && line.code === code);
+    }
+    await parley.settled();
     expectNoSecrets();
   });
 

@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
@@ -55,6 +56,33 @@ describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
     expect(llm.chats).toHaveLength(0);
   });
 
+  it("answers a stalled /v1/chat/completions body with 408 in OpenAI's error shape, and closes", async () => {
+    const started = Date.now();
+    const replies = await sendOverRawSocket(
+      parley.url,
+      [
+        {
+          head: 'POST /v1/chat/completions HTTP/1.1\r\nHost: parley\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n',
+          body: Buffer.from('{"model": "parley", "messages": [{"role": "user", "content": "hel'),
+        },
+      ],
+      { untilClosed: true },
+    );
+    expect(replies.text).toMatch(/^HTTP\/1\.1 408 /);
+    const body = replies.text.slice(replies.text.indexOf('\r\n\r\n') + 4);
+    expect(JSON.parse(body)).toEqual({
+      error: {
+        message: 'The request did not arrive in time (REQUEST_TIMEOUT_MS); send it again.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'request_timeout',
+      },
+    });
+    expect(replies.closedByServer).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 100);
+    expect(llm.chats).toHaveLength(0);
+  });
+
   it('answers an upload that stalls with 408, closes, and removes its partial file', async () => {
     const { body, contentType } = multipartBody([
       file('stalled.txt', Buffer.alloc(1024 * 1024, 'a')),
@@ -86,5 +114,25 @@ describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
     expect(stream.error).toBeUndefined();
     expect(stream.text).toBe('one two three four five six seven eight');
     expect(stream.ended).toBe(true);
+  });
+
+  it('lets a /v1 completion stream for longer than the limit', async () => {
+    llm.enqueue(reply.text('one two three four five six seven eight', { chunks: 8, delayMs: 350 }));
+    // Development mode (no API_TOKEN): any key is the administrator, acting for `user`.
+    const client = new OpenAI({ baseURL: `${parley.url}/v1`, apiKey: 'dev', maxRetries: 0 });
+    const stream = await client.chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'count slowly' }],
+      stream: true,
+      user: 'slow-client',
+    });
+    let text = '';
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish ??= chunk.choices[0]?.finish_reason;
+    }
+    expect(text).toBe('one two three four five six seven eight');
+    expect(finish).toBe('stop');
   });
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { type APIError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -135,6 +135,51 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     expect(feedback.status).toBe(200);
   });
 
+  it('hands max_completion_tokens, max_tokens and temperature to every model call', async () => {
+    // Its own user: every test of alice's counts against her 20 chats a minute.
+    const ask = (extra: Partial<OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming>) =>
+      client(TOKEN).chat.completions.create({
+        model: 'parley',
+        messages: [{ role: 'user', content: 'Remind me.' }],
+        user: 'settings',
+        ...extra,
+      });
+    // A tool step and the answer: both calls of the chat carry the client's settings.
+    llm.enqueue(
+      reply.toolCalls([{ name: 'set_reminder', args: { title: 'x', date: 'not-a-date' } }]),
+      reply.text('I could not set it.'),
+    );
+    await ask({ max_completion_tokens: 77, temperature: 1.3 });
+    expect(llm.chats.map((c) => [c.body.max_tokens, c.body.temperature])).toEqual([
+      [77, 1.3],
+      [77, 1.3],
+    ]);
+
+    // The older max_tokens, and a temperature of 0 (falsy, still a setting), streamed.
+    llm.enqueue(reply.text('Cold.'));
+    const stream = await client(TOKEN).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Be exact.' }],
+      user: 'settings',
+      max_tokens: 33,
+      temperature: 0,
+      stream: true,
+    });
+    for await (const _ of stream);
+    expect(llm.chats[2]?.body).toMatchObject({ max_tokens: 33, temperature: 0 });
+
+    // Both given: max_completion_tokens wins, as OpenAI reads them.
+    llm.enqueue(reply.text('Short.'));
+    await ask({ max_completion_tokens: 12, max_tokens: 900 });
+    expect(llm.chats[3]?.body.max_tokens).toBe(12);
+
+    // Neither given: Parley adds none of its own.
+    llm.enqueue(reply.text('Free.'));
+    await ask({});
+    expect(llm.chats[4]?.body).not.toHaveProperty('temperature');
+    expect(llm.chats[4]?.body).not.toHaveProperty('max_tokens');
+  });
+
   it("keeps the exchange out of /chat's stored history", async () => {
     llm.enqueue(reply.text('Noted.'), reply.text('Hello again.'));
     await client(aliceKey).chat.completions.create({
@@ -181,40 +226,97 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     });
   });
 
-  it('frames every chunk field for field as a recorded OpenAI stream', async () => {
-    llm.enqueue(reply.text('Hello there', { usage: { prompt: 3, completion: 2 } }));
-    const response = await rawCompletion({
-      messages: [{ role: 'user', content: 'Hello' }],
-      stream: true,
-      stream_options: { include_usage: true },
-    });
-    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
-    const ours = dataLines(await response.text());
-    const recorded = dataLines(
-      readFileSync(
-        join(RECORDED, 'e2aad469b71d1d4894ff833ea147020a9d875eb7ce644a0ff355581690a4cbfd.sse'),
-        'utf8',
-      ),
-    );
-    expect(ours.at(-1)).toBe('[DONE]');
-    expect(recorded.at(-1)).toBe('[DONE]');
-    const parse = (lines: string[]) =>
-      lines.slice(0, -1).map((line) => JSON.parse(line) as Record<string, unknown>);
-    const [mine, theirs] = [parse(ours), parse(recorded)];
-    // First (role), a content delta, the finish chunk, the usage chunk: same fields, same types.
-    const pick = (chunks: Record<string, unknown>[]) => [
-      chunks[0],
-      chunks[1],
-      chunks.at(-2),
-      chunks.at(-1),
-    ];
-    const mineShape = pick(mine).map(shapeOf);
-    const theirShape = pick(theirs).map(shapeOf);
-    expect(mineShape).toEqual(theirShape);
-    expect(mine[0]).toMatchObject({
-      choices: [{ delta: { role: 'assistant', content: '', refusal: null } }],
-    });
-  });
+  it.each(OPENAI_RECORDINGS)(
+    'frames every chunk field for field as OpenAI did in %s',
+    async (name) => {
+      const recording = readRecording(name);
+      const theirs = recording.chunks.map((chunk) => laterFieldsRemoved(chunk, recording.dated));
+      const finish = theirs.find((chunk) => kindOf(chunk) === 'finish') as Chunk;
+      const theirFinish = finish.choices?.[0]?.finish_reason as string;
+      expect(['stop', 'length', 'tool_calls', 'content_filter']).toContain(theirFinish);
+      // Tools run inside Parley: where OpenAI ended on tool_calls, the client sees a stop.
+      const finishReason = theirFinish === 'tool_calls' ? 'stop' : theirFinish;
+      llm.enqueue(
+        reply.text('Hello there, friend', { usage: { prompt: 3, completion: 4 }, finishReason }),
+      );
+      const response = await rawCompletion(
+        {
+          messages: [{ role: 'user', content: 'Hello' }],
+          stream: true,
+          stream_options: { include_usage: true },
+          user: 'framing',
+        },
+        TOKEN,
+      );
+      expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+      const body = await response.text();
+      // The framing: `data: <one line>` events, each ended by a blank line, then [DONE].
+      expect(body).toMatch(/^(data: [^\n]+\n\n)+$/);
+      if (recording.raw !== undefined) expect(recording.raw).toMatch(/^(data: [^\n]+\n\n)+$/);
+      const lines = dataLines(body);
+      expect(lines.at(-1)).toBe('[DONE]');
+      const mine = lines.slice(0, -1).map((line) => JSON.parse(line) as Chunk);
+
+      // The same sequence of kinds: the role chunk, content deltas, the finish chunk, usage.
+      const sequence = (chunks: Chunk[]) =>
+        chunks.map(kindOf).filter((kind, i, all) => kind !== all[i - 1]);
+      const kinds = sequence(theirs).filter((kind) => kind !== 'tool_calls');
+      expect(kinds).toEqual(['role', 'content', 'finish', 'usage']);
+      expect(sequence(mine)).toEqual(kinds);
+
+      for (const kind of kinds) {
+        const ofKind = (chunks: Chunk[]) => chunks.filter((chunk) => kindOf(chunk) === kind);
+        // Every chunk of a kind has one shape in the recording: that shape is the reference.
+        const reference = new Set(ofKind(theirs).map((chunk) => JSON.stringify(shapeOf(chunk))));
+        expect(reference.size, `${kind} chunks of ${name}`).toBe(1);
+        for (const chunk of ofKind(mine)) {
+          expect(shapeOf(chunk), `Parley's ${kind} chunk`).toEqual(shapeOf(ofKind(theirs)[0]));
+        }
+      }
+      // The values that are the same in every stream, theirs and Parley's.
+      for (const chunks of [theirs, mine]) {
+        expect(new Set(chunks.map((chunk) => chunk.object))).toEqual(
+          new Set(['chat.completion.chunk']),
+        );
+        expect(new Set(chunks.map((chunk) => chunk.id)).size).toBe(1);
+        const withChoices = chunks.filter((chunk) => kindOf(chunk) !== 'usage');
+        expect(withChoices.every((chunk) => chunk.choices?.length === 1)).toBe(true);
+        expect(new Set(withChoices.map((chunk) => chunk.choices?.[0]?.index))).toEqual(
+          new Set([0]),
+        );
+        expect(chunks.map((chunk) => chunk.choices?.[0]?.finish_reason ?? null)).toEqual([
+          ...Array(chunks.length - 2).fill(null),
+          chunks === theirs ? theirFinish : finishReason,
+          null,
+        ]);
+        const deltaKeys = (kind: string) =>
+          new Set(
+            chunks
+              .filter((chunk) => kindOf(chunk) === kind)
+              .map((chunk) =>
+                Object.keys(chunk.choices?.[0]?.delta ?? {})
+                  .sort()
+                  .join(),
+              ),
+          );
+        expect(deltaKeys('role')).toEqual(new Set(['content,refusal,role']));
+        expect(deltaKeys('content')).toEqual(new Set(['content']));
+        expect(deltaKeys('finish')).toEqual(new Set(['']));
+        const [first] = chunks;
+        expect(first?.choices?.[0]?.delta).toEqual({
+          role: 'assistant',
+          content: '',
+          refusal: null,
+        });
+        const usage = chunks.at(-1);
+        expect(usage?.choices).toEqual([]);
+        const counts = usage?.usage as { prompt_tokens: number; completion_tokens: number };
+        expect(usage?.usage).toMatchObject({
+          total_tokens: counts.prompt_tokens + counts.completion_tokens,
+        });
+      }
+    },
+  );
 
   it('sends reasoning as reasoning_content, never in content', async () => {
     llm.enqueue(
@@ -403,6 +505,55 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     });
   });
 
+  // /chat's rule (test/http/chat.test.ts): a model silent for LLM_CHUNK_TIMEOUT_MS (2 s here)
+  // is given up, and the client is told model_timeout.
+  it.each([
+    ['stops sending after its headers', reply.stall],
+    ['never answers, not even with headers', reply.silent],
+  ])('times out a model that %s: an error chunk then [DONE], or a 500', async (_case, fault) => {
+    llm.enqueue(fault());
+    let started = Date.now();
+    const streamed = await rawCompletion(
+      { messages: [{ role: 'user', content: 'Wait for it.' }], stream: true, user: 'patient' },
+      TOKEN,
+    );
+    expect(streamed.status).toBe(200);
+    const lines = dataLines(await streamed.text());
+    let waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(1_900); // the timeout, not a quick failure
+    expect(waited).toBeLessThan(10_000);
+    expect(lines.at(-1)).toBe('[DONE]');
+    expect(JSON.parse(lines.at(-2) ?? '{}')).toEqual({
+      error: {
+        message: 'The model took too long to answer.',
+        type: 'server_error',
+        param: null,
+        code: 'model_timeout',
+      },
+    });
+
+    llm.enqueue(fault());
+    started = Date.now();
+    const error = await client(TOKEN)
+      .chat.completions.create({
+        model: 'parley',
+        messages: [{ role: 'user', content: 'Again.' }],
+        user: 'patient',
+      })
+      .catch((e: unknown) => e);
+    waited = Date.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(1_900);
+    expect(waited).toBeLessThan(10_000);
+    expect(error).toBeInstanceOf(OpenAI.InternalServerError);
+    expect((error as APIError).status).toBe(500);
+    expect((error as APIError).error).toEqual({
+      message: 'The model took too long to answer.',
+      type: 'server_error',
+      param: null,
+      code: 'model_timeout',
+    });
+  });
+
   it('stops the model at once when the client aborts mid-stream', async () => {
     llm.enqueue(reply.text('a b c d e f g h', { delayMs: 150 }));
     const controller = new AbortController();
@@ -422,6 +573,44 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     expect((await llm.waitForClientClose(5_000)).outcome).toBe('client-closed');
   });
 
+  // /chat's disconnect rule (test/http/chat.test.ts), for a completion not streamed: the
+  // client leaving stops the model, the partial answer is kept, the user's turn is let go.
+  it('stops the model when the client leaves a non-streamed completion, and keeps the partial answer', async () => {
+    llm.enqueue(reply.text('a b c d e f g h i j k l', { delayMs: 150 }));
+    const controller = new AbortController();
+    const pending = client(TOKEN)
+      .chat.completions.create(
+        { model: 'parley', messages: [{ role: 'user', content: 'Slowly.' }], user: 'leaver' },
+        { signal: controller.signal },
+      )
+      .catch((e: unknown) => e);
+    await expect.poll(() => llm.chats.length).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a few words are out
+    controller.abort();
+    expect(await pending).toBeInstanceOf(OpenAI.APIUserAbortError);
+    expect((await llm.waitForClientClose(5_000)).outcome).toBe('client-closed');
+
+    // The run is kept as interrupted, with what was answered before the client left.
+    await expect
+      .poll(async () => {
+        const exported = (await (await admin('/users/leaver/export', 'GET')).json()) as {
+          runs: Array<{ status: string; answer: string | null }>;
+        };
+        return exported.runs;
+      })
+      .toEqual([
+        expect.objectContaining({ status: 'interrupted', answer: expect.stringMatching(/^a b/) }),
+      ]);
+    // The user's turn was let go: the next completion is answered at once.
+    llm.enqueue(reply.text('Back again.'));
+    const next = await client(TOKEN).chat.completions.create({
+      model: 'parley',
+      messages: [{ role: 'user', content: 'Hello?' }],
+      user: 'leaver',
+    });
+    expect(next.choices[0]?.message.content).toBe('Back again.');
+  });
+
   it('lets the administrator act for the user named in `user`', async () => {
     await admin('/users/carol/profile', 'PUT', { display_name: 'Carol Example' });
     llm.enqueue(reply.text('Hello Carol.'));
@@ -433,6 +622,79 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     expect(String(modelRequest(0)[0]?.content)).toContain('Carol Example');
   });
 });
+
+/**
+ * The streams recorded from OpenAI's own API (../shared/data/SOURCES.md): the three of
+ * openai-python (2024, `.sse` verbatim, the reference), and those of the AI SDK's fixtures
+ * that came from api.openai.com (2025-26: `service_tier` and `obfuscation` say so; Azure's
+ * and other providers' are not OpenAI's own).
+ */
+const OPENAI_RECORDINGS = [
+  ...readdirSync(RECORDED)
+    .filter((file) => file.endsWith('.sse'))
+    .sort()
+    .map((file) => `openai/${file}`),
+  'vercel-ai/openai__openai-text.chunks.txt',
+  'vercel-ai/openai-compatible__issue-15789-step-1.chunks.txt',
+  'vercel-ai/openai-compatible__issue-15789-step-2.chunks.txt',
+];
+
+type Chunk = {
+  id?: string;
+  object?: string;
+  choices?: Array<{ index?: number; delta?: Record<string, unknown>; finish_reason?: unknown }>;
+  usage?: unknown;
+  [key: string]: unknown;
+};
+
+function readRecording(name: string): { chunks: Chunk[]; raw?: string; dated: boolean } {
+  const text = readFileSync(join(RECORDED, '..', name), 'utf8');
+  if (name.endsWith('.sse')) {
+    const lines = dataLines(text);
+    expect(lines.at(-1)).toBe('[DONE]');
+    return {
+      chunks: lines.slice(0, -1).map((line) => JSON.parse(line) as Chunk),
+      raw: text,
+      dated: false,
+    };
+  }
+  const chunks = text
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as Chunk);
+  // Only api.openai.com sends these; a recording without them is not OpenAI's own.
+  expect(chunks.every((chunk) => 'service_tier' in chunk && 'obfuscation' in chunk)).toBe(true);
+  return { chunks, dated: true };
+}
+
+/**
+ * The fields OpenAI added after the reference recordings, which Parley does not send: its
+ * `service_tier`, the `obfuscation` padding, `usage: null` on every chunk, and the usage
+ * details of features Parley has not (cached prompts, audio, predicted outputs). Only these
+ * are removed, and only from the later recordings.
+ */
+function laterFieldsRemoved(chunk: Chunk, dated: boolean): Chunk {
+  if (!dated) return chunk;
+  const { service_tier: _tier, obfuscation: _padding, usage, ...rest } = chunk;
+  if (usage === null || usage === undefined) return rest;
+  const {
+    prompt_tokens_details: _prompt,
+    completion_tokens_details,
+    ...counts
+  } = usage as Record<string, unknown>;
+  const { reasoning_tokens } = completion_tokens_details as { reasoning_tokens: number };
+  return { ...rest, usage: { ...counts, completion_tokens_details: { reasoning_tokens } } };
+}
+
+/** What a chunk is: the role chunk, a content delta, a tool call, the finish chunk, or usage. */
+function kindOf(chunk: Chunk): string {
+  const [choice] = chunk.choices ?? [];
+  if (!choice) return 'usage';
+  if (choice.finish_reason !== null) return 'finish';
+  if (choice.delta && 'role' in choice.delta) return 'role';
+  if (choice.delta && 'tool_calls' in choice.delta) return 'tool_calls';
+  return 'content';
+}
 
 function dataLines(body: string): string[] {
   return body

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
@@ -179,6 +180,35 @@ describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
     const told = await chat('carol', 'hi there', [reply.text('Hello!')], false);
     expect((await decided(told.runId)).remembered).toBe(false);
     expect(await memories('carol')).toEqual([]);
+  });
+
+  it('decides on a /v1/chat/completions exchange as on a /chat one', async () => {
+    decisions.set('my violin', () => decision(true, 'The user plays the violin.'));
+    llm.enqueue(reply.text('Lovely, keep practising!'));
+    // Development mode (no API_TOKEN): any key is the administrator, acting for `user`.
+    const client = new OpenAI({ baseURL: `${parley.url}/v1`, apiKey: 'dev', maxRetries: 0 });
+    const completion = await client.chat.completions.create({
+      model: 'parley',
+      user: 'frank',
+      messages: [
+        { role: 'user', content: 'Hello.' },
+        { role: 'assistant', content: 'Hi! How can I help?' },
+        { role: 'user', content: 'I practised my violin for two hours today.' },
+      ],
+    });
+    expect(completion.choices[0]?.message.content).toBe('Lovely, keep practising!');
+    const runId = completion.id.slice('chatcmpl-'.length);
+
+    const decidedLine = await decided(runId);
+    expect(decidedLine.remembered).toBe(true);
+    // The decision read this exchange: the last question and the answer.
+    const request = llm.chats.find(
+      (c) => isDecision(c.body) && JSON.stringify(c.body.messages).includes('my violin'),
+    )?.body;
+    expect(JSON.stringify(request?.messages)).toContain('Lovely, keep practising!');
+    expect(await memories('frank')).toEqual([
+      { id: runId, text: 'The user plays the violin.', created_at: expect.any(String) },
+    ]);
   });
 
   it.each([
