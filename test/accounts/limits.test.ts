@@ -95,8 +95,9 @@ describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
   });
 
   it('enforces a lowered chat rate on the replica that changed it at once', async () => {
-    const key = await createUser(stack.parley, 'lowered-user', { chats_per_minute: 10 });
-    // One chat moves the rate 6 s ahead: at 10 a minute the next fits at once.
+    const key = await createUser(stack.parley, 'lowered-user', { chats_per_minute: 2 });
+    // One chat moves the rate 30 s ahead: at 2 a minute the next fits at once. (Not closer:
+    // on a loaded machine the chat, the PATCH and the next request can take seconds.)
     const first = await readChat(
       await stack.parley.fetch('/chat', asJson(key, { message: 'one' })),
     );
@@ -112,7 +113,7 @@ describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
     expect(await json(refused)).toEqual({ detail: expect.stringContaining('1 a minute') });
     const wait = Number(refused.headers.get('retry-after'));
     expect(wait).toBeGreaterThanOrEqual(1);
-    expect(wait).toBeLessThanOrEqual(6);
+    expect(wait).toBeLessThanOrEqual(30);
   });
 
   it("does not limit the administrator's token unless told to, but counts for the user named", async () => {
