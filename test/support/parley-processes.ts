@@ -53,11 +53,16 @@ export async function startParleyProcesses(
       return other;
     },
     async stop() {
-      for (const other of others) {
-        await other.stop();
-        rmSync(other.dataDir, { recursive: true, force: true });
-      }
-      await parley.stop();
+      // Every process is stopped even if one fails to: none is left running after the suite.
+      const stopped = await Promise.allSettled([
+        ...others.map(async (other) => {
+          await other.stop();
+          rmSync(other.dataDir, { recursive: true, force: true });
+        }),
+        parley.stop(),
+      ]);
+      const failed = stopped.find((result) => result.status === 'rejected');
+      if (failed) throw failed.reason;
     },
   };
 }
