@@ -24,9 +24,8 @@ interface Turn {
   answer: string;
   /** The image sent with the question: shown with it, and sent again by Retry. */
   image?: Attachment | undefined;
-  /** While the answer streams, its text grows here (not in `answer`): see LiveText. */
+  /** Set exactly while the answer streams: its text grows here (not in `answer`), see LiveText. */
   live?: LiveText | undefined;
-  streaming: boolean;
   interrupted: boolean;
   error?: { code: string; message: string } | undefined;
   feedback?: { score: number; comment: string | null } | null | undefined;
@@ -102,7 +101,6 @@ export function ChatPage(props: { user: string }) {
         runId: turn.run_id,
         question: turn.question,
         answer: turn.answer,
-        streaming: false,
         interrupted: turn.interrupted,
         feedback: turn.feedback,
       }));
@@ -153,7 +151,7 @@ export function ChatPage(props: { user: string }) {
     const live = new LiveText();
     setTurns((all) => [
       ...all,
-      { key, question, answer: '', streaming: true, interrupted: false, image: attached, live },
+      { key, question, answer: '', interrupted: false, image: attached, live },
     ]);
     setDraft('');
     setImage(undefined);
@@ -196,7 +194,7 @@ export function ChatPage(props: { user: string }) {
       }
       clearTimeout(frame);
       cancelAnimationFrame(frame);
-      update(key, { answer, runId, streaming: false, live: undefined });
+      update(key, { answer, runId, live: undefined });
     } catch (error) {
       clearTimeout(frame);
       cancelAnimationFrame(frame);
@@ -205,11 +203,11 @@ export function ChatPage(props: { user: string }) {
         // stopped before any word may never have started (still waiting for the user's
         // previous chat): nothing to rate then.
         const kept = answer ? runId : undefined;
-        update(key, { answer, runId: kept, streaming: false, live: undefined, interrupted: true });
+        update(key, { answer, runId: kept, live: undefined, interrupted: true });
       } else {
         const message = error instanceof ApiError ? error.message : String(error);
         const failure = { code: 'request_failed', message };
-        update(key, { answer, streaming: false, live: undefined, error: failure });
+        update(key, { answer, live: undefined, error: failure });
       }
     } finally {
       abort.current = undefined;
@@ -394,6 +392,7 @@ interface TurnProps {
  */
 const TurnView = memo(function TurnView(props: TurnProps) {
   const { turn } = props;
+  const streaming = turn.live !== undefined;
   const full = useLiveText(turn.live, turn.answer);
   const { thinking, answer } = useMemo(() => splitThinking(full), [full]);
   return (
@@ -403,7 +402,7 @@ const TurnView = memo(function TurnView(props: TurnProps) {
         {turn.image && <img class="thumb" src={turn.image.url} alt={t.attachedImage} />}
         <p>{turn.question}</p>
       </div>
-      <div class="bubble assistant" aria-busy={turn.streaming ? 'true' : 'false'}>
+      <div class="bubble assistant" aria-busy={streaming ? 'true' : 'false'}>
         <span class="visually-hidden">{t.assistant}: </span>
         {thinking !== undefined && (
           <details class="thinking">
@@ -412,7 +411,7 @@ const TurnView = memo(function TurnView(props: TurnProps) {
           </details>
         )}
         <AnswerText text={answer} />
-        {turn.streaming && !answer && <p class="muted">{t.thinkingNow}</p>}
+        {streaming && !answer && <p class="muted">{t.thinkingNow}</p>}
         {turn.interrupted && <p class="muted">{t.interrupted}</p>}
         {turn.error && (
           <div role="alert" class="error">
@@ -424,7 +423,7 @@ const TurnView = memo(function TurnView(props: TurnProps) {
             </button>
           </div>
         )}
-        {turn.runId && !turn.streaming && (
+        {turn.runId && !streaming && (
           <Feedback
             runId={turn.runId}
             given={turn.feedback ?? null}
