@@ -134,15 +134,13 @@ export function ChatPage(props: { user: string }) {
     return () => observer.disconnect();
   }, [older]);
 
+  // Older turns put above keep the reader's place: the same distance from the bottom. (Keeping
+  // to the newest words is the ResizeObserver's work, above.)
   useLayoutEffect(() => {
     const element = log.current;
-    if (!element) return;
-    if (keepOffset.current !== undefined) {
-      element.scrollTop = element.scrollHeight - keepOffset.current;
-      keepOffset.current = undefined;
-    } else if (atBottom.current) {
-      toBottom(element);
-    }
+    if (!element || keepOffset.current === undefined) return;
+    element.scrollTop = element.scrollHeight - keepOffset.current;
+    keepOffset.current = undefined;
   }, [turns]);
 
   const send = async (question: string, attached: Attachment | undefined) => {
@@ -277,9 +275,13 @@ export function ChatPage(props: { user: string }) {
         tabIndex={0}
         onScroll={(e) => {
           const el = e.currentTarget as HTMLDivElement;
-          // Only the reader's own scrolling says whether to follow: the page's scrolls land
-          // at the bottom of a conversation that may have grown again since.
-          if (el.scrollTop === ownScroll.current) return;
+          // Only the reader's own scrolling says whether to follow. The page's scrolls land at
+          // the bottom of a conversation that may have grown again since, and the browser's
+          // own moves (scroll anchoring, as a turn above gets its real height in place of
+          // content-visibility's placeholder) can go down past that: neither is the reader
+          // leaving the bottom. Only a move above where the page put the view can be.
+          if (ownScroll.current !== undefined && el.scrollTop >= ownScroll.current) return;
+          ownScroll.current = undefined;
           atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
         }}
       >
