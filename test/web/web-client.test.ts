@@ -290,7 +290,15 @@ describe('the web client in Chromium', () => {
     const sent = JSON.stringify(vision.chats.at(-1)?.body.messages);
     expect(sent).toContain(`data:image/png;base64,${PNG.toString('base64')}`);
     const question = page.locator('.bubble.user').last();
-    expect(await question.getByRole('img', { name: 'Attached image' }).count()).toBe(1);
+    // The picture itself still shows beside the question, not a broken image.
+    const thumbnail = question.getByRole('img', { name: 'Attached image' });
+    await expect
+      .poll(() =>
+        thumbnail.evaluate(
+          (img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth,
+        ),
+      )
+      .toBe(1);
     // The composer's attachment was used up by the first send.
     expect(await page.locator('.composer').getByRole('img').count()).toBe(0);
   });

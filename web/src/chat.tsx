@@ -10,6 +10,7 @@ const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** How often a streaming answer is redrawn. */
 const DRAW_MS = 100;
 
+/** An image to send, and the object URL that shows it (revoked once nothing shows it). */
 interface Attachment {
   file: File;
   url: string;
@@ -22,8 +23,11 @@ interface Turn {
   runId?: string | undefined;
   question: string;
   answer: string;
-  /** The image sent with the question: shown with it, and sent again by Retry. */
-  image?: Attachment | undefined;
+  /**
+   * The image sent with the question, shown with it. Its file is kept only while Retry can
+   * send it again: while the answer streams, and after it failed.
+   */
+  image?: { url: string; file?: File | undefined } | undefined;
   /** Set exactly while the answer streams: its text grows here (not in `answer`), see LiveText. */
   live?: LiveText | undefined;
   interrupted: boolean;
@@ -68,6 +72,23 @@ export function ChatPage(props: { user: string }) {
   const update = useCallback(
     (key: string, change: Partial<Turn>) =>
       setTurns((all) => all.map((turn) => (turn.key === key ? { ...turn, ...change } : turn))),
+    [],
+  );
+
+  // An image's object URL holds the image in memory until revoked: each is revoked once
+  // neither the composer nor a turn shows it (preview removed or replaced, conversation
+  // cleared), and all of them when the page goes.
+  const shownUrls = useRef(new Set<string>());
+  useEffect(() => {
+    const shown = new Set(turns.flatMap((turn) => (turn.image ? [turn.image.url] : [])));
+    if (image) shown.add(image.url);
+    for (const url of shownUrls.current) if (!shown.has(url)) URL.revokeObjectURL(url);
+    shownUrls.current = shown;
+  }, [turns, image]);
+  useEffect(
+    () => () => {
+      for (const url of shownUrls.current) URL.revokeObjectURL(url);
+    },
     [],
   );
 
@@ -143,12 +164,15 @@ export function ChatPage(props: { user: string }) {
     keepOffset.current = undefined;
   }, [turns]);
 
-  const send = async (question: string, attached: Attachment | undefined) => {
+  /** Sends a question; `replaces` is the key of a failed turn this one takes the place of. */
+  const send = async (question: string, attached: Attachment | undefined, replaces?: string) => {
     if (!question.trim() || busy) return;
     const key = newKey();
     const live = new LiveText();
+    // One change removes the turn retried and adds its successor, which shows the same image
+    // URL: it stays in use (see the effect that revokes them). Nothing is removed when busy.
     setTurns((all) => [
-      ...all,
+      ...all.filter((turn) => turn.key !== replaces),
       { key, question, answer: '', interrupted: false, image: attached, live },
     ]);
     setDraft('');
@@ -162,6 +186,9 @@ export function ChatPage(props: { user: string }) {
     // Only this answer's view listens to `live`: a redraw renders nothing else.
     let answer = '';
     let runId: string | undefined;
+    let failed = false;
+    // An answer that did not fail offers no Retry: its image is only shown from then on.
+    const shownOnly = () => (attached && !failed ? { image: { url: attached.url } } : {});
     let frame = 0;
     let drawnAt = 0;
     const draw = () => {
@@ -185,6 +212,7 @@ export function ChatPage(props: { user: string }) {
           answer += event.text;
           schedule();
         } else if (event.type === 'error') {
+          failed = true;
           update(key, { error: { code: event.code, message: event.message } });
         } else {
           runId = event.runId; // 'start', then 'done' with the same id
@@ -192,7 +220,7 @@ export function ChatPage(props: { user: string }) {
       }
       clearTimeout(frame);
       cancelAnimationFrame(frame);
-      update(key, { answer, runId, live: undefined });
+      update(key, { answer, runId, live: undefined, ...shownOnly() });
     } catch (error) {
       clearTimeout(frame);
       cancelAnimationFrame(frame);
@@ -201,7 +229,7 @@ export function ChatPage(props: { user: string }) {
         // stopped before any word may never have started (still waiting for the user's
         // previous chat): nothing to rate then.
         const kept = answer ? runId : undefined;
-        update(key, { answer, runId: kept, live: undefined, interrupted: true });
+        update(key, { answer, runId: kept, live: undefined, interrupted: true, ...shownOnly() });
       } else {
         const message = error instanceof ApiError ? error.message : String(error);
         const failure = { code: 'request_failed', message };
@@ -218,8 +246,8 @@ export function ChatPage(props: { user: string }) {
   const sendRef = useRef(send);
   sendRef.current = send;
   const retry = useCallback((turn: Turn) => {
-    setTurns((all) => all.filter((other) => other.key !== turn.key));
-    void sendRef.current(turn.question, turn.image);
+    const { url, file } = turn.image ?? {};
+    void sendRef.current(turn.question, url && file ? { url, file } : undefined, turn.key);
   }, []);
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
 
