@@ -1,5 +1,5 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
@@ -290,7 +290,15 @@ describe('the web client in Chromium', () => {
     const sent = JSON.stringify(vision.chats.at(-1)?.body.messages);
     expect(sent).toContain(`data:image/png;base64,${PNG.toString('base64')}`);
     const question = page.locator('.bubble.user').last();
-    expect(await question.getByRole('img', { name: 'Attached image' }).count()).toBe(1);
+    // The picture itself still shows beside the question, not a broken image.
+    const thumbnail = question.getByRole('img', { name: 'Attached image' });
+    await expect
+      .poll(() =>
+        thumbnail.evaluate(
+          (img: { complete: boolean; naturalWidth: number }) => img.complete && img.naturalWidth,
+        ),
+      )
+      .toBe(1);
     // The composer's attachment was used up by the first send.
     expect(await page.locator('.composer').getByRole('img').count()).toBe(0);
   });
@@ -312,6 +320,36 @@ describe('the web client in Chromium', () => {
     expect(body).toMatchObject({ run_id: turn?.run_id, score: 0 });
     await lastAnswer().getByRole('status').filter({ hasText: 'Thanks' }).waitFor();
     await expect.poll(async () => (await history())[0]?.feedback?.score).toBe(0);
+  });
+
+  it('offers no 👍/👎 on an answer stopped before its first word, but does once words came', async () => {
+    const rating = (answer: Locator) => answer.getByRole('button', { name: /^(Good|Bad) answer$/ });
+    // The model sends its headers and then nothing: no word ever comes.
+    llm.enqueue(reply.stall());
+    const chats = llm.chats.length;
+    // The run's id reaches the page in the response's headers, before any word: Stop only
+    // after it came, so an answer that kept it would offer the rating.
+    const started = page.waitForResponse((response) => response.url().endsWith('/chat'));
+    await send('Stop before you start');
+    expect(await (await started).headerValue('x-parley-run-id')).toBeTruthy();
+    await expect.poll(() => llm.chats.length).toBe(chats + 1);
+    await lastAnswer().getByText('Writing…').waitFor();
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await waitForIdle();
+    const stoppedEarly = answers().nth((await answers().count()) - 1);
+    expect(await stoppedEarly.textContent()).toContain('Stopped');
+    expect(await rating(stoppedEarly).count()).toBe(0);
+
+    // Stopped after some words, the answer can be rated.
+    llm.enqueue(reply.text(words(60, 'later'), { chunks: 60, delayMs: 100 }));
+    await send('Say a few words, then I stop you');
+    await lastAnswer().locator('.md').getByText('later2', { exact: false }).waitFor();
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await waitForIdle();
+    expect(await lastAnswer().textContent()).toContain('Stopped');
+    expect(await rating(lastAnswer()).count()).toBe(2);
+    // The earlier one still offers none.
+    expect(await rating(stoppedEarly).count()).toBe(0);
   });
 
   it('opens a long conversation at its newest turn', async () => {
@@ -348,7 +386,9 @@ describe('the web client in Chromium', () => {
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'New conversation' }).click();
     await expect.poll(async () => (await history()).length).toBe(0);
-    expect(await page.locator('.turn').count()).toBe(0);
+    // The page clears once the reset's answer reaches it, which can be after the server's
+    // history is empty.
+    await expect.poll(() => page.locator('.turn').count()).toBe(0);
     llm.enqueue(
       reply.text(
         'Here is a plan for **Saturday**:\n\n1. Pick up the dry cleaning\n2. Call 민수 about dinner\n' +

@@ -10,6 +10,7 @@ const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** How often a streaming answer is redrawn. */
 const DRAW_MS = 100;
 
+/** An image to send, and the object URL that shows it (revoked once nothing shows it). */
 interface Attachment {
   file: File;
   url: string;
@@ -22,11 +23,13 @@ interface Turn {
   runId?: string | undefined;
   question: string;
   answer: string;
-  /** The image sent with the question: shown with it, and sent again by Retry. */
-  image?: Attachment | undefined;
-  /** While the answer streams, its text grows here (not in `answer`): see LiveText. */
+  /**
+   * The image sent with the question, shown with it. Its file is kept only while Retry can
+   * send it again: while the answer streams, and after it failed.
+   */
+  image?: { url: string; file?: File | undefined } | undefined;
+  /** Set exactly while the answer streams: its text grows here (not in `answer`), see LiveText. */
   live?: LiveText | undefined;
-  streaming: boolean;
   interrupted: boolean;
   error?: { code: string; message: string } | undefined;
   feedback?: { score: number; comment: string | null } | null | undefined;
@@ -72,6 +75,23 @@ export function ChatPage(props: { user: string }) {
     [],
   );
 
+  // An image's object URL holds the image in memory until revoked: each is revoked once
+  // neither the composer nor a turn shows it (preview removed or replaced, conversation
+  // cleared), and all of them when the page goes.
+  const shownUrls = useRef(new Set<string>());
+  useEffect(() => {
+    const shown = new Set(turns.flatMap((turn) => (turn.image ? [turn.image.url] : [])));
+    if (image) shown.add(image.url);
+    for (const url of shownUrls.current) if (!shown.has(url)) URL.revokeObjectURL(url);
+    shownUrls.current = shown;
+  }, [turns, image]);
+  useEffect(
+    () => () => {
+      for (const url of shownUrls.current) URL.revokeObjectURL(url);
+    },
+    [],
+  );
+
   const toBottom = (element: HTMLElement) => {
     element.scrollTop = element.scrollHeight;
     ownScroll.current = element.scrollTop;
@@ -102,7 +122,6 @@ export function ChatPage(props: { user: string }) {
         runId: turn.run_id,
         question: turn.question,
         answer: turn.answer,
-        streaming: false,
         interrupted: turn.interrupted,
         feedback: turn.feedback,
       }));
@@ -136,24 +155,25 @@ export function ChatPage(props: { user: string }) {
     return () => observer.disconnect();
   }, [older]);
 
+  // Older turns put above keep the reader's place: the same distance from the bottom. (Keeping
+  // to the newest words is the ResizeObserver's work, above.)
   useLayoutEffect(() => {
     const element = log.current;
-    if (!element) return;
-    if (keepOffset.current !== undefined) {
-      element.scrollTop = element.scrollHeight - keepOffset.current;
-      keepOffset.current = undefined;
-    } else if (atBottom.current) {
-      toBottom(element);
-    }
+    if (!element || keepOffset.current === undefined) return;
+    element.scrollTop = element.scrollHeight - keepOffset.current;
+    keepOffset.current = undefined;
   }, [turns]);
 
-  const send = async (question: string, attached: Attachment | undefined) => {
+  /** Sends a question; `replaces` is the key of a failed turn this one takes the place of. */
+  const send = async (question: string, attached: Attachment | undefined, replaces?: string) => {
     if (!question.trim() || busy) return;
     const key = newKey();
     const live = new LiveText();
+    // One change removes the turn retried and adds its successor, which shows the same image
+    // URL: it stays in use (see the effect that revokes them). Nothing is removed when busy.
     setTurns((all) => [
-      ...all,
-      { key, question, answer: '', streaming: true, interrupted: false, image: attached, live },
+      ...all.filter((turn) => turn.key !== replaces),
+      { key, question, answer: '', interrupted: false, image: attached, live },
     ]);
     setDraft('');
     setImage(undefined);
@@ -166,6 +186,9 @@ export function ChatPage(props: { user: string }) {
     // Only this answer's view listens to `live`: a redraw renders nothing else.
     let answer = '';
     let runId: string | undefined;
+    let failed = false;
+    // An answer that did not fail offers no Retry: its image is only shown from then on.
+    const shownOnly = () => (attached && !failed ? { image: { url: attached.url } } : {});
     let frame = 0;
     let drawnAt = 0;
     const draw = () => {
@@ -189,6 +212,7 @@ export function ChatPage(props: { user: string }) {
           answer += event.text;
           schedule();
         } else if (event.type === 'error') {
+          failed = true;
           update(key, { error: { code: event.code, message: event.message } });
         } else {
           runId = event.runId; // 'start', then 'done' with the same id
@@ -196,7 +220,7 @@ export function ChatPage(props: { user: string }) {
       }
       clearTimeout(frame);
       cancelAnimationFrame(frame);
-      update(key, { answer, runId, streaming: false, live: undefined });
+      update(key, { answer, runId, live: undefined, ...shownOnly() });
     } catch (error) {
       clearTimeout(frame);
       cancelAnimationFrame(frame);
@@ -205,11 +229,11 @@ export function ChatPage(props: { user: string }) {
         // stopped before any word may never have started (still waiting for the user's
         // previous chat): nothing to rate then.
         const kept = answer ? runId : undefined;
-        update(key, { answer, runId: kept, streaming: false, live: undefined, interrupted: true });
+        update(key, { answer, runId: kept, live: undefined, interrupted: true, ...shownOnly() });
       } else {
         const message = error instanceof ApiError ? error.message : String(error);
         const failure = { code: 'request_failed', message };
-        update(key, { answer, streaming: false, live: undefined, error: failure });
+        update(key, { answer, live: undefined, error: failure });
       }
     } finally {
       abort.current = undefined;
@@ -222,8 +246,8 @@ export function ChatPage(props: { user: string }) {
   const sendRef = useRef(send);
   sendRef.current = send;
   const retry = useCallback((turn: Turn) => {
-    setTurns((all) => all.filter((other) => other.key !== turn.key));
-    void sendRef.current(turn.question, turn.image);
+    const { url, file } = turn.image ?? {};
+    void sendRef.current(turn.question, url && file ? { url, file } : undefined, turn.key);
   }, []);
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
 
@@ -279,9 +303,13 @@ export function ChatPage(props: { user: string }) {
         tabIndex={0}
         onScroll={(e) => {
           const el = e.currentTarget as HTMLDivElement;
-          // Only the reader's own scrolling says whether to follow: the page's scrolls land
-          // at the bottom of a conversation that may have grown again since.
-          if (el.scrollTop === ownScroll.current) return;
+          // Only the reader's own scrolling says whether to follow. The page's scrolls land at
+          // the bottom of a conversation that may have grown again since, and the browser's
+          // own moves (scroll anchoring, as a turn above gets its real height in place of
+          // content-visibility's placeholder) can go down past that: neither is the reader
+          // leaving the bottom. Only a move above where the page put the view can be.
+          if (ownScroll.current !== undefined && el.scrollTop >= ownScroll.current) return;
+          ownScroll.current = undefined;
           atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
         }}
       >
@@ -394,6 +422,7 @@ interface TurnProps {
  */
 const TurnView = memo(function TurnView(props: TurnProps) {
   const { turn } = props;
+  const streaming = turn.live !== undefined;
   const full = useLiveText(turn.live, turn.answer);
   const { thinking, answer } = useMemo(() => splitThinking(full), [full]);
   return (
@@ -403,7 +432,7 @@ const TurnView = memo(function TurnView(props: TurnProps) {
         {turn.image && <img class="thumb" src={turn.image.url} alt={t.attachedImage} />}
         <p>{turn.question}</p>
       </div>
-      <div class="bubble assistant" aria-busy={turn.streaming ? 'true' : 'false'}>
+      <div class="bubble assistant" aria-busy={streaming ? 'true' : 'false'}>
         <span class="visually-hidden">{t.assistant}: </span>
         {thinking !== undefined && (
           <details class="thinking">
@@ -412,7 +441,7 @@ const TurnView = memo(function TurnView(props: TurnProps) {
           </details>
         )}
         <AnswerText text={answer} />
-        {turn.streaming && !answer && <p class="muted">{t.thinkingNow}</p>}
+        {streaming && !answer && <p class="muted">{t.thinkingNow}</p>}
         {turn.interrupted && <p class="muted">{t.interrupted}</p>}
         {turn.error && (
           <div role="alert" class="error">
@@ -424,7 +453,7 @@ const TurnView = memo(function TurnView(props: TurnProps) {
             </button>
           </div>
         )}
-        {turn.runId && !turn.streaming && (
+        {turn.runId && !streaming && (
           <Feedback
             runId={turn.runId}
             given={turn.feedback ?? null}
