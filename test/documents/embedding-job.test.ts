@@ -1,0 +1,140 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { KindWorker } from '../../src/background/kind-worker.ts';
+import type { Embedder } from '../../src/documents/embedder.ts';
+import { embeddingJob } from '../../src/documents/embedding-job.ts';
+import { VectorStore } from '../../src/storage/vector-store.ts';
+import { type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
+
+/**
+ * The embedding backfill, driven by the real job worker over the real vector store, with the
+ * embedding model scripted: a model (or a provider other than the AI SDK's OpenAI client,
+ * which checks the count itself) that answers a different number of vectors than it was sent
+ * texts must get nothing of that batch saved (its texts would be paired with the wrong
+ * vectors), and the batch is tried again. And a drain checks for chunks and for a model once,
+ * not before every batch.
+ *
+ * Embedded engine only: it needs pgvector, which PGlite always has and this machine's
+ * PostgreSQL server does not (there, vectors are off and no embedding job runs).
+ */
+const TEXTS = ['alpha chunk text', 'beta chunk text', 'gamma chunk text'];
+const RETRY_MS = 100;
+let models = 0;
+
+/** A scripted model: `answer` picks the vectors for a batch; `ready` calls are counted. */
+function scriptedEmbedder(answer: (texts: readonly string[]) => number[][]) {
+  const calls = { ready: 0, batches: [] as string[][] };
+  const embedder: Embedder = {
+    id: `scripted:${++models}`, // a vector space of its own: every chunk is missing in it
+    available: true,
+    ready: async () => {
+      calls.ready++;
+      return true;
+    },
+    embedDocuments: async (texts) => {
+      calls.batches.push([...texts]);
+      return answer(texts);
+    },
+    embedQuery: async () => [1, 0, 0],
+  };
+  return { embedder, calls };
+}
+const vectorOf = (text: string) => [TEXTS.indexOf(text) + 1, 1, 0];
+
+describe('the embedding backfill, on the embedded engine', () => {
+  let opened: OpenTestDatabase | undefined;
+  let vectors: VectorStore;
+  const logs: Record<string, unknown>[] = [];
+  const logger = pino(
+    { level: 'info' },
+    new Writable({
+      write(line, _encoding, done) {
+        logs.push(JSON.parse(String(line)));
+        done();
+      },
+    }),
+  );
+
+  const workers: KindWorker<{ id: string; attempts: number }>[] = [];
+  const workerFor = (embedder: Embedder, batchSize: number) => {
+    const worker = new KindWorker(
+      embeddingJob({ embedder, vectors, logger, batchSize, retryMs: RETRY_MS }),
+      logger,
+    );
+    workers.push(worker);
+    return worker;
+  };
+  const missing = async (embedder: Embedder) =>
+    (await vectors.missing(embedder.id, 100)).map((item) => item.content).sort();
+
+  beforeAll(async () => {
+    opened = await openTestDatabase('embedded');
+    expect(opened.database.capabilities.vector).toBe(true); // PGlite always has pgvector
+    vectors = new VectorStore(opened.database.db);
+    const client = opened.database.db.$client;
+    const { rows } = await client.query<{ id: number }>(
+      `INSERT INTO documents (source, chunk_count) VALUES ('texts.txt', $1) RETURNING id`,
+      [TEXTS.length],
+    );
+    for (const [index, content] of TEXTS.entries()) {
+      await client.query(
+        `INSERT INTO chunks (document_id, chunk_index, content, content_hash, term_count)
+         VALUES ($1, $2, $3, md5($3), 3)`,
+        [rows[0]?.id, index, content],
+      );
+    }
+  }, 60_000);
+  // A failed batch is tried again by the worker itself after RETRY_MS: stopped after each test.
+  afterEach(async () => {
+    for (const worker of workers.splice(0)) await worker.stop();
+  });
+  afterAll(() => opened?.close());
+
+  it('saves nothing of a batch answered with fewer vectors than texts, and says so', async () => {
+    // One vector short: the second text's, as if the model had dropped the first.
+    const { embedder } = scriptedEmbedder((texts) => texts.slice(1).map(vectorOf));
+    const report = await workerFor(embedder, 2).drainOnce();
+    expect(report).toMatchObject({ leased: 1, done: 0, failed: 1 });
+    expect(await missing(embedder)).toEqual([...TEXTS].sort());
+    const failed = logs.findLast((line) => line.msg === 'background job failed; will retry');
+    expect((failed?.err as { message?: string } | undefined)?.message).toBe(
+      'the embedder returned 1 vectors for 2 texts',
+    );
+  });
+
+  it('saves nothing of a batch answered with more vectors than texts', async () => {
+    const { embedder } = scriptedEmbedder((texts) => [[9, 9, 9], ...texts.map(vectorOf)]);
+    const report = await workerFor(embedder, 2).drainOnce();
+    expect(report).toMatchObject({ leased: 1, done: 0, failed: 1 });
+    expect(await missing(embedder)).toEqual([...TEXTS].sort());
+  });
+
+  it('tries the batch again, and saves it once the answer is right', async () => {
+    let wrong = true;
+    const { embedder, calls } = scriptedEmbedder((texts) => {
+      const answer = texts.map(vectorOf);
+      if (wrong) answer.pop();
+      wrong = false;
+      return answer;
+    });
+    const worker = workerFor(embedder, 2);
+    expect(await worker.drainOnce()).toMatchObject({ done: 0, failed: 1 });
+    expect(await missing(embedder)).toHaveLength(TEXTS.length);
+    // The worker tries again by itself once the pause after a failure (RETRY_MS) is over.
+    const deadline = Date.now() + 10_000;
+    while ((await missing(embedder)).length > 0) {
+      if (Date.now() > deadline) throw new Error('the batch was not tried again in 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(calls.batches[1]).toEqual(calls.batches[0]); // the same batch, again
+  });
+
+  it('asks whether the model is ready once per drain, not before every batch', async () => {
+    const { embedder, calls } = scriptedEmbedder((texts) => texts.map(vectorOf));
+    expect(await workerFor(embedder, 1).drainOnce()).toMatchObject({ done: 3, failed: 0 });
+    expect(calls.batches).toHaveLength(3);
+    expect(calls.ready).toBe(1);
+    expect(await missing(embedder)).toEqual([]);
+  });
+});
