@@ -376,6 +376,7 @@ export async function main(config: Config): Promise<void> {
     ingestMaxBytes: config.INGEST_MAX_BYTES,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
     trustProxy: config.TRUST_PROXY,
+    now: () => clock.now().getTime(),
     profiles,
     graph,
     memory,

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { looksLikeApiKey } from '../accounts/api-key.ts';
 import { actingUser, type Principal } from '../accounts/principal.ts';
+import type { CredentialThrottle } from './credential-throttle.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -28,6 +29,8 @@ export interface AuthSettings {
   authenticateOther?:
     | ((request: FastifyRequest) => Promise<Principal | null | undefined>)
     | undefined;
+  /** Wrong bearer credentials per client address: past its limit, 429 before any check. */
+  throttle: CredentialThrottle;
 }
 
 const DEVELOPMENT: Principal = { kind: 'admin', development: true };
@@ -38,7 +41,9 @@ const ADMIN: Principal = { kind: 'admin', development: false };
  * exactly is the administrator; `Bearer pk_…` a user's key; anything else is 401. Without
  * API_TOKEN (development mode) a request without a key is the administrator. The token is
  * compared in constant time (both sides hashed); a key is looked up by its hash, so an
- * unknown, revoked and expired key take the same path and get the same answer.
+ * unknown, revoked and expired key take the same path and get the same answer. Every refused
+ * Authorization header counts against the client's address (credential-throttle.ts); once it
+ * must wait, a request with one is 429 before it is compared. Public routes never look at it.
  *
  * Then one rule for every route: a `user_id` a request names (path, query or body) must be
  * the key's own user (src/accounts/principal.ts); the administrator may name anyone.
@@ -51,6 +56,7 @@ export function installAuth(app: FastifyInstance, settings: AuthSettings): void 
     if (request.routeOptions.config.public || request.is404) return;
     const header = request.headers.authorization;
     if (header !== undefined) {
+      settings.throttle.check(request);
       if (isAdmin?.(header)) {
         request.principal = ADMIN;
         return;
@@ -62,9 +68,13 @@ export function installAuth(app: FastifyInstance, settings: AuthSettings): void 
           request.principal = principal;
           return;
         }
+        settings.throttle.failed(request);
         return unauthorized(reply);
       }
-      if (isAdmin) return unauthorized(reply);
+      if (isAdmin) {
+        settings.throttle.failed(request);
+        return unauthorized(reply);
+      }
     }
     const other = await settings.authenticateOther?.(request);
     if (other) {

@@ -26,6 +26,7 @@ import { APP_VERSION } from '../version.ts';
 import type { App } from './app-types.ts';
 import { type AuthSettings, installAuth } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
+import { CredentialThrottle } from './credential-throttle.ts';
 import { installErrorHandling } from './error-handler.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
 import { registerAccountRoutes } from './routes/account.ts';
@@ -76,6 +77,8 @@ export interface HttpDependencies {
   requestTimeoutMs: number;
   /** TRUST_PROXY: the proxies whose X-Forwarded-For names the client (unset: none). */
   trustProxy?: number | string[] | undefined;
+  /** The service's clock, in ms, for the bearer throttle's window (tests move it). */
+  now?: (() => number) | undefined;
   reminders: ReminderService;
   profiles: ProfileService;
   graph: GraphService;
@@ -118,7 +121,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
       connectionsCheckingInterval: Math.min(30_000, Math.ceil(deps.requestTimeoutMs / 4)),
     },
     clientErrorHandler: clientErrorHandler(deps.logger),
-    // request.ip (the sign-in throttle's key) is the socket's address unless a proxy is trusted.
+    // request.ip (the sign-in and bearer throttles' key) is the socket's address unless a proxy is trusted.
     ...(deps.trustProxy !== undefined && { trustProxy: trustedProxies(deps.trustProxy) }),
   }).withTypeProvider<ZodTypeProvider>();
 
@@ -134,7 +137,9 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     reply.header('referrer-policy', 'no-referrer');
   });
   installErrorHandling(app);
+  const throttle = new CredentialThrottle(deps.now);
   installAuth(app, {
+    throttle,
     adminToken: deps.apiToken,
     authenticateKey: (key) => deps.accounts.authenticate(key),
     authenticateOther:
@@ -200,7 +205,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     registerSessionRoutes(app, deps.web.sessions, deps.web.lifetimeMs);
     registerWebClient(app, deps.web.files);
   }
-  if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route);
+  if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route, throttle);
   if (deps.telegramWebhook) registerTelegramWebhookRoute(app, deps.telegramWebhook);
   methods.answer405();
 

@@ -1,6 +1,7 @@
 import { requireAdmin } from '../../accounts/principal.ts';
 import type { App } from '../app-types.ts';
 import { bearerCheck, unauthorized } from '../auth.ts';
+import type { CredentialThrottle } from '../credential-throttle.ts';
 import { errorResponses } from '../error-responses.ts';
 
 export interface MetricsRouteSettings {
@@ -12,7 +13,11 @@ export interface MetricsRouteSettings {
 }
 
 /** GET /metrics (METRICS_ENABLED); not registered otherwise, so it answers 404. */
-export function registerMetricsRoutes(app: App, settings: MetricsRouteSettings): void {
+export function registerMetricsRoutes(
+  app: App,
+  settings: MetricsRouteSettings,
+  throttle: CredentialThrottle,
+): void {
   const authorized = settings.token ? bearerCheck(settings.token) : undefined;
   app.get(
     '/metrics',
@@ -30,7 +35,15 @@ export function registerMetricsRoutes(app: App, settings: MetricsRouteSettings):
       },
     },
     async (request, reply) => {
-      if (authorized && !authorized(request.headers.authorization)) return unauthorized(reply);
+      if (authorized) {
+        // Its own token, its own check, under the API's throttle (METRICS_TOKEN may be weak).
+        const header = request.headers.authorization;
+        if (header !== undefined) throttle.check(request);
+        if (!authorized(header)) {
+          if (header !== undefined) throttle.failed(request);
+          return unauthorized(reply);
+        }
+      }
       if (!authorized) requireAdmin(request.principal); // a user's key is not the operator's
       const text = await settings.text();
       return reply.header('content-type', settings.contentType).send(text);

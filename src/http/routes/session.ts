@@ -1,6 +1,6 @@
 import { z } from 'zod';
+import { FailureThrottle } from '../../accounts/failure-throttle.ts';
 import type { Principal } from '../../accounts/principal.ts';
-import { SignInThrottle } from '../../accounts/sign-in-throttle.ts';
 import type { WebSessions } from '../../accounts/web-sessions.ts';
 import { AppError } from '../../errors.ts';
 import type { App } from '../app-types.ts';
@@ -29,7 +29,7 @@ const who = z.object({
  * mode a user name) is exchanged for a session cookie; API clients never need these routes.
  */
 export function registerSessionRoutes(app: App, sessions: WebSessions, lifetimeMs: number): void {
-  const throttle = new SignInThrottle({
+  const throttle = new FailureThrottle({
     maxFailures: SIGN_IN_FAILURES_PER_MINUTE,
     windowMs: 60_000,
   });

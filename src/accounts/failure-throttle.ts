@@ -1,13 +1,14 @@
 /**
- * Failed sign-ins per client address, in a sliding window: past `maxFailures` in `windowMs`,
- * every sign-in from that address waits (a right key too, or guessing could go on unseen).
- * A key has 256 random bits, so this is not what keeps it secret; it keeps the sign-in page
- * from being a guessing tool. Bearer credentials on the API are not counted here (a wrong one
- * is a 401 per request, as before).
+ * Failed credentials per client address, in a sliding window: past `maxFailures` in
+ * `windowMs`, every try from that address waits (a right credential too, or guessing could go
+ * on unseen). Two instances, counted apart: the web client's sign-ins (routes/session.ts) and
+ * bearer credentials on the API (http/credential-throttle.ts). A key has 256 random bits, so
+ * this is not what keeps a key secret; it keeps the sign-in page and the API from being a
+ * guessing tool for an operator's token (API_TOKEN, METRICS_TOKEN), which may be weak.
  *
  * Kept in memory: each replica (and worker) counts its own, and a restart forgets.
  */
-export class SignInThrottle {
+export class FailureThrottle {
   readonly #maxFailures: number;
   readonly #windowMs: number;
   readonly #now: () => number;
@@ -36,7 +37,8 @@ export class SignInThrottle {
     return Math.max(1, Math.ceil(((recent[0] as number) + this.#windowMs - this.#now()) / 1000));
   }
 
-  failed(address: string): void {
+  /** Counts a failure; answers the failures now in the window (`maxFailures`: it must wait). */
+  failed(address: string): number {
     const now = this.#now();
     const recent = this.#recent(address, now);
     recent.push(now);
@@ -54,6 +56,7 @@ export class SignInThrottle {
         this.#failures.delete(other);
       }
     }
+    return recent.length;
   }
 
   #recent(address: string, now: number): number[] {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { SignInThrottle } from '../../src/accounts/sign-in-throttle.ts';
+import { FailureThrottle } from '../../src/accounts/failure-throttle.ts';
 
-describe('SignInThrottle', () => {
+describe('FailureThrottle', () => {
   const make = () => {
     let now = 1_000_000;
-    const throttle = new SignInThrottle({ maxFailures: 3, windowMs: 60_000, now: () => now });
+    const throttle = new FailureThrottle({ maxFailures: 3, windowMs: 60_000, now: () => now });
     return { throttle, advance: (ms: number) => (now += ms) };
   };
 
@@ -22,8 +22,18 @@ describe('SignInThrottle', () => {
     expect(throttle.retryAfterSeconds('10.0.0.1')).toBe(20);
   });
 
+  it('answers the failures in the window, never more than the limit', () => {
+    const { throttle, advance } = make();
+    expect(throttle.failed('10.0.0.1')).toBe(1);
+    expect(throttle.failed('10.0.0.1')).toBe(2);
+    expect(throttle.failed('10.0.0.1')).toBe(3);
+    expect(throttle.failed('10.0.0.1')).toBe(3);
+    advance(60_000);
+    expect(throttle.failed('10.0.0.1')).toBe(1);
+  });
+
   it('remembers a bounded number of addresses, forgetting the longest quiet first', () => {
-    const throttle = new SignInThrottle({ maxFailures: 1, windowMs: 60_000, maxAddresses: 10 });
+    const throttle = new FailureThrottle({ maxFailures: 1, windowMs: 60_000, maxAddresses: 10 });
     const first = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'];
     for (const address of first) throttle.failed(address);
     throttle.failed('a'); // a failed again: now the most recent

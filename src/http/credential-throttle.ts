@@ -1,0 +1,56 @@
+import type { FastifyRequest } from 'fastify';
+import { FailureThrottle } from '../accounts/failure-throttle.ts';
+import { AppError } from '../errors.ts';
+
+/**
+ * Wrong bearer credentials a client address may send in a minute before it must wait: the
+ * web sign-in's policy (routes/session.ts), counted apart from it.
+ */
+export const BEARER_FAILURES_PER_MINUTE = 10;
+
+/**
+ * Bearer guessing on the API: a user's key cannot be guessed, but API_TOKEN and METRICS_TOKEN
+ * are the operator's choice and may be weak. Past BEARER_FAILURES_PER_MINUTE wrong
+ * credentials from one address (request.ip, so TRUST_PROXY decides what that is), every
+ * request from it that carries one is 429 until the oldest failure is a minute old: checked
+ * before the credential, so a guess in that time learns nothing, and a right credential waits
+ * too. Requests without a credential are neither counted nor refused; a credential that
+ * works is not counted (and does not wipe earlier failures, or one good key would let its
+ * holder guess on).
+ */
+export class CredentialThrottle {
+  readonly #throttle: FailureThrottle;
+
+  /** `now`: the service's clock (tests move it to pass the window without waiting). */
+  constructor(now?: () => number) {
+    this.#throttle = new FailureThrottle({
+      maxFailures: BEARER_FAILURES_PER_MINUTE,
+      windowMs: 60_000,
+      ...(now && { now }),
+    });
+  }
+
+  /** Before a credential is looked at: throws the 429 while the request's address waits. */
+  check(request: FastifyRequest): void {
+    const wait = this.#throttle.retryAfterSeconds(request.ip);
+    if (wait === undefined) return;
+    throw new AppError(
+      'too_many_failed_credentials',
+      429,
+      'Too many wrong credentials from this address. Try again shortly.',
+      { retryAfterSeconds: wait },
+    );
+  }
+
+  /** A credential was refused: counted, and the address logged once it must wait. */
+  failed(request: FastifyRequest): void {
+    const failures = this.#throttle.failed(request.ip);
+    if (failures >= BEARER_FAILURES_PER_MINUTE) {
+      // The address and the count only: never the credential.
+      request.log.warn(
+        { address: request.ip, failures, window_seconds: 60 },
+        'too many wrong bearer credentials: the address must wait',
+      );
+    }
+  }
+}
