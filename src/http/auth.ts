@@ -42,34 +42,40 @@ const ADMIN: Principal = { kind: 'admin', development: false };
  * API_TOKEN (development mode) a request without a key is the administrator. The token is
  * compared in constant time (both sides hashed); a key is looked up by its hash, so an
  * unknown, revoked and expired key take the same path and get the same answer. Every refused
- * Authorization header counts against the client's address (credential-throttle.ts); once it
- * must wait, a request with one is 429 before it is compared. Public routes never look at it.
+ * token (anything not shaped like a key) counts against the client's address
+ * (credential-throttle.ts); once it must wait, a token is 429 before it is compared. Keys are
+ * never throttled. Public routes never look at the header.
  *
  * Then one rule for every route: a `user_id` a request names (path, query or body) must be
  * the key's own user (src/accounts/principal.ts); the administrator may name anyone.
  */
 export function installAuth(app: FastifyInstance, settings: AuthSettings): void {
   const isAdmin = settings.adminToken ? bearerCheck(settings.adminToken) : undefined;
+  const adminLooksLikeKey =
+    settings.adminToken !== undefined && looksLikeApiKey(settings.adminToken);
   app.decorateRequest('principal', undefined as unknown as { getter: () => Principal });
 
   app.addHook('onRequest', async (request, reply) => {
     if (request.routeOptions.config.public || request.is404) return;
     const header = request.headers.authorization;
     if (header !== undefined) {
-      settings.throttle.check(request);
-      if (isAdmin?.(header)) {
-        request.principal = ADMIN;
-        return;
-      }
       const key = header.startsWith('Bearer ') ? header.slice(7) : '';
+      // A user's key cannot be guessed (256 random bits), so keys are neither throttled nor
+      // counted: a client holding a stale or revoked key cannot make its address (say, the
+      // trusted server in front) wait, and a throttled address's users still get in.
       if (looksLikeApiKey(key)) {
         const principal = await settings.authenticateKey(key);
         if (principal) {
           request.principal = principal;
           return;
         }
-        settings.throttle.failed(request);
-        return unauthorized(reply);
+        // Only an API_TOKEN shaped like a key goes on, to be compared (and throttled) below.
+        if (!adminLooksLikeKey) return unauthorized(reply);
+      }
+      settings.throttle.check(request);
+      if (isAdmin?.(header)) {
+        request.principal = ADMIN;
+        return;
       }
       if (isAdmin) {
         settings.throttle.failed(request);
