@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { FailureThrottle } from '../accounts/failure-throttle.ts';
 import { AppError } from '../errors.ts';
+import { throttledAs } from './client-address.ts';
 
 /**
  * Wrong bearer credentials a client address may send in a minute before it must wait: the
@@ -11,7 +12,8 @@ export const BEARER_FAILURES_PER_MINUTE = 10;
 /**
  * Bearer guessing on the API: a user's key cannot be guessed, but API_TOKEN and METRICS_TOKEN
  * are the operator's choice and may be weak. Past BEARER_FAILURES_PER_MINUTE wrong
- * credentials from one address (request.ip, so TRUST_PROXY decides what that is), every
+ * credentials from one address (request.ip, so TRUST_PROXY decides what that is; an IPv6
+ * client counts as its /64, client-address.ts), every
  * request from it that carries one is 429 until the oldest failure is a minute old: checked
  * before the credential, so a guess in that time learns nothing, and a right credential waits
  * too. Requests without a credential are neither counted nor refused; a credential that
@@ -32,7 +34,7 @@ export class CredentialThrottle {
 
   /** Before a credential is looked at: throws the 429 while the request's address waits. */
   check(request: FastifyRequest): void {
-    const wait = this.#throttle.retryAfterSeconds(request.ip);
+    const wait = this.#throttle.retryAfterSeconds(throttledAs(request.ip));
     if (wait === undefined) return;
     throw new AppError(
       'too_many_failed_credentials',
@@ -42,13 +44,16 @@ export class CredentialThrottle {
     );
   }
 
-  /** A credential was refused: counted, and the address logged once it must wait. */
+  /**
+   * A token was refused: counted, and the address logged once it must wait (more than once
+   * only when requests already past the check fail at the same moment).
+   */
   failed(request: FastifyRequest): void {
-    const failures = this.#throttle.failed(request.ip);
+    const failures = this.#throttle.failed(throttledAs(request.ip));
     if (failures >= BEARER_FAILURES_PER_MINUTE) {
       // The address and the count only: never the credential.
       request.log.warn(
-        { address: request.ip, failures, window_seconds: 60 },
+        { address: throttledAs(request.ip), failures, window_seconds: 60 },
         'too many wrong bearer credentials: the address must wait',
       );
     }

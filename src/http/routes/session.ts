@@ -5,6 +5,7 @@ import type { WebSessions } from '../../accounts/web-sessions.ts';
 import { AppError } from '../../errors.ts';
 import type { App } from '../app-types.ts';
 import { unauthorized } from '../auth.ts';
+import { throttledAs } from '../client-address.ts';
 import { errorResponses } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 import {
@@ -65,7 +66,7 @@ export function registerSessionRoutes(app: App, sessions: WebSessions, lifetimeM
     },
     async (request, reply) => {
       assertFromOwnPage(request);
-      const wait = throttle.retryAfterSeconds(request.ip);
+      const wait = throttle.retryAfterSeconds(throttledAs(request.ip));
       if (wait !== undefined) {
         throw new AppError(
           'too_many_sign_ins',
@@ -79,7 +80,7 @@ export function registerSessionRoutes(app: App, sessions: WebSessions, lifetimeM
         'key' in body ? { credential: body.key } : { userId: body.user_id },
       );
       if (!session) {
-        throttle.failed(request.ip);
+        throttle.failed(throttledAs(request.ip));
         return unauthorized(reply);
       }
       const maxAge = Math.floor((session.expiresAt.getTime() - Date.now()) / 1000);
