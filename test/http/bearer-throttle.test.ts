@@ -105,14 +105,12 @@ describe.each(ENGINES)('the bearer throttle on the %s engine', (engine) => {
     expect((await call(from, ADMIN)).status).toBe(200);
   });
 
-  it('counts unknown keys and METRICS_TOKEN guesses alike, and never a right credential', async () => {
+  it('counts API_TOKEN and METRICS_TOKEN guesses alike, and never a right credential', async () => {
     const from = '203.0.113.20';
-    const created = await call('203.0.113.99', ADMIN);
-    expect(created.status).toBe(200);
     // Successes in between are not counted and do not wipe the failures before them.
     for (let i = 0; i < LIMIT; i++) {
-      const credential = i % 2 === 0 ? `pk_${'x'.repeat(43)}${i}` : `metrics-guess-${i}`;
-      const path = i % 2 === 0 ? '/documents' : '/metrics';
+      const [credential, path] =
+        i % 2 === 0 ? [`admin-guess-${i}`, '/documents'] : [`metrics-guess-${i}`, '/metrics'];
       expect((await call(from, credential, path)).status, `guess ${i + 1}`).toBe(401);
       if (i === LIMIT - 1) break;
       expect((await call(from, ADMIN)).status).toBe(200);
@@ -121,6 +119,53 @@ describe.each(ENGINES)('the bearer throttle on the %s engine', (engine) => {
     // The scraper's right token now waits too: the check comes before the comparison.
     expect((await call(from, SCRAPER, '/metrics')).status).toBe(429);
     expect((await call(from, ADMIN, '/documents')).status).toBe(429);
+  });
+
+  it('never counts a key, right or wrong, and lets keys in from a waiting address', async () => {
+    const from = '203.0.113.21';
+    const created = await parley.fetch('/admin/users', {
+      method: 'POST',
+      token: ADMIN,
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.98' },
+      body: JSON.stringify({ user_id: 'keyholder' }),
+    });
+    expect(created.status).toBe(201);
+    const { key } = (await created.json()) as { key: string };
+    const second = await parley.fetch('/admin/users/keyholder/keys', {
+      method: 'POST',
+      token: ADMIN,
+      headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.98' },
+      body: '{}',
+    });
+    const revoked = (await second.json()) as { key_id: string; key: string };
+    const revoke = await parley.fetch(`/admin/keys/${revoked.key_id}`, {
+      method: 'DELETE',
+      token: ADMIN,
+      headers: { 'x-forwarded-for': '203.0.113.98' },
+    });
+    expect(revoke.status).toBe(200);
+
+    // A client still holding a revoked key, or a mistyped one, retries and retries: the
+    // address (say, the trusted server in front) must not be made to wait for it.
+    const unknown = `pk_${'x'.repeat(42)}1`;
+    for (let i = 0; i < LIMIT * 2; i++) {
+      const wrong = i % 2 === 0 ? unknown : revoked.key;
+      expect((await call(from, wrong, '/documents')).status, `wrong key ${i + 1}`).toBe(401);
+    }
+    expect((await call(from, ADMIN, '/documents')).status).toBe(200);
+
+    // Token guesses do make it wait; a key from there still gets in.
+    for (let i = 0; i < LIMIT; i++) expect((await call(from, `guess-${i}`)).status).toBe(401);
+    expect((await call(from, ADMIN, '/documents')).status).toBe(429);
+    expect((await call(from, key, '/documents')).status).toBe(200);
+  });
+
+  it('counts an IPv6 client as its /64, not as each of its addresses', async () => {
+    for (let i = 0; i < LIMIT; i++) {
+      expect((await call(`2001:db8:7:7::${(i + 1).toString(16)}`, `guess-${i}`)).status).toBe(401);
+    }
+    expect((await call('2001:db8:7:7:ffff:1:2:3', ADMIN)).status).toBe(429);
+    expect((await call('2001:db8:7:8::1', ADMIN)).status).toBe(200);
   });
 
   it('never throttles requests without a credential', async () => {
