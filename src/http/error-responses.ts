@@ -30,7 +30,8 @@ const schemas = {
         'sentence for content that was well-formed but cannot be used',
     ),
   429: message(
-    'Over a per-user limit; `Retry-After` says in how many seconds trying again can succeed',
+    'Over a per-user limit, or too many wrong tokens from this address (any route that ' +
+      'takes a credential); `Retry-After` says in how many seconds trying again can succeed',
   ),
   500: z
     .object({ detail: z.string(), request_id: z.string().optional() })
@@ -40,10 +41,15 @@ const schemas = {
 
 export type ErrorStatus = keyof typeof schemas;
 
-/** Response schemas for these statuses; 500 is always included. */
+/**
+ * Response schemas for these statuses; 500 is always included, and 429 with 401: a route that
+ * checks a credential answers 429 to an address that sent too many wrong tokens
+ * (http/credential-throttle.ts).
+ */
 export function errorResponses(...statuses: ErrorStatus[]) {
   const chosen: Partial<Record<ErrorStatus, (typeof schemas)[ErrorStatus]>> = {};
-  for (const status of [...statuses, 500 as const]) chosen[status] = schemas[status];
+  const implied: ErrorStatus[] = statuses.includes(401) ? [429, 500] : [500];
+  for (const status of [...statuses, ...implied]) chosen[status] = schemas[status];
   return chosen;
 }
 

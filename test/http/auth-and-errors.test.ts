@@ -88,13 +88,14 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
     const declared = (path: string, method: string) =>
       Object.keys(operations[path]?.[method]?.responses ?? {}).sort();
     expect(declared('/chat', 'post')).toEqual(['401', '403', '413', '415', '422', '429', '500']);
-    expect(declared('/documents', 'get')).toEqual(['200', '401', '500', '503']);
+    expect(declared('/documents', 'get')).toEqual(['200', '401', '429', '500', '503']);
     expect(declared('/documents/{*}', 'delete')).toEqual([
       '200',
       '401',
       '403',
       '404',
       '422',
+      '429',
       '500',
       '503',
     ]);
@@ -105,15 +106,17 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
       '413',
       '415',
       '422',
+      '429',
       '500',
       '503',
     ]);
-    expect(declared('/reset', 'post')).toEqual(['200', '401', '403', '422', '500', '503']);
+    expect(declared('/reset', 'post')).toEqual(['200', '401', '403', '422', '429', '500', '503']);
     expect(declared('/reminders/{user_id}', 'get')).toEqual([
       '200',
       '401',
       '403',
       '422',
+      '429',
       '500',
       '503',
     ]);
@@ -133,6 +136,7 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
       '401',
       '403',
       '422',
+      '429',
       '500',
       '503',
     ]);

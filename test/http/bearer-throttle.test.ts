@@ -168,6 +168,24 @@ describe.each(ENGINES)('the bearer throttle on the %s engine', (engine) => {
     expect((await call('2001:db8:7:8::1', ADMIN)).status).toBe(200);
   });
 
+  it('documents the 429 on every route that documents a 401', async () => {
+    const spec = (await (await parley.fetch('/openapi.json', { token: null })).json()) as {
+      paths: Record<string, Record<string, { responses?: Record<string, unknown> }>>;
+    };
+    const missing: string[] = [];
+    let checked = 0;
+    for (const [path, operations] of Object.entries(spec.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const responses = operation.responses ?? {};
+        if (!('401' in responses)) continue;
+        checked++;
+        if (!('429' in responses)) missing.push(`${method.toUpperCase()} ${path}`);
+      }
+    }
+    expect(checked).toBeGreaterThan(20);
+    expect(missing).toEqual([]);
+  });
+
   it('never throttles requests without a credential', async () => {
     const from = '203.0.113.30';
     for (let i = 0; i < LIMIT * 2; i++) {

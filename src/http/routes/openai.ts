@@ -92,6 +92,9 @@ export async function registerOpenAiRoutes(
   );
 }
 
+/** The credential throttle's answer (http/credential-throttle.ts), possible on every route. */
+const TOO_MANY_WRONG_TOKENS = 'Too many wrong tokens from this address; see `Retry-After`';
+
 function registerModels(app: App): void {
   app.get(
     '/models',
@@ -101,7 +104,7 @@ function registerModels(app: App): void {
         tags: ['openai'],
         response: {
           200: z.object({ object: z.literal('list'), data: z.array(model) }),
-          ...errors({ 401: 'Missing or wrong key' }),
+          ...errors({ 401: 'Missing or wrong key', 429: TOO_MANY_WRONG_TOKENS }),
         },
       },
     },
@@ -116,7 +119,11 @@ function registerModels(app: App): void {
         params: z.object({ model: z.string() }),
         response: {
           200: model,
-          ...errors({ 401: 'Missing or wrong key', 404: 'Not a model this server serves' }),
+          ...errors({
+            401: 'Missing or wrong key',
+            404: 'Not a model this server serves',
+            429: TOO_MANY_WRONG_TOKENS,
+          }),
         },
       },
     },
@@ -160,7 +167,7 @@ function registerCompletions(app: App, chats: ChatService, settings: ChatRouteSe
             403: "A user's key naming another `user`",
             404: 'A model other than `parley`',
             413: 'The body is too large',
-            429: "Over the user's limits; `Retry-After` says when to try again",
+            429: "Over the user's limits, or too many wrong tokens from this address; `Retry-After` says when to try again",
             503: 'The model or the database is unavailable',
           }),
         },
