@@ -18,6 +18,8 @@ export interface AccountServiceDependencies {
   onLimitsRead?: (userId: string, overrides: Record<string, number>) => void;
   /** The time keys expire by (the service's clock; tests move it). */
   now?: () => number;
+  /** The monotonic milliseconds the key cache ages by; performance.now unless a test freezes it. */
+  elapsed?: () => number;
 }
 
 export interface IssuedKey {
@@ -140,7 +142,7 @@ export class AccountService {
   async authenticate(credential: string): Promise<Principal | undefined> {
     if (!looksLikeApiKey(credential)) return undefined;
     const hash = hashApiKey(credential);
-    const at = performance.now();
+    const at = this.#deps.elapsed?.() ?? performance.now();
     const cached = this.#keys.get(hash);
     let entry = cached && at - cached.at < KEY_CACHE_MS ? cached : undefined;
     if (!entry) {

@@ -304,7 +304,9 @@ describe('the web client in Chromium', () => {
   });
 
   it('offers 👍/👎 on an answer that was stopped, and rates it by its run_id', async () => {
-    llm.enqueue(reply.text(words(60, 'halt'), { chunks: 60, delayMs: 100 }));
+    // Five words (one a chunk, after the role's), then nothing: the answer cannot end before
+    // Stop, however slow the machine.
+    llm.enqueue(reply.text(words(60, 'halt'), { stallAfter: 6 }));
     await send('Say a lot, I will stop you');
     await lastAnswer().locator('.md').getByText('halt3', { exact: false }).waitFor();
     await page.getByRole('button', { name: 'Stop', exact: true }).click();
@@ -341,7 +343,8 @@ describe('the web client in Chromium', () => {
     expect(await rating(stoppedEarly).count()).toBe(0);
 
     // Stopped after some words, the answer can be rated.
-    llm.enqueue(reply.text(words(60, 'later'), { chunks: 60, delayMs: 100 }));
+    // Five words, then a stall: it cannot end before Stop, however slow the machine.
+    llm.enqueue(reply.text(words(60, 'later'), { stallAfter: 6 }));
     await send('Say a few words, then I stop you');
     await lastAnswer().locator('.md').getByText('later2', { exact: false }).waitFor();
     await page.getByRole('button', { name: 'Stop', exact: true }).click();
