@@ -2,11 +2,10 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type Json, jsonCaller } from '../support/json-call.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const ADMIN = 'admin-routes-admin-token';
-// biome-ignore lint/suspicious/noExplicitAny: JSON bodies read in assertions
-type Json = any;
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
 const USER_KEYS = ['created_at', 'keys', 'limits', 'user_id'];
@@ -26,17 +25,7 @@ describe.each(ENGINES)('the admin routes on the %s engine', (engine) => {
   let llm: FakeLlmServer;
   let storage: EngineEnv;
 
-  const call = async (token: string, method: string, path: string, body?: unknown) => {
-    const response = await parley.fetch(path, {
-      method,
-      token,
-      ...(body === undefined
-        ? {}
-        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    return { status: response.status, text, body: JSON.parse(text) as Json };
-  };
+  const call = jsonCaller(() => parley);
 
   beforeAll(async () => {
     storage = await engineEnv(engine);

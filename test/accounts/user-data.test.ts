@@ -3,12 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type Json, jsonCaller } from '../support/json-call.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const ADMIN = 'data-admin-token';
-// biome-ignore lint/suspicious/noExplicitAny: JSON bodies read in assertions
-type Json = any;
 
 describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   let parley: RunningParley;
@@ -16,16 +15,7 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   let storage: EngineEnv;
   const keys: Record<string, string> = {};
 
-  const call = async (token: string, method: string, path: string, body?: unknown) => {
-    const response = await parley.fetch(path, {
-      method,
-      token,
-      ...(body === undefined
-        ? {}
-        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-    });
-    return { status: response.status, body: (await response.json()) as Json };
-  };
+  const call = jsonCaller(() => parley);
   const upload = async (token: string, source: string, text: string, userId?: string) => {
     const { body, contentType } = multipartBody([
       ...(userId ? [{ name: 'user_id', value: userId }] : []),
