@@ -89,6 +89,7 @@ describe.each(ENGINES)('GET /users/{user_id}/history on the %s engine', (engine)
       '401',
       '403',
       '422',
+      '429',
       '500',
       '503',
     ]);

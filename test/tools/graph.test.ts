@@ -243,6 +243,7 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
         '401',
         '403',
         '422',
+        '429',
         '500',
         '503',
       ]);
