@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type EngineStack, startEngineStack } from '../support/chat-stack.ts';
+import { ENGINES } from '../support/engines.ts';
 import { type Json, jsonCaller } from '../support/json-call.ts';
-import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const ADMIN = 'admin-routes-admin-token';
 
@@ -21,32 +20,18 @@ const DEFAULTS = {
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
 describe.each(ENGINES)('the admin routes on the %s engine', (engine) => {
-  let parley: RunningParley;
-  let llm: FakeLlmServer;
-  let storage: EngineEnv;
-
-  const call = jsonCaller(() => parley);
+  let stack: EngineStack;
+  const call = jsonCaller(() => stack.parley);
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
-    parley = await startParley({
-      env: {
-        API_TOKEN: ADMIN,
-        LLM_BASE_URL: llm.url,
-        EMBEDDINGS_PROVIDER: 'none',
-        LIMIT_CHATS_PER_MINUTE: String(DEFAULTS.chats_per_minute),
-        LIMIT_TOKENS_PER_DAY: String(DEFAULTS.tokens_per_day),
-        ...storage.env,
-      },
-      token: null,
+    stack = await startEngineStack(engine, {
+      API_TOKEN: ADMIN,
+      EMBEDDINGS_PROVIDER: 'none',
+      LIMIT_CHATS_PER_MINUTE: String(DEFAULTS.chats_per_minute),
+      LIMIT_TOKENS_PER_DAY: String(DEFAULTS.tokens_per_day),
     });
   });
-  afterAll(async () => {
-    await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-  });
+  afterAll(() => stack?.stop());
 
   it('lists users with exactly the contract fields, never a key or its hash', async () => {
     const created = await call(ADMIN, 'POST', '/admin/users', { user_id: 'lister' });
