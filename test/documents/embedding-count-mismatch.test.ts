@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readChat } from '../support/chat-stream.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -55,21 +55,7 @@ describe('an embeddings answer with fewer vectors than texts, on the embedded en
     CHUNK_OVERLAP_TOKENS: '0',
   });
 
-  /** The chunk sources search_documents returned to the model for `query`. */
-  const search = async (query: string) => {
-    llm.enqueue(reply.toolCalls([{ name: 'search_documents', args: { query } }]), reply.text('.'));
-    const response = await parley.fetch('/chat', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message: query, user_id: 'alice' }),
-    });
-    expect((await readChat(response)).error).toBeUndefined();
-    const tool = llm.chats.at(-1)?.body.messages.findLast((message) => message.role === 'tool');
-    return JSON.parse(String(tool?.content)) as {
-      retrieval: string;
-      hits: { source: string; text: string }[];
-    };
-  };
+  const search = (query: string) => searchThroughChat(parley, llm, query);
   /** The embeddings requests that carried the document's texts (not a query's). */
   const batches = () =>
     llm.requests

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { type SearchOutput, searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -27,11 +27,6 @@ const ANIMALS = 'The quokka is a small marsupial found on Rottnest Island. It is
 const KOREA =
   '서울은 대한민국의 수도이다. 한강이 도시를 가로질러 흐른다. 경복궁은 조선 시대의 궁궐이다.';
 
-interface ToolOutput {
-  retrieval: 'lexical' | 'hybrid';
-  hits: { source: string; score: unknown; text: string }[];
-}
-
 describe.each(ENGINES)('hybrid ranking on the %s engine', (engine) => {
   let llm: FakeLlmServer;
   let storage: EngineEnv;
@@ -39,20 +34,12 @@ describe.each(ENGINES)('hybrid ranking on the %s engine', (engine) => {
   let hybrid = false;
 
   /** What search_documents returned to the model for `query`. */
-  const search = async (query: string): Promise<ToolOutput> => {
-    llm.enqueue(reply.toolCalls([{ name: 'search_documents', args: { query } }]), reply.text('.'));
-    const response = await parley.fetch('/chat', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ message: query, user_id: 'alice' }),
-    });
-    expect((await readChat(response)).error).toBeUndefined();
-    const tool = llm.chats.at(-1)?.body.messages.findLast((message) => message.role === 'tool');
-    const output = JSON.parse(String(tool?.content)) as ToolOutput;
+  const search = async (query: string): Promise<SearchOutput> => {
+    const output = await searchThroughChat(parley, llm, query);
     expect(output.retrieval).toBe(hybrid ? 'hybrid' : 'lexical');
     return output;
   };
-  const sources = (output: ToolOutput) => output.hits.map((hit) => hit.source);
+  const sources = (output: SearchOutput) => output.hits.map((hit) => hit.source);
   /** Ingests a text file and, when vectors are in use, waits until it is embedded. */
   const ingestText = async (source: string, text: string) => {
     const answer = await ingest(parley, [

@@ -2,10 +2,10 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type Listening, listen } from '../support/fake-http.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { searchThroughChat } from '../support/search-through-chat.ts';
 import { seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { tinyEmbeddingModel } from '../support/tiny-embedding-model.ts';
@@ -49,18 +49,7 @@ describe.each(ENGINES)('the local embedding model on the %s engine', (engine) =>
   let dataDir: string;
   let parley: RunningParley;
 
-  const search = async (query: string) => {
-    llm.enqueue(reply.toolCalls([{ name: 'search_documents', args: { query } }]), reply.text('ok'));
-    await readChat(
-      await parley.fetch('/chat', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ message: query, user_id: `u${Math.random()}` }),
-      }),
-    );
-    const tool = llm.chats.at(-1)?.body.messages.findLast((message) => message.role === 'tool');
-    return JSON.parse(String(tool?.content)) as { retrieval: string; hits: { source: string }[] };
-  };
+  const search = (query: string) => searchThroughChat(parley, llm, query, `u${Math.random()}`);
   const warnings = () => parley.logs.filter((line) => /cannot be loaded/.test(line.msg));
 
   beforeAll(async () => {
