@@ -14,27 +14,16 @@
  * With earlier turns, the page opens on a conversation of that many turns (each a 300-token
  * Markdown answer; the first history page shows 20), as a user's usually does.
  */
-import { reply, startFakeLlmServer } from '../test/support/fake-llm-server.ts';
-import { startParley } from '../test/support/start-parley.ts';
-import { launchChromium } from '../test/web/browser.ts';
+import { reply } from '../test/support/fake-llm-server.ts';
 import { load } from './support/machine.ts';
-import { longAnswer, openSignedIn, seedHistory, type TraceEvent } from './support/web-answer.ts';
+import { longAnswer, type TraceEvent, withWebChat } from './support/web-answer.ts';
 
 const TOKENS = 1_500;
 const RATE = 100; // tokens per second
 const earlier = Number(process.argv[2] ?? 0);
 const text = longAnswer(TOKENS);
 
-const llm = await startFakeLlmServer();
-const parley = await startParley({
-  // The earlier turns are chats too: the per-minute limit must not refuse the measured one.
-  env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', LIMIT_CHATS_PER_MINUTE: '1000' },
-});
-const browser = await launchChromium();
-try {
-  await seedHistory(parley, llm, 'bench', earlier);
-  const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
-  const box = await openSignedIn(page, parley, 'bench', earlier);
+await withWebChat(earlier, async ({ llm, browser, page, box }) => {
   await page.evaluate(`
     window.__long = [];
     new PerformanceObserver((list) => {
@@ -84,11 +73,7 @@ try {
       load: load(),
     }),
   );
-} finally {
-  await browser.close();
-  await parley.stop();
-  await llm.close();
-}
+});
 
 /**
  * The renderer main thread's tasks (`RunTask`) from a Chromium trace, with their CPU time and

@@ -13,10 +13,8 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
-import { reply, startFakeLlmServer } from '../test/support/fake-llm-server.ts';
-import { startParley } from '../test/support/start-parley.ts';
-import { launchChromium } from '../test/web/browser.ts';
-import { longAnswer, openSignedIn, seedHistory, type TraceEvent } from './support/web-answer.ts';
+import { reply } from '../test/support/fake-llm-server.ts';
+import { longAnswer, type TraceEvent, withWebChat } from './support/web-answer.ts';
 
 const earlier = Number(process.argv[2] ?? 0);
 const TOKENS = 1_500;
@@ -36,44 +34,36 @@ const bundle = await esbuild.build({
 });
 const script = bundle.outputFiles.find((file) => file.path.endsWith('.js'))?.text ?? '';
 
-const llm = await startFakeLlmServer();
-const parley = await startParley({
-  env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', LIMIT_CHATS_PER_MINUTE: '1000' },
-});
-const browser = await launchChromium();
-try {
-  await seedHistory(parley, llm, 'bench', earlier);
-  const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
-  await page.route('**/assets/main-*.js', (route) =>
-    route.fulfill({ body: script, contentType: 'text/javascript' }),
-  );
-  const box = await openSignedIn(page, parley, 'bench', earlier);
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send('Profiler.enable');
-  await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
-  await cdp.send('Profiler.start');
-  await browser.startTracing(page, {
-    categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline'],
-  });
-  llm.enqueue(reply.text(longAnswer(TOKENS), { chunks: TOKENS, delayMs: 1000 / RATE }));
-  await box.fill('Write a lot');
-  await box.press('Enter');
-  await page.locator('.bubble.assistant[aria-busy="true"]').waitFor();
-  await page.locator('.bubble.assistant[aria-busy="true"]').waitFor({
-    state: 'detached',
-    timeout: 120_000,
-  });
-  const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
-  const trace = JSON.parse((await browser.stopTracing()).toString('utf8'));
-  const chars = (await page.locator('.bubble.assistant .md').last().textContent())?.length ?? 0;
-  console.log(`answer: ${chars} characters; unexpected model requests: ${llm.unexpected.length}`);
-  report(profile);
-  redrawBreakdown(trace);
-} finally {
-  await browser.close();
-  await parley.stop();
-  await llm.close();
-}
+await withWebChat(
+  earlier,
+  async ({ llm, browser, page, box }) => {
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send('Profiler.enable');
+    await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+    await cdp.send('Profiler.start');
+    await browser.startTracing(page, {
+      categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline'],
+    });
+    llm.enqueue(reply.text(longAnswer(TOKENS), { chunks: TOKENS, delayMs: 1000 / RATE }));
+    await box.fill('Write a lot');
+    await box.press('Enter');
+    await page.locator('.bubble.assistant[aria-busy="true"]').waitFor();
+    await page.locator('.bubble.assistant[aria-busy="true"]').waitFor({
+      state: 'detached',
+      timeout: 120_000,
+    });
+    const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
+    const trace = JSON.parse((await browser.stopTracing()).toString('utf8'));
+    const chars = (await page.locator('.bubble.assistant .md').last().textContent())?.length ?? 0;
+    console.log(`answer: ${chars} characters; unexpected model requests: ${llm.unexpected.length}`);
+    report(profile);
+    redrawBreakdown(trace);
+  },
+  (page) =>
+    page.route('**/assets/main-*.js', (route) =>
+      route.fulfill({ body: script, contentType: 'text/javascript' }),
+    ),
+);
 
 interface CpuProfile {
   nodes: Array<{

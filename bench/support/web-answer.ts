@@ -1,6 +1,11 @@
-import type { Locator, Page } from 'playwright-core';
-import { type FakeLlmServer, reply } from '../../test/support/fake-llm-server.ts';
-import type { RunningParley } from '../../test/support/start-parley.ts';
+import type { Browser, Locator, Page } from 'playwright-core';
+import {
+  type FakeLlmServer,
+  reply,
+  startFakeLlmServer,
+} from '../../test/support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../../test/support/start-parley.ts';
+import { launchChromium } from '../../test/web/browser.ts';
 
 /** Markdown that costs something to render: paragraphs, bold, inline code, lists, code, tables. */
 export function longAnswer(tokens: number): string {
@@ -68,4 +73,41 @@ export interface TraceEvent {
   dur?: number;
   tdur?: number;
   args?: { name?: string };
+}
+
+/** What a web benchmark drives: the page signed in on a conversation of `earlier` turns. */
+export interface WebChatBench {
+  llm: FakeLlmServer;
+  browser: Browser;
+  page: Page;
+  /** The message box. */
+  box: Locator;
+}
+
+/**
+ * Parley with a fake model and Debian's Chromium, `bench` signed in on `earlier` turns; runs
+ * `measure`, then stops them all. `prepare` runs on the page before it opens Parley (routes).
+ */
+export async function withWebChat(
+  earlier: number,
+  measure: (bench: WebChatBench) => Promise<void>,
+  prepare?: (page: Page) => Promise<unknown>,
+): Promise<void> {
+  const llm = await startFakeLlmServer();
+  const parley = await startParley({
+    // The earlier turns are chats too: the per-minute limit must not refuse the measured one.
+    env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', LIMIT_CHATS_PER_MINUTE: '1000' },
+  });
+  const browser = await launchChromium();
+  try {
+    await seedHistory(parley, llm, 'bench', earlier);
+    const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
+    await prepare?.(page);
+    const box = await openSignedIn(page, parley, 'bench', earlier);
+    await measure({ llm, browser, page, box });
+  } finally {
+    await browser.close();
+    await parley.stop();
+    await llm.close();
+  }
 }
