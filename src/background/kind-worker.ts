@@ -18,6 +18,7 @@ export class KindWorker<J extends Job> {
   readonly #timers = new Set<NodeJS.Timeout>();
   /** After a rate limit (or while the kind cannot run), no job starts before this instant. */
   #pausedUntil = 0;
+  #pauseTimer: NodeJS.Timeout | undefined;
 
   constructor(definition: JobKindDefinition<J>, logger: Logger, metrics?: JobMetrics) {
     this.#definition = definition;
@@ -49,6 +50,7 @@ export class KindWorker<J extends Job> {
   async stop(): Promise<void> {
     this.#stopping.abort();
     for (const timer of this.#timers) clearTimeout(timer);
+    clearTimeout(this.#pauseTimer);
     await this.#loop.stop();
   }
 
@@ -63,6 +65,14 @@ export class KindWorker<J extends Job> {
   async #drain(): Promise<DrainReport> {
     const { source, policy, drained } = this.#definition;
     const report: DrainReport = { leased: 0, done: 0, failed: 0 };
+    // A kind that is only kicked is kicked by every ingestion and search, also while it is
+    // paused (the model cannot be had): those kicks cost nothing, and the pause's own timer
+    // drains once it is over. A scheduled kind still starts its drain each interval, since its
+    // tick reads the time and reports what is due (it leases nothing while paused).
+    if (policy.intervalMs === undefined && this.#paused()) {
+      if (this.#pauseTimer === undefined) this.#wakeAtPauseEnd(); // it woke a moment early
+      return report;
+    }
     try {
       await source.startDrain?.();
       while (!this.#stopping.signal.aborted && !this.#paused()) {
@@ -141,9 +151,26 @@ export class KindWorker<J extends Job> {
     this.#logger.warn({ ...fields, retryInMs: delay }, 'background job failed; will retry');
   }
 
+  /** A pause that ends no later than the current one changes nothing. */
   #pause(ms: number): void {
-    this.#pausedUntil = Math.max(this.#pausedUntil, this.#now() + ms);
-    this.#kickIn(ms);
+    const until = this.#now() + ms;
+    if (until <= this.#pausedUntil) return;
+    this.#pausedUntil = until;
+    this.#wakeAtPauseEnd();
+  }
+
+  /** One timer for the pause, whatever its length: it drains once the pause is over. */
+  #wakeAtPauseEnd(): void {
+    if (this.#stopping.signal.aborted) return;
+    clearTimeout(this.#pauseTimer);
+    this.#pauseTimer = setTimeout(
+      () => {
+        this.#pauseTimer = undefined;
+        this.kick();
+      },
+      Math.max(1, this.#pausedUntil - this.#now()),
+    );
+    this.#pauseTimer.unref();
   }
 
   /** A retry comes due before the next interval (or a kind with none would never look). */

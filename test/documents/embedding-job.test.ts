@@ -6,6 +6,7 @@ import type { Embedder } from '../../src/documents/embedder.ts';
 import { embeddingJob } from '../../src/documents/embedding-job.ts';
 import { VectorStore } from '../../src/storage/vector-store.ts';
 import { type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * The embedding backfill, driven by the real job worker over the real vector store, with the
@@ -23,14 +24,17 @@ const RETRY_MS = 100;
 let models = 0;
 
 /** A scripted model: `answer` picks the vectors for a batch; `ready` calls are counted. */
-function scriptedEmbedder(answer: (texts: readonly string[]) => number[][]) {
+function scriptedEmbedder(
+  answer: (texts: readonly string[]) => number[][],
+  isReady: () => boolean = () => true,
+) {
   const calls = { ready: 0, batches: [] as string[][] };
   const embedder: Embedder = {
     id: `scripted:${++models}`, // a vector space of its own: every chunk is missing in it
     available: true,
     ready: async () => {
       calls.ready++;
-      return true;
+      return isReady();
     },
     embedDocuments: async (texts) => {
       calls.batches.push([...texts]);
@@ -57,9 +61,9 @@ describe('the embedding backfill, on the embedded engine', () => {
   );
 
   const workers: KindWorker<{ id: string; attempts: number }>[] = [];
-  const workerFor = (embedder: Embedder, batchSize: number) => {
+  const workerFor = (embedder: Embedder, batchSize: number, retryMs = RETRY_MS) => {
     const worker = new KindWorker(
-      embeddingJob({ embedder, vectors, logger, batchSize, retryMs: RETRY_MS }),
+      embeddingJob({ embedder, vectors, logger, batchSize, retryMs }),
       logger,
     );
     workers.push(worker);
@@ -122,12 +126,28 @@ describe('the embedding backfill, on the embedded engine', () => {
     expect(await worker.drainOnce()).toMatchObject({ done: 0, failed: 1 });
     expect(await missing(embedder)).toHaveLength(TEXTS.length);
     // The worker tries again by itself once the pause after a failure (RETRY_MS) is over.
-    const deadline = Date.now() + 10_000;
-    while ((await missing(embedder)).length > 0) {
-      if (Date.now() > deadline) throw new Error('the batch was not tried again in 10 s');
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(async () => (await missing(embedder)).length === 0, 10_000);
     expect(calls.batches[1]).toEqual(calls.batches[0]); // the same batch, again
+  });
+
+  it('does nothing on kicks while the model cannot be had, and looks again when the pause ends', async () => {
+    let ready = false;
+    const { embedder, calls } = scriptedEmbedder(
+      (texts) => texts.map(vectorOf),
+      () => ready,
+    );
+    const worker = workerFor(embedder, 3, 1_500);
+    worker.start();
+    await waitFor(() => calls.ready === 1, 10_000);
+    // Every ingestion and every search kicks the kind: while paused, none asks the model (or
+    // the database) again, and none adds a timer of its own.
+    for (let i = 0; i < 5; i++) worker.kick();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(calls.ready).toBe(1);
+    ready = true;
+    // The pause's one timer drains once it is over: the model is asked again, and embeds.
+    await waitFor(async () => (await missing(embedder)).length === 0, 10_000);
+    expect(calls.ready).toBe(2);
   });
 
   it('asks whether the model is ready once per drain, not before every batch', async () => {
