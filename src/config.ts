@@ -378,7 +378,9 @@ export const configSchema = z.object({
     emptyAsUndefined,
     z
       .string()
-      .regex(/^[A-Za-z0-9_-]{1,256}$/, { message: 'accepts 1-256 of A-Z, a-z, 0-9, _ and -' })
+      // Telegram accepts 1-256 of these; fewer than 32 could be guessed, and a guessed secret
+      // lets anyone speak as any linked chat.
+      .regex(/^[A-Za-z0-9_-]{32,256}$/, { message: 'accepts 32-256 of A-Z, a-z, 0-9, _ and -' })
       .optional(),
   ),
   /** Least time between two updates of an answer growing in a chat (Telegram: ~1/s). */

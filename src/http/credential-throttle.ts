@@ -1,4 +1,5 @@
 import type { FastifyRequest } from 'fastify';
+import { looksLikeApiKey } from '../accounts/api-key.ts';
 import { FailureThrottle } from '../accounts/failure-throttle.ts';
 import { AppError } from '../errors.ts';
 import { throttledAs } from './client-address.ts';
@@ -42,6 +43,21 @@ export class CredentialThrottle {
       'Too many wrong credentials from this address. Try again shortly.',
       { retryAfterSeconds: wait },
     );
+  }
+
+  /**
+   * Checks a token of the operator's choosing that a route compares itself (METRICS_TOKEN,
+   * the Telegram webhook's secret) under this throttle: true when it matches. Nothing given
+   * is neither counted nor refused here; something shaped like a user's key is refused but
+   * not counted, as on every other route (keys are never throttled).
+   */
+  verify(request: FastifyRequest, given: string | undefined, matches: (given: string) => boolean) {
+    if (given === undefined) return false;
+    const keyShaped = looksLikeApiKey(given.startsWith('Bearer ') ? given.slice(7) : given);
+    if (!keyShaped) this.check(request);
+    if (matches(given)) return true;
+    if (!keyShaped) this.failed(request);
+    return false;
   }
 
   /**

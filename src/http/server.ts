@@ -206,7 +206,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     registerWebClient(app, deps.web.files);
   }
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route, throttle);
-  if (deps.telegramWebhook) registerTelegramWebhookRoute(app, deps.telegramWebhook);
+  if (deps.telegramWebhook) registerTelegramWebhookRoute(app, deps.telegramWebhook, throttle);
   methods.answer405();
 
   return app;

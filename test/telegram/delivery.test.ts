@@ -144,5 +144,13 @@ describe.each(ENGINES)('Telegram updates once, on the %s engine', (engine) => {
         .map((m) => m.visible),
     ).toEqual(['Once.', 'Twice.']);
     expect(s.llm.chats).toHaveLength(2);
+
+    // Guessing the secret is throttled like a token (per replica: round robin spreads them).
+    const statuses: number[] = [];
+    for (let i = 0; i < 10 * replicas.length + 2 && !statuses.includes(429); i++) {
+      statuses.push(await s.telegram.deliver(update, { secret: `wrong-${i}` }));
+    }
+    expect(statuses.at(-1)).toBe(429);
+    expect(new Set(statuses.slice(0, -1))).toEqual(new Set([401]));
   });
 });

@@ -35,14 +35,9 @@ export function registerMetricsRoutes(
       },
     },
     async (request, reply) => {
-      if (authorized) {
-        // Its own token, its own check, under the API's throttle (METRICS_TOKEN may be weak).
-        const header = request.headers.authorization;
-        if (header !== undefined) throttle.check(request);
-        if (!authorized(header)) {
-          if (header !== undefined) throttle.failed(request);
-          return unauthorized(reply);
-        }
+      // Its own token, its own check, under the API's throttle (METRICS_TOKEN may be weak).
+      if (authorized && !throttle.verify(request, request.headers.authorization, authorized)) {
+        return unauthorized(reply);
       }
       if (!authorized) requireAdmin(request.principal); // a user's key is not the operator's
       const text = await settings.text();
