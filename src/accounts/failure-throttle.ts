@@ -30,6 +30,11 @@ export class FailureThrottle {
     this.#now = options.now ?? Date.now;
   }
 
+  /** Whether no address has a failure counted (nobody needs to be looked up). */
+  get idle(): boolean {
+    return this.#failures.size === 0;
+  }
+
   /** Seconds until `address` may try again; undefined when it may now. */
   retryAfterSeconds(address: string): number | undefined {
     const recent = this.#recent(address, this.#now());
