@@ -101,6 +101,17 @@ describe.each(ENGINES)('web sign-in guards on the %s engine', (engine) => {
     expect((await signIn(server, 'proxied-admin-token', '203.0.113.6')).status).toBe(200);
   });
 
+  it('with a hop count (TRUST_PROXY=1, as the compose file sets), counts the address the proxy appended', async () => {
+    const server = await start('hop-admin-token', { TRUST_PROXY: '1' });
+    // The client wrote 9.9.9.9 itself; the proxy appended the address it saw, 203.0.113.5.
+    for (let i = 0; i < 10; i++) {
+      const claimed = `9.9.9.${i}, 203.0.113.5`;
+      expect((await signIn(server, `pk_guess${i}`, claimed)).status).toBe(401);
+    }
+    expect((await signIn(server, 'hop-admin-token', '8.8.8.8, 203.0.113.5')).status).toBe(429);
+    expect((await signIn(server, 'hop-admin-token', '9.9.9.0, 203.0.113.6')).status).toBe(200);
+  });
+
   it('takes the forwarded address only from a proxy TRUST_PROXY names (netmask form)', async () => {
     // The tests connect from 127.0.0.1, which 10.0.0.0/255.0.0.0 does not cover: a client
     // naming another address in X-Forwarded-For is still counted under its own.
