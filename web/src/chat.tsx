@@ -189,6 +189,9 @@ export function ChatPage(props: { user: string }) {
     let failed = false;
     // An answer that did not fail offers no Retry: its image is only shown from then on.
     const shownOnly = () => (attached && !failed ? { image: { url: attached.url } } : {});
+    // A redraw waits for DRAW_MS since the last one, then for the next frame: each has its
+    // own id, so the one pending when the answer ends is the one cancelled.
+    let timer = 0;
     let frame = 0;
     let drawnAt = 0;
     const draw = () => {
@@ -197,12 +200,18 @@ export function ChatPage(props: { user: string }) {
       live.set(answer);
     };
     const schedule = () => {
-      if (frame) return;
+      if (timer || frame) return;
       const wait = DRAW_MS - (performance.now() - drawnAt);
-      frame =
-        wait > 0
-          ? window.setTimeout(() => requestAnimationFrame(draw), wait)
-          : requestAnimationFrame(draw);
+      if (wait <= 0) frame = requestAnimationFrame(draw);
+      else
+        timer = window.setTimeout(() => {
+          timer = 0;
+          frame = requestAnimationFrame(draw);
+        }, wait);
+    };
+    const cancelDraw = () => {
+      clearTimeout(timer);
+      cancelAnimationFrame(frame);
     };
     try {
       const body: Record<string, unknown> = { message: question, show_thinking: thinking };
@@ -218,12 +227,10 @@ export function ChatPage(props: { user: string }) {
           runId = event.runId; // 'start', then 'done' with the same id
         }
       }
-      clearTimeout(frame);
-      cancelAnimationFrame(frame);
+      cancelDraw();
       update(key, { answer, runId, live: undefined, ...shownOnly() });
     } catch (error) {
-      clearTimeout(frame);
-      cancelAnimationFrame(frame);
+      cancelDraw();
       if (controller.signal.aborted) {
         // Stopped: the server keeps what was written under this run, which can be rated. One
         // stopped before any word may never have started (still waiting for the user's
