@@ -93,21 +93,24 @@ export async function withWebChat(
   measure: (bench: WebChatBench) => Promise<void>,
   prepare?: (page: Page) => Promise<unknown>,
 ): Promise<void> {
-  const llm = await startFakeLlmServer();
-  const parley = await startParley({
-    // The earlier turns are chats too: the per-minute limit must not refuse the measured one.
-    env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', LIMIT_CHATS_PER_MINUTE: '1000' },
-  });
-  const browser = await launchChromium();
+  // Whatever started is stopped, also when a later start fails.
+  const stops: (() => Promise<unknown>)[] = [];
   try {
+    const llm = await startFakeLlmServer();
+    stops.unshift(() => llm.close());
+    const parley = await startParley({
+      // The earlier turns are chats too: the per-minute limit must not refuse the measured one.
+      env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', LIMIT_CHATS_PER_MINUTE: '1000' },
+    });
+    stops.unshift(() => parley.stop());
+    const browser = await launchChromium();
+    stops.unshift(() => browser.close());
     await seedHistory(parley, llm, 'bench', earlier);
     const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
     await prepare?.(page);
     const box = await openSignedIn(page, parley, 'bench', earlier);
     await measure({ llm, browser, page, box });
   } finally {
-    await browser.close();
-    await parley.stop();
-    await llm.close();
+    for (const stop of stops) await stop();
   }
 }
