@@ -172,8 +172,25 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
     });
     const { key } = (await created.json()) as { key: string };
     expect((await parley.fetch('/admin/jobs?state=failed', { token: key })).status).toBe(403);
+    // Two refused feedbacks, one after the other: the limit keeps the newest.
+    langsmith.failNext('feedback', 1, 400);
+    const older = await rate(parley, 'refused-twice', 'first');
+    await expect
+      .poll(async () => (await failedJobs()).jobs.some((job) => job.id === older), {
+        timeout: 20_000,
+      })
+      .toBe(true);
+    langsmith.failNext('feedback', 1, 400);
+    const newer = await rate(parley, 'refused-twice', 'second');
+    await expect
+      .poll(async () => (await failedJobs()).jobs.some((job) => job.id === newer), {
+        timeout: 20_000,
+      })
+      .toBe(true);
+    expect((await failedJobs()).jobs.length).toBeGreaterThanOrEqual(2);
     const limited = await parley.fetch('/admin/jobs?state=failed&limit=1');
-    expect(((await limited.json()) as { jobs: unknown[] }).jobs.length).toBeLessThanOrEqual(1);
+    const { jobs } = (await limited.json()) as { jobs: FailedJob[] };
+    expect(jobs.map((job) => job.id)).toEqual([newer]);
   });
 
   it('delivers feedback whose process was killed mid-send from another process after the lease, exactly once', {
