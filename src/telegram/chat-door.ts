@@ -10,6 +10,7 @@ import type { ImageIntake, StoredImage } from '../vision/image-intake.ts';
 import { detectImageType } from '../vision/image-type.ts';
 import { AnswerStream, type DraftSupport } from './answer-stream.ts';
 import type { Incoming } from './incoming.ts';
+import { isUuid } from './is-uuid.ts';
 import { overLimitText, sendReply } from './send-reply.ts';
 import type { TelegramApi } from './telegram-api.ts';
 import { type Language, textsFor } from './telegram-texts.ts';
@@ -37,7 +38,7 @@ export interface Question {
 }
 
 /** Feedback buttons: `f:<run id>:<score>`, well within Telegram's 64 bytes. */
-const RATE = /^f:([0-9a-f-]{36}):([01])$/;
+const RATE = /^f:([^:]+):([01])$/;
 
 /**
  * Text and photos to the user's assistant, in the same conversation as `/chat`: the same
@@ -126,7 +127,8 @@ export class ChatDoor {
   async rate(userId: string, data: string, language: Language, log: Logger): Promise<Rated> {
     const t = textsFor(language);
     const match = RATE.exec(data);
-    if (!match?.[1]) return { text: t.feedbackGone };
+    // The data is the client's to send: a run id that is not one is gone, never a query.
+    if (!match?.[1] || !isUuid(match[1])) return { text: t.feedbackGone };
     const runId = match[1];
     const score = Number(match[2]) as 0 | 1;
     try {

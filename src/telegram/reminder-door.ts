@@ -2,11 +2,10 @@ import type { Logger } from 'pino';
 import { AppError } from '../errors.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
 import type { Incoming } from './incoming.ts';
+import { isUuid } from './is-uuid.ts';
 import { sendReply } from './send-reply.ts';
 import type { TelegramApi } from './telegram-api.ts';
 import { type Language, textsFor } from './telegram-texts.ts';
-
-const REMINDER_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Reminders listed with /reminders, at most this many (one button each). */
 const LISTED = 20;
@@ -53,7 +52,7 @@ export class ReminderDoor {
   async cancel(userId: string, id: string, language: Language): Promise<string> {
     const t = textsFor(language);
     // Button data comes from the client: anything but a reminder id names no reminder.
-    if (!REMINDER_ID.test(id)) return t.cancelGone;
+    if (!isUuid(id)) return t.cancelGone;
     try {
       await this.#reminders.cancel(userId, id);
       return t.cancelled;

@@ -493,7 +493,14 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     const left = await (await stack.parley.fetch('/reminders/lena')).json();
     expect(left).toMatchObject({ reminders: [] });
     // Button data is the client's to send: a forged one is answered, and names no reminder.
-    for (const forged of ['r:not-a-reminder', 'r:00000000-0000-4000-8000-000000000000', 'f:x']) {
+    const dashes = '-'.repeat(36); // the shape of an id, not an id
+    for (const forged of [
+      'r:not-a-reminder',
+      'r:00000000-0000-4000-8000-000000000000',
+      `r:${dashes}`,
+      'f:x',
+      `f:${dashes}:1`,
+    ]) {
       const answered = stack.telegram.callbackAnswers.length;
       stack.telegram.pushCallback(512, list?.messageId ?? 0, forged);
       await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > answered);
