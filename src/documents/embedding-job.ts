@@ -58,8 +58,11 @@ export function embeddingJob(options: {
       release: nothing,
       bury: nothing,
     },
-    async run({ items }) {
-      const found = await embedder.embedDocuments(items.map((item) => item.content));
+    async run({ items }, signal) {
+      const found = await embedder.embedDocuments(
+        items.map((item) => item.content),
+        signal,
+      );
       // A server that answers fewer (or more) vectors than texts would pair texts with the
       // wrong vectors, or none: nothing of the batch is saved, and it is tried again.
       if (found.length !== items.length) {

@@ -46,6 +46,9 @@ export function feedbackJob(
       bury: (item, failure) =>
         repository.markFailed(item.id, item.revision, item.attempts + 1, failure.errorKind),
     },
+    // The LangSmith client takes no signal, so a send can outlive the job's budget and its
+    // claim, and another replica may send the same feedback again. That is harmless: it is
+    // sent under its own feedback id, a second create is refused (409) and becomes an update.
     run: (item) => sink.send(item),
     classify: (error): JobFailure => {
       const status = statusOf(error);
