@@ -32,7 +32,7 @@ interface Turn {
   live?: LiveText | undefined;
   interrupted: boolean;
   error?: { code: string; message: string } | undefined;
-  feedback?: { score: number; comment: string | null } | null | undefined;
+  feedback?: Feedback | null | undefined;
 }
 
 interface HistoryPage {
@@ -41,7 +41,7 @@ interface HistoryPage {
     question: string;
     answer: string;
     interrupted: boolean;
-    feedback: { score: number; comment: string | null } | null;
+    feedback: Feedback | null;
   }>;
   next_before: string | null;
 }
@@ -51,12 +51,13 @@ const newKey = () => `t${++counter}`;
 
 export function ChatPage(props: { user: string }) {
   const [turns, setTurns] = useState<Turn[]>([]);
+  /** An answer streams while its turn has a LiveText (every way it ends removes it). */
+  const busy = turns.some((turn) => turn.live !== undefined);
   const [older, setOlder] = useState<string | null | undefined>(undefined);
   const [draft, setDraft] = useState('');
   const [image, setImage] = useState<Attachment | undefined>();
   const [notice, setNotice] = useState<string | undefined>();
   const [thinking, setThinking] = useState(localStorage.getItem('parley.thinking') === '1');
-  const [busy, setBusy] = useState(false);
   const abort = useRef<AbortController | undefined>(undefined);
   const log = useRef<HTMLDivElement>(null);
   const top = useRef<HTMLDivElement>(null);
@@ -177,7 +178,6 @@ export function ChatPage(props: { user: string }) {
     ]);
     setDraft('');
     setImage(undefined);
-    setBusy(true);
     atBottom.current = true;
     const controller = new AbortController();
     abort.current = controller;
@@ -244,7 +244,6 @@ export function ChatPage(props: { user: string }) {
       }
     } finally {
       abort.current = undefined;
-      setBusy(false);
     }
   };
 
@@ -508,8 +507,8 @@ const FinishedBlocks = memo(function FinishedBlocks(props: { blocks: readonly Bl
 
 function Feedback(props: {
   runId: string;
-  given: { score: number; comment: string | null } | null;
-  onGiven: (feedback: { score: number; comment: string | null }) => void;
+  given: Feedback | null;
+  onGiven: (feedback: Feedback) => void;
 }) {
   const [comment, setComment] = useState('');
   const [open, setOpen] = useState(false);
