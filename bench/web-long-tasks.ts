@@ -16,7 +16,7 @@
  */
 import { reply } from '../test/support/fake-llm-server.ts';
 import { load } from './support/machine.ts';
-import { longAnswer, type TraceEvent, withWebChat } from './support/web-answer.ts';
+import { longAnswer, onRendererMain, type TraceEvent, withWebChat } from './support/web-answer.ts';
 
 const TOKENS = 1_500;
 const RATE = 100; // tokens per second
@@ -80,11 +80,7 @@ await withWebChat(earlier, async ({ llm, browser, page, box }) => {
  * whether they ran an animation frame callback (`FireAnimationFrame` inside the task).
  */
 function mainThreadTasks(trace: { traceEvents: TraceEvent[] }) {
-  const main = trace.traceEvents.filter(
-    (event) => event.name === 'thread_name' && event.args?.name === 'CrRendererMain',
-  );
-  const isMain = (event: TraceEvent) =>
-    main.some((thread) => thread.pid === event.pid && thread.tid === event.tid);
+  const isMain = onRendererMain(trace);
   const frames = trace.traceEvents
     .filter((event) => event.name === 'FireAnimationFrame' && isMain(event))
     .map((event) => event.ts)

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { reply } from '../test/support/fake-llm-server.ts';
-import { longAnswer, type TraceEvent, withWebChat } from './support/web-answer.ts';
+import { longAnswer, onRendererMain, type TraceEvent, withWebChat } from './support/web-answer.ts';
 
 const earlier = Number(process.argv[2] ?? 0);
 const TOKENS = 1_500;
@@ -119,12 +119,9 @@ function report(profile: CpuProfile) {
  * layout, paint.
  */
 function redrawBreakdown(trace: { traceEvents: TraceEvent[] }) {
-  const main = trace.traceEvents.find(
-    (event) => event.name === 'thread_name' && event.args?.name === 'CrRendererMain',
-  );
-  if (!main) return;
+  const isMain = onRendererMain(trace);
   const events = trace.traceEvents
-    .filter((e) => e.pid === main.pid && e.tid === main.tid && e.ph === 'X' && e.tdur !== undefined)
+    .filter((e) => isMain(e) && e.ph === 'X' && e.tdur !== undefined)
     .sort((a, b) => a.ts - b.ts || (b.dur ?? 0) - (a.dur ?? 0));
   const self = new Map<string, number>();
   let redraws = 0;

@@ -114,3 +114,15 @@ export async function withWebChat(
     for (const stop of stops) await stop();
   }
 }
+
+/**
+ * Whether a trace event ran on a renderer's main thread (`CrRendererMain`): every renderer
+ * the trace names, since the first one named need not be the page's.
+ */
+export function onRendererMain(trace: { traceEvents: TraceEvent[] }) {
+  const main = trace.traceEvents.filter(
+    (event) => event.name === 'thread_name' && event.args?.name === 'CrRendererMain',
+  );
+  return (event: TraceEvent) =>
+    main.some((thread) => thread.pid === event.pid && thread.tid === event.tid);
+}
