@@ -5,10 +5,30 @@ import { AppError } from '../errors.ts';
 import { throttledAs } from './client-address.ts';
 
 /**
- * Wrong bearer credentials a client address may send in a minute before it must wait: the
- * web sign-in's policy (routes/session.ts), counted apart from it.
+ * Wrong credentials a client address may send in a minute before it must wait, on the API
+ * and (counted apart) at the web sign-in.
  */
 export const BEARER_FAILURES_PER_MINUTE = 10;
+
+/** What an address that must wait is told, and the log line when it starts to. */
+export interface Refusal {
+  code: string;
+  message: string;
+  logged: string;
+}
+
+const WRONG_TOKENS: Refusal = {
+  code: 'too_many_failed_credentials',
+  message: 'Too many wrong credentials from this address. Try again shortly.',
+  logged: 'too many wrong bearer credentials: the address must wait',
+};
+
+/** The web sign-in's: the same policy, counted apart from the bearer tokens. */
+export const FAILED_SIGN_INS: Refusal = {
+  code: 'too_many_sign_ins',
+  message: 'Too many failed sign-ins from this address. Try again shortly.',
+  logged: 'too many failed sign-ins: the address must wait',
+};
 
 /**
  * Bearer guessing on the API: a user's key cannot be guessed, but API_TOKEN and METRICS_TOKEN
@@ -23,14 +43,20 @@ export const BEARER_FAILURES_PER_MINUTE = 10;
  */
 export class CredentialThrottle {
   readonly #throttle: FailureThrottle;
+  readonly #refusal: Refusal;
 
-  /** `now`: the service's clock (tests move it to pass the window without waiting). */
-  constructor(now?: () => number) {
+  /**
+   * `now`: the service's clock (tests move it to pass the window without waiting);
+   * `refusal`: what a waiting address is told (the bearer guesser's by default; the web
+   * sign-in has its own, counted apart).
+   */
+  constructor(now?: () => number, refusal: Refusal = WRONG_TOKENS) {
     this.#throttle = new FailureThrottle({
       maxFailures: BEARER_FAILURES_PER_MINUTE,
       windowMs: 60_000,
       ...(now && { now }),
     });
+    this.#refusal = refusal;
   }
 
   /** Before a credential is looked at: throws the 429 while the request's address waits. */
@@ -40,12 +66,9 @@ export class CredentialThrottle {
     if (this.#throttle.idle) return;
     const wait = this.#throttle.retryAfterSeconds(throttledAs(request.ip));
     if (wait === undefined) return;
-    throw new AppError(
-      'too_many_failed_credentials',
-      429,
-      'Too many wrong credentials from this address. Try again shortly.',
-      { retryAfterSeconds: wait },
-    );
+    throw new AppError(this.#refusal.code, 429, this.#refusal.message, {
+      retryAfterSeconds: wait,
+    });
   }
 
   /**
@@ -73,7 +96,7 @@ export class CredentialThrottle {
       // The address and the count only: never the credential.
       request.log.warn(
         { address: throttledAs(request.ip), failures, window_seconds: 60 },
-        'too many wrong bearer credentials: the address must wait',
+        this.#refusal.logged,
       );
     }
   }

@@ -202,7 +202,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerAdminRoutes(app, deps.accounts, deps.failedJobs);
   registerHistoryRoutes(app, deps.conversations);
   if (deps.web) {
-    registerSessionRoutes(app, deps.web.sessions, deps.web.lifetimeMs);
+    registerSessionRoutes(app, deps.web.sessions, deps.web.lifetimeMs, deps.now);
     registerWebClient(app, deps.web.files);
   }
   if (deps.metrics) registerMetricsRoutes(app, deps.metrics.route, throttle);

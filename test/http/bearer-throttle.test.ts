@@ -188,6 +188,29 @@ describe.each(ENGINES)('the bearer throttle on the %s engine', (engine) => {
     expect(missing).toEqual([]);
   });
 
+  it('counts failed web sign-ins apart, and lets the address sign in once the window passes', async () => {
+    const from = '203.0.113.50';
+    const signIn = (key: string) =>
+      parley.fetch('/session', {
+        method: 'POST',
+        token: null,
+        headers: {
+          'x-parley-client': 'web',
+          'content-type': 'application/json',
+          'x-forwarded-for': from,
+        },
+        body: JSON.stringify({ key }),
+      });
+    for (let i = 0; i < LIMIT; i++) expect((await signIn(`wrong-${i}`)).status).toBe(401);
+    const refused = await signIn(ADMIN);
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toEqual({ detail: expect.stringMatching(/failed sign-ins/i) });
+    // Apart from the API's count: the same address's bearer token still works.
+    expect((await call(from, ADMIN)).status).toBe(200);
+    moveClock(61_000); // on the service's clock, as the bearer throttle's window
+    expect((await signIn(ADMIN)).status).toBe(200);
+  });
+
   it('never throttles requests without a credential', async () => {
     const from = '203.0.113.30';
     for (let i = 0; i < LIMIT * 2; i++) {

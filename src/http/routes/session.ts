@@ -1,11 +1,13 @@
 import { z } from 'zod';
-import { FailureThrottle } from '../../accounts/failure-throttle.ts';
 import type { Principal } from '../../accounts/principal.ts';
 import type { WebSessions } from '../../accounts/web-sessions.ts';
-import { AppError } from '../../errors.ts';
 import type { App } from '../app-types.ts';
 import { unauthorized } from '../auth.ts';
-import { throttledAs } from '../client-address.ts';
+import {
+  BEARER_FAILURES_PER_MINUTE,
+  CredentialThrottle,
+  FAILED_SIGN_INS,
+} from '../credential-throttle.ts';
 import { errorResponses } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
 import {
@@ -14,9 +16,6 @@ import {
   sessionToken,
   setSessionCookie,
 } from '../session-cookie.ts';
-
-/** Failed sign-ins a client address may make in a minute before it must wait. */
-const SIGN_IN_FAILURES_PER_MINUTE = 10;
 
 const who = z.object({
   signed_in: z.boolean(),
@@ -29,11 +28,13 @@ const who = z.object({
  * The web client's sign-in and sign-out. A key (or the administrator's token; in development
  * mode a user name) is exchanged for a session cookie; API clients never need these routes.
  */
-export function registerSessionRoutes(app: App, sessions: WebSessions, lifetimeMs: number): void {
-  const throttle = new FailureThrottle({
-    maxFailures: SIGN_IN_FAILURES_PER_MINUTE,
-    windowMs: 60_000,
-  });
+export function registerSessionRoutes(
+  app: App,
+  sessions: WebSessions,
+  lifetimeMs: number,
+  now?: () => number,
+): void {
+  const throttle = new CredentialThrottle(now, FAILED_SIGN_INS);
   const tags = ['web client'];
   const config = { public: true };
   const view = (principal: Principal | undefined) => ({
@@ -52,7 +53,7 @@ export function registerSessionRoutes(app: App, sessions: WebSessions, lifetimeM
         description:
           'Body `{"key": "pk_…"}` (or the API_TOKEN); in development mode (no API_TOKEN) ' +
           '`{"user_id": "…"}`. Needs the `x-parley-client` header and a same-origin request. ' +
-          `After ${SIGN_IN_FAILURES_PER_MINUTE} failed sign-ins in a minute from one client ` +
+          `After ${BEARER_FAILURES_PER_MINUTE} failed sign-ins in a minute from one client ` +
           'address, every sign-in from it gets 429 with `Retry-After` until the oldest is a ' +
           'minute old.',
         tags,
@@ -66,21 +67,13 @@ export function registerSessionRoutes(app: App, sessions: WebSessions, lifetimeM
     },
     async (request, reply) => {
       assertFromOwnPage(request);
-      const wait = throttle.retryAfterSeconds(throttledAs(request.ip));
-      if (wait !== undefined) {
-        throw new AppError(
-          'too_many_sign_ins',
-          429,
-          'Too many failed sign-ins from this address. Try again shortly.',
-          { retryAfterSeconds: wait },
-        );
-      }
+      throttle.check(request);
       const body = request.body;
       const session = await sessions.signIn(
         'key' in body ? { credential: body.key } : { userId: body.user_id },
       );
       if (!session) {
-        throttle.failed(throttledAs(request.ip));
+        throttle.failed(request);
         return unauthorized(reply);
       }
       const maxAge = Math.floor((session.expiresAt.getTime() - Date.now()) / 1000);
