@@ -11,6 +11,7 @@ import { noTracing } from './assistant/run-tracer.ts';
 import { SharedUserChatLock } from './assistant/shared-user-chat-lock.ts';
 import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
 import { withLease } from './background/job-lease.ts';
+import { createJobEngine } from './background/job-engine.ts';
 import { JobRunner } from './background/job-runner.ts';
 import type { Config } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
@@ -121,9 +122,14 @@ export async function main(config: Config): Promise<void> {
         now: () => clock.now().getTime(),
       })
     : undefined;
-  // Every kind of background work runs on one lease loop, each from its own table.
-  const jobs = new JobRunner(logger.child({ component: 'jobs' }), metrics);
+  // Every kind of background work runs on one job engine, each from its own table.
   const lease = config.JOB_LEASE_SECONDS;
+  const jobLogger = logger.child({ component: 'jobs' });
+  const boss = createJobEngine(db.$client, jobLogger, {
+    leaseSeconds: lease ?? MEMORY_POLICY.leaseSeconds,
+    embedded: database.engine === 'embedded',
+  });
+  const jobs = new JobRunner(boss, jobLogger, metrics);
   if (telegram) {
     jobs.add(
       noticeJob({
@@ -441,10 +447,12 @@ export async function main(config: Config): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
+  // Its tables are created or migrated before the first request can queue work.
+  await boss.start();
   await app.listen({ host: config.HOST, port: config.PORT });
   // Work queued before a restart (feedback, memory decisions, chunks without vectors while
-  // the embedding model was unavailable or another one) is drained now.
-  jobs.start();
+  // the embedding model was unavailable or another one) is queued now.
+  await jobs.start();
   telegramDoor?.start();
   if (!telegram) logger.info('reminder notices are off: TELEGRAM_BOT_TOKEN is not set');
   if ((config.TELEGRAM_POLLING || config.TELEGRAM_WEBHOOK_URL) && !telegram) {

@@ -1,20 +1,12 @@
 import type { JobKind } from '../metrics/metrics.ts';
 
-/** One unit of background work, as its kind's table holds it. */
-export interface Job {
-  /** The row's id (shown to the administrator with a failure; never users' words). */
-  id: string;
-  /** Failed attempts so far. */
-  attempts: number;
-}
-
 /** Why a job failed, in a word from a small fixed set (`http_400`, `timeout`, `ECONNREFUSED`). */
 export interface JobFailure {
   errorKind: string;
   /**
    * `backoff`: try again later (until the kind's `maxAttempts`); `never`: bury it now (a
    * permanent refusal); `pause`: the whole kind waits `pauseMs` (a rate limit, a model that
-   * cannot be had), and this job is due again then.
+   * cannot be had) and this job is due again then, the attempt not counted.
    */
   retry: 'backoff' | 'never' | 'pause';
   pauseMs?: number;
@@ -23,65 +15,87 @@ export interface JobFailure {
 }
 
 /**
- * A kind's claim on its own table: the rows stay where they are, so each kind's exactly-once
- * rule (a feedback row, a notice row) is its table's, and the runner only drives it.
+ * A kind's own table is its outbox: the rows say what work is left (a feedback not yet
+ * forwarded, a notice not yet sent), and stay the last word on it (a feedback's revision, a
+ * notice's claim). The job engine (pg-boss) only carries "try this row now": it spreads the
+ * tries over replicas, holds each one while it runs (a heartbeat), hands a dead process's job
+ * to another and spaces retries out. A row whose job was lost (a process that died between
+ * storing the row and queueing its job) is queued again by the next sweep.
  */
+/** A row's work: `attempts` counts the failed tries the row has recorded. */
+export interface Job {
+  attempts: number;
+}
+
 export interface JobSource<J extends Job> {
-  /** Scheduled kinds: reads what is due now, once per drain, before the first `lease`. */
-  startDrain?(): Promise<void>;
-  /**
-   * Claims up to `limit` due jobs for `leaseMs`: until then no other process takes them, and
-   * a process that dies holding them only delays them that long. Empty when nothing is due.
-   */
-  lease(limit: number, leaseMs: number): Promise<J[]>;
+  /** Scheduled kinds: reads what is due now, once per sweep, before `pending`. */
+  startSweep?(): Promise<void>;
+  /** Ids of rows with work left, oldest first; at most `limit`. */
+  pending(limit: number): Promise<string[]>;
+  /** The row's work as it stands now; undefined when none is left (done, deleted, taken). */
+  claim(id: string): Promise<J | undefined>;
   complete(job: J): Promise<void>;
-  /** A counted failure: due again at `at`. */
-  retry(job: J, at: Date, failure: JobFailure): Promise<void>;
-  /** Not tried (shutting down, too late in the lease, paused): due at `at`, not counted. */
-  release(job: J, at: Date): Promise<void>;
+  /**
+   * A counted failure, `attempts` so far; it is tried again after the kind's back-off. With
+   * `retriesOnRow`, the row keeps that time itself (`delayMs` from now, by its own clock).
+   */
+  retried(job: J, attempts: number, failure: JobFailure, delayMs?: number): Promise<void>;
+  /** Not tried (stopping, paused) or not finished: due again, not counted. */
+  release?(job: J): Promise<void>;
   /** Given up: kept as failed, for the administrator to see; never tried again. */
-  bury(job: J, failure: JobFailure): Promise<void>;
+  bury(job: J, attempts: number, failure: JobFailure): Promise<void>;
 }
 
 export interface JobPolicy {
-  /** How long a claim is owned. */
-  leaseMs: number;
-  /** The longest one job may take: none starts later than this before its lease ends. */
+  /**
+   * How long a process that died holding a job delays it: the job's heartbeat (10 s at the
+   * least, pg-boss's floor). A live process keeps beating however long the job takes.
+   */
+  leaseSeconds: number;
+  /** The longest one job may take: its signal aborts then and the attempt counts as failed. */
   budgetMs: number;
-  /** Jobs claimed per statement. */
+  /** Rows queued per sweep. */
   batch: number;
   /** Jobs run at once by one process. */
   concurrency: number;
-  /** First retry delay, doubled per failed attempt up to `maxBackoffMs`. */
+  /** First retry delay, doubled per failed attempt up to `maxBackoffMs` (whole seconds). */
   backoffMs: number;
   maxBackoffMs: number;
   /** Failed attempts after which a job is buried; Infinity: retried for as long as it takes. */
   maxAttempts: number;
-  /** Drains also run this often (other replicas' work, retries due); none: only when kicked. */
+  /** Sweeps also run this often (rows other replicas stored, lost jobs); none: when kicked. */
   intervalMs?: number;
+  /**
+   * The row says when a failed job is due again (the reminders, whose clock a test moves):
+   * the job ends, and a later sweep queues it anew once the row is due. Otherwise pg-boss
+   * retries the job itself after its back-off.
+   */
+  retriesOnRow?: boolean;
 }
 
-export interface DrainReport {
-  leased: number;
-  done: number;
-  failed: number;
+export interface SweepReport {
+  /** Rows with work left. */
+  pending: number;
+  /** Jobs queued for them (the others had one already). */
+  queued: number;
 }
 
 export interface JobKindDefinition<J extends Job> {
   kind: JobKind;
   source: JobSource<J>;
-  /** Does the job; throws when it failed. `signal` aborts when Parley stops. */
+  /** Does the job; throws when it failed. `signal` aborts when Parley stops or time is up. */
   run(job: J, signal: AbortSignal): Promise<void>;
   /** What a failure means for the job (see JobFailure). */
   classify(error: unknown): JobFailure;
   policy: JobPolicy;
-  /** The kind's clock (the reminders' test clock); the system clock otherwise. */
-  now?: () => number;
-  /** Told after every drain (a scheduled kind logs its tick). */
-  drained?(report: DrainReport, error?: unknown): void;
+  /**
+   * Told after every sweep (a scheduled kind logs its tick). `settled` resolves once the jobs
+   * that sweep queued have been tried, here or by another replica (or after a budget).
+   */
+  swept?(report: SweepReport, settled: Promise<void>, error?: unknown): void | Promise<void>;
 }
 
-/** Thrown by `lease` when the kind cannot run now (the embedding model is not loaded yet). */
+/** Thrown by `startSweep` or `claim` when the kind cannot run now (no embedding model yet). */
 export class JobsUnavailable extends Error {
   override readonly name = 'JobsUnavailable';
   readonly retryAfterMs: number;

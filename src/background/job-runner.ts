@@ -1,50 +1,300 @@
 import type { Logger } from 'pino';
+import type { Job as BossJob, PgBoss, SendOptions } from 'pg-boss';
 import type { JobKind, JobMetrics } from '../metrics/metrics.ts';
-import type { DrainReport, Job, JobKindDefinition } from './job-kind.ts';
-import { KindWorker } from './kind-worker.ts';
+import { DrainLoop } from './drain-loop.ts';
+import {
+  type Job,
+  type JobFailure,
+  type JobKindDefinition,
+  JobsUnavailable,
+  type SweepReport,
+} from './job-kind.ts';
+
+/** What a job carries: the row's id in its kind's table, never the row's contents. */
+interface RowJob {
+  id: string;
+}
+
+/** A retry limit for kinds retried for as long as it takes (pg-boss needs a number). */
+const FOREVER = 1_000_000;
+/** How often an idle worker asks for jobs other replicas queued; this process's wake it at once. */
+const POLLING_SECONDS = 2;
+/** How long a sweep's `settled` waits for the jobs it queued before it gives up waiting. */
+const SETTLE_LIMIT_MS = 60_000;
+const SETTLE_POLL_MS = 50;
+
+const queueOf = (kind: JobKind) => `parley_${kind}`;
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
 /**
  * Every kind of background work (feedback forwarding, memory decisions, embedding backfill,
- * reminder notices) runs here, on one lease loop: claimed from its own table, with the kind's
- * lease, back-off, attempts and concurrency (JobPolicy). Both engines use it: the measured job
- * queues could not run on the embedded one (bench/RESULTS.md, "Job queue").
+ * reminder notices) runs on one job engine, pg-boss, on both database engines: a queue per
+ * kind whose jobs point at rows of the kind's own table (JobSource). pg-boss claims each job
+ * for one process (SKIP LOCKED), keeps the claim alive with a heartbeat while the job runs,
+ * gives a dead process's job to another once the heartbeat stops, and spaces retries out with
+ * back-off. This runner adds what is Parley's: the sweep that queues a job for each row with
+ * work left (after a kick, on the kind's interval, and at start for rows whose job was lost),
+ * the classification of a failure (retry, bury, pause the kind) and the metrics.
  */
 export class JobRunner {
+  readonly #boss: PgBoss;
   readonly #logger: Logger;
   readonly #metrics: JobMetrics | undefined;
-  readonly #workers = new Map<JobKind, KindWorker<Job>>();
+  readonly #kinds = new Map<JobKind, KindQueue<Job>>();
   #started = false;
 
-  constructor(logger: Logger, metrics?: JobMetrics) {
+  constructor(boss: PgBoss, logger: Logger, metrics?: JobMetrics) {
+    this.#boss = boss;
     this.#logger = logger;
     this.#metrics = metrics;
   }
 
   add<J extends Job>(definition: JobKindDefinition<J>): void {
-    const worker = new KindWorker(definition, this.#logger, this.#metrics);
-    this.#workers.set(definition.kind, worker as unknown as KindWorker<Job>);
-    if (this.#started) worker.start();
+    if (this.#started) throw new Error('add every kind before start()');
+    const kind = new KindQueue(definition, this.#boss, this.#logger, this.#metrics);
+    this.#kinds.set(definition.kind, kind as unknown as KindQueue<Job>);
   }
 
-  /** Drains every kind once now (work queued before a restart), then as each kind says. */
-  start(): void {
+  /** Creates each kind's queue, starts its workers and sweeps it once (work left from before). */
+  async start(): Promise<void> {
     this.#started = true;
-    for (const worker of this.#workers.values()) worker.start();
+    for (const kind of this.#kinds.values()) await kind.start();
   }
 
-  /** New work of this kind is due now; calls while a drain runs coalesce. */
+  /** New work of this kind is due now: sweep it (calls while a sweep runs coalesce). */
   kick(kind: JobKind): void {
-    if (this.#started) this.#workers.get(kind)?.kick();
+    if (this.#started) this.#kinds.get(kind)?.kick();
   }
 
-  /** One drain of a kind now, awaited (benchmarks, on a runner that was not started). */
-  drainOnce(kind: JobKind): Promise<DrainReport> {
-    const worker = this.#workers.get(kind);
-    if (!worker || this.#started) throw new Error(`cannot drain ${kind} by hand`);
-    return worker.drainOnce();
-  }
-
+  /** Stops sweeping and taking jobs; the jobs under way are told (their signal) and awaited. */
   async stop(): Promise<void> {
-    await Promise.all([...this.#workers.values()].map((worker) => worker.stop()));
+    await Promise.all([...this.#kinds.values()].map((kind) => kind.stopSweeping()));
+    if (this.#started) await this.#boss.stop({ graceful: true, close: false, timeout: 10_000 });
   }
+}
+
+/** One kind: its queue, its worker and its sweep. */
+class KindQueue<J extends Job> {
+  readonly #definition: JobKindDefinition<J>;
+  readonly #boss: PgBoss;
+  readonly #logger: Logger;
+  readonly #metrics: JobMetrics | undefined;
+  readonly #queue: string;
+  readonly #sweeps: DrainLoop;
+  readonly #stopping = new AbortController();
+  #workerId: string | undefined;
+  /** After a rate limit (or while the kind cannot run), no job starts before this instant. */
+  #pausedUntil = 0;
+  #pauseTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    definition: JobKindDefinition<J>,
+    boss: PgBoss,
+    logger: Logger,
+    metrics: JobMetrics | undefined,
+  ) {
+    this.#definition = definition;
+    this.#boss = boss;
+    this.#logger = logger.child({ job: definition.kind });
+    this.#metrics = metrics;
+    this.#queue = queueOf(definition.kind);
+    this.#sweeps = new DrainLoop(
+      () => this.#sweep(),
+      (error) => this.#logger.warn({ err: error }, 'background jobs paused'),
+      definition.policy.intervalMs,
+    );
+  }
+
+  async start(): Promise<void> {
+    const { policy } = this.#definition;
+    // A stately queue: one job waiting and one running per row at most. A row changed while
+    // its job runs (a feedback's new score) gets one more job, which reads the row as it then
+    // stands. The retry and heartbeat settings go with each job (see #send), so a restart with
+    // another JOB_LEASE_SECONDS or retry setting applies to the jobs it queues.
+    await this.#boss.createQueue(this.#queue, { policy: 'stately' });
+    this.#workerId = await this.#boss.work<RowJob>(
+      this.#queue,
+      {
+        batchSize: 1,
+        localConcurrency: policy.concurrency,
+        pollingIntervalSeconds: POLLING_SECONDS,
+      },
+      async ([job]) => {
+        if (job) await this.#handle(job);
+      },
+    );
+    this.#sweeps.start();
+  }
+
+  kick(): void {
+    this.#sweeps.kick();
+  }
+
+  #jobOptions(rowId: string): SendOptions {
+    const { policy } = this.#definition;
+    return {
+      singletonKey: rowId,
+      retryLimit: Number.isFinite(policy.maxAttempts) ? policy.maxAttempts - 1 : FOREVER,
+      retryDelay: seconds(policy.backoffMs),
+      retryBackoff: true,
+      retryDelayMax: seconds(policy.maxBackoffMs),
+      heartbeatSeconds: Math.max(10, policy.leaseSeconds),
+      // Finished and failed jobs are kept a day for an operator looking into pg-boss itself;
+      // the rows say what the administrator sees (GET /admin/jobs).
+      deleteAfterSeconds: 86_400,
+    };
+  }
+
+  async stopSweeping(): Promise<void> {
+    this.#stopping.abort();
+    clearTimeout(this.#pauseTimer);
+    await this.#sweeps.stop();
+  }
+
+  #now(): number {
+    return Date.now();
+  }
+
+  #paused(): boolean {
+    return this.#now() < this.#pausedUntil;
+  }
+
+  /** Queues a job for each row with work left that has none queued yet. */
+  async #sweep(): Promise<void> {
+    const { source, policy, swept } = this.#definition;
+    const report: SweepReport = { pending: 0, queued: 0 };
+    const queuedIds: string[] = [];
+    try {
+      if (this.#paused()) return;
+      await source.startSweep?.();
+      const ids = await source.pending(policy.batch);
+      report.pending = ids.length;
+      if (ids.length > 0) {
+        const waiting = await this.#boss.findJobs<RowJob>(this.#queue, {
+          queued: true,
+          limit: 1000,
+        });
+        const open = new Set(waiting.map((job) => job.data.id));
+        for (const id of ids) {
+          if (open.has(id)) continue;
+          const jobId = await this.#boss.send(this.#queue, { id }, this.#jobOptions(id));
+          if (jobId) queuedIds.push(jobId);
+        }
+        report.queued = queuedIds.length;
+        if (queuedIds.length > 0 && this.#workerId) this.#boss.notifyWorker(this.#workerId);
+      }
+    } catch (error) {
+      if (error instanceof JobsUnavailable) {
+        this.#pause(error.retryAfterMs);
+        await swept?.(report, Promise.resolve());
+        return;
+      }
+      await swept?.(report, Promise.resolve(), error);
+      // A kind only kicked (no interval) would otherwise not look again until the next kick.
+      if (policy.intervalMs === undefined) this.#pause(policy.backoffMs);
+      throw error;
+    }
+    await swept?.(report, this.#settled(queuedIds));
+  }
+
+  /** Resolves once none of these jobs waits or runs any more (or after SETTLE_LIMIT_MS). */
+  async #settled(jobIds: string[]): Promise<void> {
+    const deadline = this.#now() + SETTLE_LIMIT_MS;
+    let open = jobIds;
+    while (open.length > 0 && this.#now() < deadline && !this.#stopping.signal.aborted) {
+      const states = await Promise.all(
+        open.map(async (id) => (await this.#boss.findJobs(this.#queue, { id }))[0]?.state),
+      );
+      open = open.filter((_, i) => states[i] === 'created' || states[i] === 'active');
+      if (open.length > 0) await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+    }
+  }
+
+  /** Runs one job; a failure pg-boss should retry is thrown, without the error's text. */
+  async #handle(job: BossJob<RowJob>): Promise<void> {
+    const { source, run, policy } = this.#definition;
+    if (this.#paused() || this.#stopping.signal.aborted) return; // the row stays due
+    let claimed: J | undefined;
+    try {
+      claimed = await source.claim(job.data.id);
+    } catch (error) {
+      if (error instanceof JobsUnavailable) {
+        this.#pause(error.retryAfterMs);
+        return;
+      }
+      throw new RetryLater(this.#classify(error).errorKind);
+    }
+    if (claimed === undefined) return;
+    const signal = AbortSignal.any([job.signal, AbortSignal.timeout(policy.budgetMs)]);
+    try {
+      await run(claimed, signal);
+    } catch (error) {
+      // Stopped under way: not the job's failure; it is done after the restart, or elsewhere.
+      if (this.#stopping.signal.aborted || (job.signal.aborted && !signal.aborted)) {
+        await source.release?.(claimed);
+        return;
+      }
+      await this.#failed(job, claimed, error);
+      return;
+    }
+    await source.complete(claimed);
+    this.#metrics?.job(this.#definition.kind, 'done');
+    // A kind whose rows come in batches (the embedding backfill) queues its next one now.
+    if (policy.intervalMs === undefined) this.kick();
+  }
+
+  #classify(error: unknown): JobFailure {
+    return this.#definition.classify(error);
+  }
+
+  async #failed(job: BossJob<RowJob>, claimed: J, error: unknown): Promise<void> {
+    const { kind, source, policy } = this.#definition;
+    const failure = this.#classify(error);
+    // The row's count survives a job queued anew (after a restart); pg-boss's is this job's.
+    const attempts = Math.max(job.retryCount, claimed.attempts) + 1;
+    const fields = { err: error, id: job.data.id, attempts, errorKind: failure.errorKind };
+    if (failure.retry === 'pause') {
+      this.#pause(failure.pauseMs ?? policy.backoffMs);
+      await source.release?.(claimed);
+      this.#metrics?.job(kind, 'failed');
+      this.#logger.warn({ ...fields, retryInMs: failure.pauseMs }, 'background jobs paused');
+      return;
+    }
+    if (failure.retry === 'never' || attempts >= policy.maxAttempts) {
+      await source.bury(claimed, attempts, failure);
+      this.#metrics?.job(kind, 'buried');
+      this.#logger.warn(fields, 'background job failed for good');
+      return;
+    }
+    this.#metrics?.job(kind, 'failed');
+    if (policy.retriesOnRow) {
+      const delayMs = Math.min(policy.backoffMs * 2 ** (attempts - 1), policy.maxBackoffMs);
+      await source.retried(claimed, attempts, failure, delayMs);
+      this.#logger.warn({ ...fields, retryInMs: delayMs }, 'background job failed; will retry');
+      return;
+    }
+    await source.retried(claimed, attempts, failure);
+    this.#logger.warn(fields, 'background job failed; will retry');
+    throw new RetryLater(failure.errorKind);
+  }
+
+  /** A pause that ends no later than the current one changes nothing. */
+  #pause(ms: number): void {
+    const until = this.#now() + ms;
+    if (until <= this.#pausedUntil) return;
+    this.#pausedUntil = until;
+    if (this.#stopping.signal.aborted) return;
+    clearTimeout(this.#pauseTimer);
+    // The rows stay due: the sweep at the pause's end queues them again.
+    this.#pauseTimer = setTimeout(() => this.kick(), Math.max(1, ms));
+    this.#pauseTimer.unref();
+  }
+}
+
+/**
+ * What pg-boss stores as a failed attempt's output: the error kind only. The error itself may
+ * quote an upstream's answer, which may quote a user's words.
+ */
+class RetryLater extends Error {
+  override readonly name = 'RetryLater';
 }

@@ -5,17 +5,20 @@ import type { VectorStore } from '../storage/vector-store.ts';
 import type { Embedder } from './embedder.ts';
 
 interface EmbeddingBatch {
-  id: string;
   attempts: number;
   items: { hash: string; content: string }[];
 }
+
+/** The one row this kind has: the vectors missing for the current model. */
+const MISSING = 'missing-vectors';
 
 /**
  * Embeds, in the background, every stored chunk text that has no vector for the current
  * model: after each ingestion, at start (chunks stored while the model was unavailable, or
  * under another model), and again after `retryMs` while the model cannot be had or a batch
- * failed (search stays lexical for those chunks meanwhile). Nothing is claimed: what is
- * missing is read from the vectors themselves, and saving one twice is harmless.
+ * failed (search stays lexical for those chunks meanwhile). A job is one batch, and its end
+ * queues the next. Nothing is claimed: what is missing is read from the vectors themselves,
+ * and saving one twice is harmless.
  */
 export function embeddingJob(options: {
   embedder: Embedder;
@@ -27,13 +30,12 @@ export function embeddingJob(options: {
 }): JobKindDefinition<EmbeddingBatch> {
   const { embedder, vectors, logger, batchSize, retryMs } = options;
   let embedded = 0;
-  let worthIt = false;
   const nothing = async () => {};
   return {
     kind: 'embedding_batch',
     // Only kicked (an ingestion, a search finding no model yet, the start); a batch at a time.
     policy: {
-      leaseMs: 10 * 60_000,
+      leaseSeconds: 600,
       budgetMs: 5 * 60_000,
       batch: 1,
       concurrency: 1,
@@ -42,20 +44,21 @@ export function embeddingJob(options: {
       maxAttempts: Number.POSITIVE_INFINITY,
     },
     source: {
-      // Once per drain, not per batch: a drain that found chunks and a model keeps both.
-      async startDrain() {
+      async pending() {
         // No chunks, nothing to embed and no query to serve: do not load a model for nothing.
-        worthIt = await vectors.hasChunks();
-        if (worthIt && !(await embedder.ready())) throw new JobsUnavailable(retryMs);
+        if (!(await vectors.hasChunks())) return [];
+        if (!(await embedder.ready())) throw new JobsUnavailable(retryMs);
+        if ((await vectors.missing(embedder.id, 1)).length > 0) return [MISSING];
+        if (embedded > 0) logger.info({ embedded, model: embedder.id }, 'chunks embedded');
+        embedded = 0;
+        return [];
       },
-      async lease() {
-        if (!worthIt) return [];
+      async claim() {
         const items = await vectors.missing(embedder.id, batchSize);
-        return items.length === 0 ? [] : [{ id: 'missing-vectors', attempts: 0, items }];
+        return items.length === 0 ? undefined : { attempts: 0, items };
       },
       complete: nothing,
-      retry: nothing,
-      release: nothing,
+      retried: nothing,
       bury: nothing,
     },
     async run({ items }, signal) {
@@ -76,9 +79,5 @@ export function embeddingJob(options: {
       if (embedded % (batchSize * 10) === 0) logger.info({ embedded }, 'embedding chunks');
     },
     classify: (error) => ({ errorKind: errorKindOf(error), retry: 'pause', pauseMs: retryMs }),
-    drained() {
-      if (embedded > 0) logger.info({ embedded, model: embedder.id }, 'chunks embedded');
-      embedded = 0;
-    },
   };
 }

@@ -4,13 +4,12 @@ import type { FeedbackRepository, PendingFeedback } from '../storage/feedback-re
 import type { FeedbackSink } from './feedback-sink.ts';
 
 /**
- * How feedback is forwarded. A replica that dies only delays what it took by the lease. The
- * budget is the longest one send may take (the LangSmith client: 5 attempts of at most 10 s
- * each, plus its own backoff), with margin; no send starts later than that before the lease
- * ends, so another replica never takes a row still being sent here.
+ * How feedback is forwarded. A replica that dies mid-send only delays it by the lease (its
+ * heartbeat stops). The budget is the longest one send may take (the LangSmith client: 5
+ * attempts of at most 10 s each, plus its own backoff), with margin.
  */
 export const FEEDBACK_POLICY: JobPolicy = {
-  leaseMs: 5 * 60_000,
+  leaseSeconds: 300,
   budgetMs: 2 * 60_000,
   batch: 50,
   concurrency: 1,
@@ -37,18 +36,19 @@ export function feedbackJob(
     kind: 'feedback_forward',
     policy,
     source: {
-      lease: (limit, leaseMs) => repository.leaseDue(limit, leaseMs),
-      // A rating changed during its send stays due, and this drain's next lease sends it.
+      pending: (limit) => repository.pendingIds(limit),
+      claim: (id) => repository.pending(id),
+      // A rating changed during its send stays due; its own job (queued by the change) sends it.
       complete: (item) => repository.markForwarded(item.id, item.revision),
-      retry: (item, at, failure) =>
-        repository.markRetry(item.id, item.attempts + 1, at, failure.errorKind),
-      release: (item, at) => repository.markRetry(item.id, item.attempts, at),
-      bury: (item, failure) =>
-        repository.markFailed(item.id, item.revision, item.attempts + 1, failure.errorKind),
+      retried: (item, attempts, failure) =>
+        repository.markRetry(item.id, attempts, failure.errorKind),
+      bury: (item, attempts, failure) =>
+        repository.markFailed(item.id, item.revision, attempts, failure.errorKind),
     },
     // The LangSmith client takes no signal, so a send can outlive the job's budget and its
     // claim, and another replica may send the same feedback again. That is harmless: it is
     // sent under its own feedback id, a second create is refused (409) and becomes an update.
+    // (pg-boss aborts the job's signal when its heartbeat is lost; the send does not see it.)
     run: (item) => sink.send(item),
     classify: (error): JobFailure => {
       const status = statusOf(error);

@@ -7,12 +7,12 @@ import { SOURCE_PREFIX } from './conversation-memory.ts';
 import type { MemoryDecider } from './memory-decider.ts';
 
 /**
- * A replica killed mid-decision (SIGKILL, a crash) delays that exchange by the lease; a clean
- * shutdown hands it back at once. A decision that keeps failing (the model down, answers that
+ * A replica killed mid-decision (SIGKILL, a crash) delays that exchange by the lease (its
+ * heartbeat stops); a clean shutdown leaves it due, for the next sweep. A decision that keeps failing (the model down, answers that
  * never fit the schema) is given up after 5 attempts: the log and GET /admin/jobs say so.
  */
 export const MEMORY_POLICY: JobPolicy = {
-  leaseMs: 2 * 60_000,
+  leaseSeconds: 120,
   budgetMs: 60_000,
   batch: 20,
   concurrency: 1,
@@ -37,16 +37,14 @@ export function memoryDecisionJob(options: {
     kind: 'memory_decision',
     policy,
     source: {
-      lease: async (limit, leaseMs) =>
-        (await queue.leaseDue(limit, leaseMs)).map((exchange) => ({
-          ...exchange,
-          id: exchange.runId,
-        })),
+      pending: (limit) => queue.pendingIds(limit),
+      claim: async (runId) => {
+        const exchange = await queue.pending(runId);
+        return exchange && { ...exchange, id: exchange.runId };
+      },
       complete: (job) => queue.remove(job.runId),
-      retry: (job, at, failure) =>
-        queue.release(job.runId, job.attempts + 1, at, failure.errorKind),
-      release: (job, at) => queue.release(job.runId, job.attempts, at),
-      bury: (job, failure) => queue.markFailed(job.runId, job.attempts + 1, failure.errorKind),
+      retried: (job, attempts, failure) => queue.markRetry(job.runId, attempts, failure.errorKind),
+      bury: (job, attempts, failure) => queue.markFailed(job.runId, attempts, failure.errorKind),
     },
     async run(exchange, signal) {
       const memory = await decide(exchange, signal);

@@ -13,24 +13,24 @@ import { type DaysBefore, dueNotice } from './notice-schedule.ts';
 import { addDays } from './zoned-time.ts';
 
 /**
- * A claim is owned for the lease. A sender that dies leaves its notice 'sending'; it is sent
- * again once the lease has passed. No send starts later than the budget before the lease ends
- * (sendMessage times out after 15 s), so a live sender never loses its claim mid-send. Four
- * sends at once: Telegram allows about 30 messages a second per bot. Retries after 5xx or
- * network errors: 1 min, doubling, at most 15 min; a refusal (400/403/404) is final.
+ * A notice's row is its claim, owned for the lease by the clock of the reminders (which a test
+ * moves). A sender that dies leaves its notice 'sending'; it is sent again once the lease has
+ * passed. Four sends at once: Telegram allows about 30 messages a second per bot. Retries
+ * after 5xx or network errors: 1 min, doubling, at most 15 min, kept on the row by that same
+ * clock; a refusal (400/403/404) is final.
  */
 export const NOTICE_POLICY: Omit<JobPolicy, 'intervalMs'> = {
-  leaseMs: 2 * 60_000,
+  leaseSeconds: 120,
   budgetMs: 30_000,
-  batch: 100,
+  batch: 100_000,
   concurrency: 4,
   backoffMs: 60_000,
   maxBackoffMs: 15 * 60_000,
   maxAttempts: Number.POSITIVE_INFINITY,
+  retriesOnRow: true,
 };
 
 type NoticeJob = ClaimedNotice & {
-  id: string;
   candidate: NoticeCandidate;
   daysBefore: DaysBefore;
 };
@@ -57,49 +57,43 @@ export function noticeJob(options: {
   ticked?: (outcome: 'ok' | 'failed') => void;
 }): JobKindDefinition<NoticeJob> {
   const { notices, channel, clock, logger, defaultChatId } = options;
-  let tick = { now: clock.now(), due: [] as Omit<NoticeJob, 'attempts' | 'id'>[], total: 0 };
+  let tick = { now: clock.now(), due: new Map<string, NoticeCandidate>() };
+  const leaseMs = options.policy.leaseSeconds * 1000;
 
   return {
     kind: 'reminder_notice',
     policy: options.policy,
-    now: () => clock.now().getTime(),
     source: {
-      async startDrain() {
+      async startSweep() {
         const now = clock.now();
         // Every timezone's today lies within a day of UTC's; a notice is at most 7 days ahead.
         const today = now.toISOString().slice(0, 10);
-        const due: (typeof tick)['due'] = [];
+        const due = new Map<string, NoticeCandidate>();
         for (const candidate of await notices.candidates(addDays(today, -1), addDays(today, 8))) {
           const daysBefore = dueNotice(candidate, now);
           if (daysBefore === undefined) continue;
           const row = candidate.notices.find((n) => n.daysBefore === daysBefore);
           const open = !row || row.status === 'sending' || row.status === 'retry';
           if (open && (!row?.nextAttemptAt || row.nextAttemptAt <= now)) {
-            due.push({ reminderId: candidate.reminderId, daysBefore, candidate });
+            due.set(keyOf({ reminderId: candidate.reminderId, daysBefore }), candidate);
           }
         }
-        tick = { now, due, total: due.length };
+        tick = { now, due };
       },
-      async lease(limit, leaseMs) {
-        // What another replica claimed first is skipped: claim until some are ours, or none left.
-        while (tick.due.length > 0) {
-          const batch = tick.due.splice(0, limit);
-          const claimedAt = clock.now();
-          const claimed = await notices.claim(
-            batch,
-            claimedAt,
-            new Date(claimedAt.getTime() + leaseMs),
-          );
-          const wanted = new Map(batch.map((item) => [keyOf(item), item]));
-          if (claimed.length > 0) {
-            return claimed.map((notice) => ({
-              ...(wanted.get(keyOf(notice)) as (typeof tick)['due'][number]),
-              attempts: notice.attempts,
-              id: keyOf(notice),
-            }));
-          }
-        }
-        return [];
+      pending: async (limit) => [...tick.due.keys()].slice(0, limit),
+      // Sent by whichever replica takes the job: what another replica's tick found is read
+      // again here, and claimed only if it is still due by this replica's clock.
+      async claim(key) {
+        const { reminderId, daysBefore } = parseKey(key);
+        const candidate = tick.due.get(key) ?? (await notices.candidate(reminderId));
+        if (!candidate || dueNotice(candidate, clock.now()) !== daysBefore) return undefined;
+        const claimedAt = clock.now();
+        const [claimed] = await notices.claim(
+          [{ reminderId, daysBefore }],
+          claimedAt,
+          new Date(claimedAt.getTime() + leaseMs),
+        );
+        return claimed && { ...claimed, candidate, daysBefore };
       },
       // The crash window: Telegram has the message, the database does not know yet. Nothing
       // else happens between the answer and this one-statement write.
@@ -110,9 +104,14 @@ export function noticeJob(options: {
           'reminder notice sent',
         );
       },
-      retry: (job, at, failure) => notices.markRetry(job, at, failure.detail ?? failure.errorKind),
-      release: (job, at) => notices.markRetry(job, at),
-      bury: (job, failure) =>
+      retried: (job, _attempts, failure, delayMs) =>
+        notices.markRetry(
+          job,
+          new Date(clock.now().getTime() + (delayMs ?? 0)),
+          failure.detail ?? failure.errorKind,
+        ),
+      release: (job) => notices.markRetry(job, clock.now()),
+      bury: (job, _attempts, failure) =>
         notices.markFailed(job, failure.errorKind === 'no_chat' ? 'undeliverable' : 'failed', {
           error: failure.detail ?? failure.errorKind,
           errorKind: failure.errorKind,
@@ -151,16 +150,13 @@ export function noticeJob(options: {
       }
       return { errorKind, retry: 'backoff', detail: error.message };
     },
-    drained(report, error) {
+    async swept(report, settled, error) {
       options.ticked?.(error === undefined ? 'ok' : 'failed');
       if (error !== undefined) return; // the runner logs it
-      // `now` lets a test that moved the clock see the first tick that read the new time.
-      const entry = {
-        due: tick.total,
-        claimed: report.leased,
-        sent: report.done,
-        now: tick.now.toISOString(),
-      };
+      // Logged once the notices it queued were tried: a test that moved the clock reads the
+      // outcome after the first tick that read the new time (`now`).
+      await settled;
+      const entry = { due: tick.due.size, queued: report.queued, now: tick.now.toISOString() };
       if (entry.due > 0) logger.info(entry, 'reminder tick');
       else logger.debug(entry, 'reminder tick');
     },
@@ -169,3 +165,8 @@ export function noticeJob(options: {
 
 const keyOf = (notice: { reminderId: string; daysBefore: number }) =>
   `${notice.reminderId}/D-${notice.daysBefore}`;
+
+function parseKey(key: string): { reminderId: string; daysBefore: DaysBefore } {
+  const [reminderId = '', days = ''] = key.split('/D-');
+  return { reminderId, daysBefore: Number(days) as DaysBefore };
+}

@@ -112,12 +112,18 @@ export class FeedbackRepository {
     return same.rows[0]?.id;
   }
 
-  /**
-   * Leases up to `limit` rows that are due for forwarding: their next attempt moves
-   * `leaseMs` ahead in the same statement, so replicas sharing the database do not send the
-   * same row at the same time, and a replica that dies mid-send only delays it.
-   */
-  async leaseDue(limit: number, leaseMs: number): Promise<PendingFeedback[]> {
+  /** Feedback not yet forwarded nor given up, oldest first: ids only. */
+  async pendingIds(limit: number): Promise<string[]> {
+    const { rows } = await this.#db.execute<{ id: string }>(sql`
+      SELECT id FROM ${feedback}
+      WHERE forwarded_at IS NULL AND failed_at IS NULL
+      ORDER BY next_attempt_at
+      LIMIT ${limit}`);
+    return rows.map((row) => row.id);
+  }
+
+  /** The feedback as it stands now, if it is still to be forwarded. */
+  async pending(id: string): Promise<PendingFeedback | undefined> {
     const { rows } = await this.#db.execute<{
       id: string;
       run_id: string;
@@ -128,26 +134,22 @@ export class FeedbackRepository {
       revision: number;
       forwarded_once: boolean;
     }>(sql`
-      UPDATE ${feedback}
-      SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
-      WHERE id IN (
-        SELECT id FROM ${feedback}
-        WHERE forwarded_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
-        ORDER BY next_attempt_at
-        LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
-      )
-      RETURNING id, run_id, key, score, comment, forward_attempts, revision, forwarded_once`);
-    return rows.map((row) => ({
-      id: row.id,
-      runId: row.run_id,
-      key: row.key,
-      score: Number(row.score),
-      comment: row.comment,
-      attempts: row.forward_attempts,
-      revision: row.revision,
-      forwardedOnce: row.forwarded_once,
-    }));
+      SELECT id, run_id, key, score, comment, forward_attempts, revision, forwarded_once
+      FROM ${feedback}
+      WHERE id = ${id} AND forwarded_at IS NULL AND failed_at IS NULL`);
+    const row = rows[0];
+    return (
+      row && {
+        id: row.id,
+        runId: row.run_id,
+        key: row.key,
+        score: Number(row.score),
+        comment: row.comment,
+        attempts: row.forward_attempts,
+        revision: row.revision,
+        forwardedOnce: row.forwarded_once,
+      }
+    );
   }
 
   /**
@@ -158,20 +160,15 @@ export class FeedbackRepository {
     await this.#db.execute(sql`
       UPDATE ${feedback}
       SET forwarded_once = true,
-          forwarded_at = CASE WHEN revision = ${revision} THEN now() ELSE NULL END,
-          next_attempt_at = CASE WHEN revision = ${revision} THEN next_attempt_at ELSE now() END
+          forwarded_at = CASE WHEN revision = ${revision} THEN now() ELSE NULL END
       WHERE id = ${id}`);
   }
 
-  /** Due again at `retryAt`; `attempts` counts the failed sends so far. */
-  async markRetry(id: string, attempts: number, retryAt: Date, errorKind?: string): Promise<void> {
+  /** `attempts` counts the failed sends so far; `errorKind` is the last one's. */
+  async markRetry(id: string, attempts: number, errorKind: string): Promise<void> {
     await this.#db
       .update(feedback)
-      .set({
-        forwardAttempts: attempts,
-        nextAttemptAt: retryAt,
-        ...(errorKind ? { errorKind } : {}),
-      })
+      .set({ forwardAttempts: attempts, errorKind })
       .where(eq(feedback.id, id));
   }
 
@@ -183,8 +180,7 @@ export class FeedbackRepository {
     await this.#db.execute(sql`
       UPDATE ${feedback}
       SET forward_attempts = ${attempts}, error_kind = ${errorKind},
-          failed_at = CASE WHEN revision = ${revision} THEN now() ELSE NULL END,
-          next_attempt_at = CASE WHEN revision = ${revision} THEN next_attempt_at ELSE now() END
+          failed_at = CASE WHEN revision = ${revision} THEN now() ELSE NULL END
       WHERE id = ${id}`);
   }
 }

@@ -2,7 +2,7 @@ import type { Db } from './database.ts';
 import { orm } from './orm.ts';
 import { memoryDecisions } from './schema.ts';
 
-const { eq, sql } = orm;
+const { and, eq, isNull } = orm;
 
 /** An answered exchange waiting for the remember-or-not decision. */
 export interface PendingExchange {
@@ -14,9 +14,8 @@ export interface PendingExchange {
 }
 
 /**
- * The queue of memory decisions (CONV_RAG_ENABLED). Rows are leased, not locked: taking a
- * row moves its next attempt past the lease, so replicas never decide one exchange at the
- * same time, and one that dies mid-decision only delays it until the lease runs out.
+ * The queue of memory decisions (CONV_RAG_ENABLED): the rows say what is left to decide; the
+ * job engine (src/background) decides when and where each one is tried.
  */
 export class MemoryQueueRepository {
   readonly #db: Db;
@@ -30,31 +29,30 @@ export class MemoryQueueRepository {
     await this.#db.insert(memoryDecisions).values(exchange).onConflictDoNothing();
   }
 
-  async leaseDue(limit: number, leaseMs: number): Promise<PendingExchange[]> {
-    const { rows } = await this.#db.execute<{
-      run_id: string;
-      user_id: string;
-      question: string;
-      answer: string;
-      attempts: number;
-    }>(sql`
-      UPDATE ${memoryDecisions}
-      SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000})
-      WHERE run_id IN (
-        SELECT run_id FROM ${memoryDecisions}
-        WHERE failed_at IS NULL AND next_attempt_at <= now()
-        ORDER BY next_attempt_at
-        LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
-      )
-      RETURNING run_id, user_id, question, answer, attempts`);
-    return rows.map((row) => ({
-      runId: row.run_id,
-      userId: row.user_id,
-      question: row.question,
-      answer: row.answer,
-      attempts: row.attempts,
-    }));
+  /** Exchanges still to decide, oldest first: run ids only. */
+  async pendingIds(limit: number): Promise<string[]> {
+    const rows = await this.#db
+      .select({ runId: memoryDecisions.runId })
+      .from(memoryDecisions)
+      .where(isNull(memoryDecisions.failedAt))
+      .orderBy(memoryDecisions.nextAttemptAt)
+      .limit(limit);
+    return rows.map((row) => row.runId);
+  }
+
+  /** The exchange, if it is still to decide. */
+  async pending(runId: string): Promise<PendingExchange | undefined> {
+    const [row] = await this.#db
+      .select({
+        runId: memoryDecisions.runId,
+        userId: memoryDecisions.userId,
+        question: memoryDecisions.question,
+        answer: memoryDecisions.answer,
+        attempts: memoryDecisions.attempts,
+      })
+      .from(memoryDecisions)
+      .where(and(eq(memoryDecisions.runId, runId), isNull(memoryDecisions.failedAt)));
+    return row;
   }
 
   /** Decided (remembered or not): the exchange leaves the queue. */
@@ -62,11 +60,11 @@ export class MemoryQueueRepository {
     await this.#db.delete(memoryDecisions).where(eq(memoryDecisions.runId, runId));
   }
 
-  /** Puts a leased row back: due at `retryAt`, counting the failed attempt when it was one. */
-  async release(runId: string, attempts: number, retryAt: Date, errorKind?: string): Promise<void> {
+  /** `attempts` counts the failed decisions so far; `errorKind` is the last one's. */
+  async markRetry(runId: string, attempts: number, errorKind: string): Promise<void> {
     await this.#db
       .update(memoryDecisions)
-      .set({ attempts, nextAttemptAt: retryAt, ...(errorKind ? { errorKind } : {}) })
+      .set({ attempts, errorKind })
       .where(eq(memoryDecisions.runId, runId));
   }
 

@@ -34,7 +34,16 @@ export class NoticeRepository {
    * Reminders whose date lies in [from, to] and whose D-0 notice is not settled. The range is
    * the caller's: wide enough for every timezone, narrow enough to use the date index.
    */
-  async candidates(from: string, to: string): Promise<NoticeCandidate[]> {
+  candidates(from: string, to: string): Promise<NoticeCandidate[]> {
+    return this.#candidates('r.due_on BETWEEN $1::date AND $2::date', [from, to]);
+  }
+
+  /** One reminder, if its D-0 notice is not settled (the job of a notice another tick found). */
+  async candidate(reminderId: string): Promise<NoticeCandidate | undefined> {
+    return (await this.#candidates('r.id = $1', [reminderId]))[0];
+  }
+
+  async #candidates(where: string, values: unknown[]): Promise<NoticeCandidate[]> {
     const { rows } = await this.#db.$client.query<{
       id: string;
       user_id: string;
@@ -55,11 +64,11 @@ export class NoticeRepository {
                  FROM reminder_notices n WHERE n.reminder_id = r.id) AS notices
          FROM reminders r
          LEFT JOIN users u ON u.user_id = r.user_id
-        WHERE r.due_on BETWEEN $1::date AND $2::date
+        WHERE ${where}
           AND NOT EXISTS (SELECT 1 FROM reminder_notices n
                            WHERE n.reminder_id = r.id AND n.days_before = 0
                              AND n.status IN ('sent', 'failed', 'undeliverable'))`,
-      [from, to],
+      values,
     );
     return rows.map((row) => ({
       reminderId: row.id,

@@ -1,0 +1,37 @@
+import type { Logger } from 'pino';
+import { PgBoss } from 'pg-boss';
+import type pg from 'pg';
+
+/**
+ * pg-boss over Parley's own pool, on either engine. Its own pool would need a second
+ * connection, which the embedded engine's session server does not have (it serves one
+ * connection at a time); for the same reason LISTEN/NOTIFY stays off (pg-boss 12's default):
+ * a worker here is woken by `notifyWorker` when this process queues work, and polls for what
+ * other replicas queued. Measured in bench/RESULTS.md, "Job engines on both engines".
+ */
+export function createJobEngine(
+  pool: pg.Pool,
+  logger: Logger,
+  options: {
+    /** The shortest heartbeat of any kind: a dead process's job is noticed within a fifth of it. */
+    leaseSeconds: number;
+    embedded: boolean;
+  },
+): PgBoss {
+  const checkSeconds = Math.min(60, Math.max(1, Math.floor(options.leaseSeconds / 5)));
+  const boss = new PgBoss({
+    db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) },
+    ...(options.embedded ? { backend: 'pglite' as const } : {}),
+    // Parley queues its own jobs; pg-boss's cron schedules are not used.
+    schedule: false,
+    // The pass that fails jobs whose heartbeat stopped (a killed process): 60 s by default.
+    superviseIntervalSeconds: checkSeconds,
+    monitorIntervalSeconds: checkSeconds,
+  });
+  // Its errors are the database's (a lost connection): logged by code, and the work goes on.
+  boss.on('error', (error) => logger.warn({ err: error }, 'job engine error'));
+  boss.on('warning', (warning) =>
+    logger.warn({ warning: (warning as { message?: string }).message }, 'job engine warning'),
+  );
+  return boss;
+}
