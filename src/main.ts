@@ -10,8 +10,8 @@ import { ConversationService } from './assistant/conversation-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
 import { SharedUserChatLock } from './assistant/shared-user-chat-lock.ts';
 import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
-import { withLease } from './background/job-lease.ts';
 import { createJobEngine } from './background/job-engine.ts';
+import { withLease } from './background/job-lease.ts';
 import { JobRunner } from './background/job-runner.ts';
 import type { Config } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
@@ -447,8 +447,6 @@ export async function main(config: Config): Promise<void> {
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
 
-  // Its tables are created or migrated before the first request can queue work.
-  await boss.start();
   await app.listen({ host: config.HOST, port: config.PORT });
   // Work queued before a restart (feedback, memory decisions, chunks without vectors while
   // the embedding model was unavailable or another one) is queued now.

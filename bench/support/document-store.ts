@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { createJobEngine } from '../../src/background/job-engine.ts';
 import { JobRunner } from '../../src/background/job-runner.ts';
 import { parseConfig } from '../../src/config.ts';
 import type { ChunkingOptions } from '../../src/documents/chunker.ts';
@@ -45,11 +46,17 @@ export async function openBenchStore(
   const database = await openDatabase(config, logger);
   const vectors =
     embedder && database.capabilities.vector ? new VectorStore(database.db) : undefined;
-  const jobs = new JobRunner(logger);
+  const jobs = new JobRunner(
+    createJobEngine(database.db.$client, logger, {
+      leaseSeconds: 600,
+      embedded: database.engine === 'embedded',
+    }),
+    logger,
+  );
   if (embedder && vectors) {
     jobs.add(embeddingJob({ embedder, vectors, logger, batchSize: 256, retryMs: 60_000 }));
-    jobs.start();
   }
+  await jobs.start();
   const indexer = embedder && vectors ? { kick: () => jobs.kick('embedding_batch') } : undefined;
   const hybrid = (weight: number) =>
     new DocumentService({

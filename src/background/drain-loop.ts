@@ -12,6 +12,8 @@ export class DrainLoop {
   #running: Promise<void> | undefined;
   #again = false;
   #stopped = false;
+  /** Callers waiting for the next drain to finish. */
+  readonly #waiting: (() => void)[] = [];
 
   constructor(
     drain: () => Promise<void>,
@@ -25,27 +27,32 @@ export class DrainLoop {
 
   start(): void {
     if (this.#intervalMs !== undefined) {
-      this.#timer = setInterval(() => this.kick(), this.#intervalMs);
+      this.#timer = setInterval(() => void this.kick(), this.#intervalMs);
       this.#timer.unref();
     }
-    this.kick();
+    void this.kick();
   }
 
-  kick(): void {
-    if (this.#stopped) return;
+  /** Resolves once a drain that started after this call has finished (or at once if stopped). */
+  kick(): Promise<void> {
+    if (this.#stopped) return Promise.resolve();
+    const done = new Promise<void>((resolve) => this.#waiting.push(resolve));
     if (this.#running) {
       this.#again = true;
-      return;
+      return done;
     }
+    const waiters = this.#waiting.splice(0);
     this.#running = this.#drain()
       .catch(this.#onError)
       .finally(() => {
         this.#running = undefined;
+        for (const resolve of waiters) resolve();
         if (this.#again) {
           this.#again = false;
-          this.kick();
+          void this.kick();
         }
       });
+    return done;
   }
 
   /** No drain starts after this; resolves once the one under way (if any) has finished. */
@@ -54,5 +61,6 @@ export class DrainLoop {
     clearInterval(this.#timer);
     this.#again = false;
     await this.#running;
+    for (const resolve of this.#waiting.splice(0)) resolve();
   }
 }

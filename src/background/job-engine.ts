@@ -1,6 +1,6 @@
-import type { Logger } from 'pino';
-import { PgBoss } from 'pg-boss';
 import type pg from 'pg';
+import { PgBoss } from 'pg-boss';
+import type { Logger } from 'pino';
 
 /**
  * pg-boss over Parley's own pool, on either engine. Its own pool would need a second

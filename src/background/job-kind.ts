@@ -37,7 +37,7 @@ export interface JobSource<J extends Job> {
   complete(job: J): Promise<void>;
   /**
    * A counted failure, `attempts` so far; it is tried again after the kind's back-off. With
-   * `retriesOnRow`, the row keeps that time itself (`delayMs` from now, by its own clock).
+   * `rowIsClaim`, the row keeps that time itself (`delayMs` from now, by its own clock).
    */
   retried(job: J, attempts: number, failure: JobFailure, delayMs?: number): Promise<void>;
   /** Not tried (stopping, paused) or not finished: due again, not counted. */
@@ -66,11 +66,13 @@ export interface JobPolicy {
   /** Sweeps also run this often (rows other replicas stored, lost jobs); none: when kicked. */
   intervalMs?: number;
   /**
-   * The row says when a failed job is due again (the reminders, whose clock a test moves):
-   * the job ends, and a later sweep queues it anew once the row is due. Otherwise pg-boss
-   * retries the job itself after its back-off.
+   * The row is the claim and keeps its own times (the reminders: a notice's row, on a clock a
+   * test moves): a try that finds the row taken does nothing, so the queue keeps no key and a
+   * new try may be queued while a dead process's job still looks active. A failed try is
+   * recorded on the row with its back-off and ends; a later sweep queues the row again once
+   * it is due. Otherwise one job per row waits and one runs at most, and pg-boss retries it.
    */
-  retriesOnRow?: boolean;
+  rowIsClaim?: boolean;
 }
 
 export interface SweepReport {
@@ -88,6 +90,8 @@ export interface JobKindDefinition<J extends Job> {
   /** What a failure means for the job (see JobFailure). */
   classify(error: unknown): JobFailure;
   policy: JobPolicy;
+  /** The kind's clock for its pauses (the reminders' test clock); the system clock otherwise. */
+  now?: () => number;
   /**
    * Told after every sweep (a scheduled kind logs its tick). `settled` resolves once the jobs
    * that sweep queued have been tried, here or by another replica (or after a budget).

@@ -1,5 +1,5 @@
-import type { Logger } from 'pino';
 import type { Job as BossJob, PgBoss, SendOptions } from 'pg-boss';
+import type { Logger } from 'pino';
 import type { JobKind, JobMetrics } from '../metrics/metrics.ts';
 import { DrainLoop } from './drain-loop.ts';
 import {
@@ -55,15 +55,29 @@ export class JobRunner {
     this.#kinds.set(definition.kind, kind as unknown as KindQueue<Job>);
   }
 
-  /** Creates each kind's queue, starts its workers and sweeps it once (work left from before). */
+  /**
+   * Starts pg-boss (creating or migrating its tables) when there is any kind of work, then
+   * each kind's queue, workers and a first sweep (work left from before). A kick before its
+   * kind has started is ignored: that first sweep comes after it and sees the row.
+   */
   async start(): Promise<void> {
+    if (this.#kinds.size === 0) return;
     this.#started = true;
+    await this.#boss.start();
     for (const kind of this.#kinds.values()) await kind.start();
   }
 
   /** New work of this kind is due now: sweep it (calls while a sweep runs coalesce). */
   kick(kind: JobKind): void {
-    if (this.#started) this.#kinds.get(kind)?.kick();
+    this.#kinds.get(kind)?.kick();
+  }
+
+  /**
+   * A sweep of this kind now; resolves once it (and, for a kind that waits, the jobs it
+   * queued) is over. Benchmarks time a reminder tick with it.
+   */
+  sweep(kind: JobKind): Promise<void> {
+    return this.#kinds.get(kind)?.sweepNow() ?? Promise.resolve();
   }
 
   /** Stops sweeping and taking jobs; the jobs under way are told (their signal) and awaited. */
@@ -83,6 +97,7 @@ class KindQueue<J extends Job> {
   readonly #sweeps: DrainLoop;
   readonly #stopping = new AbortController();
   #workerId: string | undefined;
+  #started = false;
   /** After a rate limit (or while the kind cannot run), no job starts before this instant. */
   #pausedUntil = 0;
   #pauseTimer: NodeJS.Timeout | undefined;
@@ -107,11 +122,13 @@ class KindQueue<J extends Job> {
 
   async start(): Promise<void> {
     const { policy } = this.#definition;
-    // A stately queue: one job waiting and one running per row at most. A row changed while
-    // its job runs (a feedback's new score) gets one more job, which reads the row as it then
-    // stands. The retry and heartbeat settings go with each job (see #send), so a restart with
-    // another JOB_LEASE_SECONDS or retry setting applies to the jobs it queues.
-    await this.#boss.createQueue(this.#queue, { policy: 'stately' });
+    // A stately queue: one job waiting and one running per row at most (rowIsClaim says why
+    // the notices' is not). A row changed while its job runs (a feedback's new score) gets one
+    // more job, which reads the row as it then stands. The retry and heartbeat settings go
+    // with each job (#jobOptions): a restart with another JOB_LEASE_SECONDS applies to its jobs.
+    await this.#boss.createQueue(this.#queue, {
+      policy: this.#definition.policy.rowIsClaim ? 'standard' : 'stately',
+    });
     this.#workerId = await this.#boss.work<RowJob>(
       this.#queue,
       {
@@ -123,17 +140,22 @@ class KindQueue<J extends Job> {
         if (job) await this.#handle(job);
       },
     );
+    this.#started = true;
     this.#sweeps.start();
   }
 
   kick(): void {
-    this.#sweeps.kick();
+    if (this.#started) void this.#sweeps.kick();
+  }
+
+  sweepNow(): Promise<void> {
+    return this.#started ? this.#sweeps.kick() : Promise.resolve();
   }
 
   #jobOptions(rowId: string): SendOptions {
     const { policy } = this.#definition;
     return {
-      singletonKey: rowId,
+      ...(policy.rowIsClaim ? {} : { singletonKey: rowId }),
       retryLimit: Number.isFinite(policy.maxAttempts) ? policy.maxAttempts - 1 : FOREVER,
       retryDelay: seconds(policy.backoffMs),
       retryBackoff: true,
@@ -152,7 +174,7 @@ class KindQueue<J extends Job> {
   }
 
   #now(): number {
-    return Date.now();
+    return this.#definition.now?.() ?? Date.now();
   }
 
   #paused(): boolean {
@@ -165,9 +187,16 @@ class KindQueue<J extends Job> {
     const report: SweepReport = { pending: 0, queued: 0 };
     const queuedIds: string[] = [];
     try {
-      if (this.#paused()) return;
+      // A kind that is only kicked is kicked by every ingestion and search, also while it is
+      // paused (the model cannot be had): those kicks cost nothing, and the pause's own timer
+      // sweeps once it is over. A scheduled kind still reads what is due and reports it (the
+      // reminders' tick), but queues nothing while paused.
+      if (this.#paused() && policy.intervalMs === undefined) {
+        if (this.#pauseTimer === undefined) this.#wakeAtPauseEnd(); // it woke a moment early
+        return;
+      }
       await source.startSweep?.();
-      const ids = await source.pending(policy.batch);
+      const ids = this.#paused() ? [] : await source.pending(policy.batch);
       report.pending = ids.length;
       if (ids.length > 0) {
         const waiting = await this.#boss.findJobs<RowJob>(this.#queue, {
@@ -199,9 +228,9 @@ class KindQueue<J extends Job> {
 
   /** Resolves once none of these jobs waits or runs any more (or after SETTLE_LIMIT_MS). */
   async #settled(jobIds: string[]): Promise<void> {
-    const deadline = this.#now() + SETTLE_LIMIT_MS;
+    const deadline = Date.now() + SETTLE_LIMIT_MS; // real time, whatever the kind's clock
     let open = jobIds;
-    while (open.length > 0 && this.#now() < deadline && !this.#stopping.signal.aborted) {
+    while (open.length > 0 && Date.now() < deadline && !this.#stopping.signal.aborted) {
       const states = await Promise.all(
         open.map(async (id) => (await this.#boss.findJobs(this.#queue, { id }))[0]?.state),
       );
@@ -267,7 +296,7 @@ class KindQueue<J extends Job> {
       return;
     }
     this.#metrics?.job(kind, 'failed');
-    if (policy.retriesOnRow) {
+    if (policy.rowIsClaim) {
       const delayMs = Math.min(policy.backoffMs * 2 ** (attempts - 1), policy.maxBackoffMs);
       await source.retried(claimed, attempts, failure, delayMs);
       this.#logger.warn({ ...fields, retryInMs: delayMs }, 'background job failed; will retry');
@@ -283,10 +312,20 @@ class KindQueue<J extends Job> {
     const until = this.#now() + ms;
     if (until <= this.#pausedUntil) return;
     this.#pausedUntil = until;
+    this.#wakeAtPauseEnd();
+  }
+
+  /** One timer for the pause, whatever its length: the rows stay due, and it sweeps them then. */
+  #wakeAtPauseEnd(): void {
     if (this.#stopping.signal.aborted) return;
     clearTimeout(this.#pauseTimer);
-    // The rows stay due: the sweep at the pause's end queues them again.
-    this.#pauseTimer = setTimeout(() => this.kick(), Math.max(1, ms));
+    this.#pauseTimer = setTimeout(
+      () => {
+        this.#pauseTimer = undefined;
+        this.kick();
+      },
+      Math.max(1, this.#pausedUntil - this.#now()),
+    );
     this.#pauseTimer.unref();
   }
 }

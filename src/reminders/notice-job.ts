@@ -27,7 +27,7 @@ export const NOTICE_POLICY: Omit<JobPolicy, 'intervalMs'> = {
   backoffMs: 60_000,
   maxBackoffMs: 15 * 60_000,
   maxAttempts: Number.POSITIVE_INFINITY,
-  retriesOnRow: true,
+  rowIsClaim: true,
 };
 
 type NoticeJob = ClaimedNotice & {
@@ -63,6 +63,7 @@ export function noticeJob(options: {
   return {
     kind: 'reminder_notice',
     policy: options.policy,
+    now: () => clock.now().getTime(),
     source: {
       async startSweep() {
         const now = clock.now();

@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { KindWorker } from '../../src/background/kind-worker.ts';
+import { createJobEngine } from '../../src/background/job-engine.ts';
+import { JobRunner } from '../../src/background/job-runner.ts';
 import type { Embedder } from '../../src/documents/embedder.ts';
 import { embeddingJob } from '../../src/documents/embedding-job.ts';
 import { VectorStore } from '../../src/storage/vector-store.ts';
@@ -9,12 +10,12 @@ import { type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /**
- * The embedding backfill, driven by the real job worker over the real vector store, with the
- * embedding model scripted: a model (or a provider other than the AI SDK's OpenAI client,
- * which checks the count itself) that answers a different number of vectors than it was sent
- * texts must get nothing of that batch saved (its texts would be paired with the wrong
- * vectors), and the batch is tried again. And a drain checks for chunks and for a model once,
- * not before every batch.
+ * The embedding backfill, driven by the real job runner (pg-boss) over the real vector store,
+ * with the embedding model scripted: a model (or a provider other than the AI SDK's OpenAI
+ * client, which checks the count itself) that answers a different number of vectors than it
+ * was sent texts must get nothing of that batch saved (its texts would be paired with the
+ * wrong vectors), and the batch is tried again. While the model cannot be had, kicks cost
+ * nothing.
  *
  * Embedded engine only: it needs pgvector, which PGlite always has and this machine's
  * PostgreSQL server does not (there, vectors are off and no embedding job runs).
@@ -60,15 +61,20 @@ describe('the embedding backfill, on the embedded engine', () => {
     }),
   );
 
-  const workers: KindWorker<{ id: string; attempts: number }>[] = [];
-  const workerFor = (embedder: Embedder, batchSize: number, retryMs = RETRY_MS) => {
-    const worker = new KindWorker(
-      embeddingJob({ embedder, vectors, logger, batchSize, retryMs }),
-      logger,
-    );
-    workers.push(worker);
-    return worker;
+  const runners: JobRunner[] = [];
+  /** A started runner with the embedding kind alone, on the test's database. */
+  const runnerFor = async (embedder: Embedder, batchSize: number, retryMs = RETRY_MS) => {
+    const boss = createJobEngine(opened!.database.db.$client, logger, {
+      leaseSeconds: 60,
+      embedded: true,
+    });
+    const runner = new JobRunner(boss, logger);
+    runner.add(embeddingJob({ embedder, vectors, logger, batchSize, retryMs }));
+    runners.push(runner);
+    await runner.start();
+    return runner;
   };
+  const logged = (msg: string) => logs.filter((line) => line.msg === msg);
   const missing = async (embedder: Embedder) =>
     (await vectors.missing(embedder.id, 100)).map((item) => item.content).sort();
 
@@ -89,28 +95,37 @@ describe('the embedding backfill, on the embedded engine', () => {
       );
     }
   }, 60_000);
-  // A failed batch is tried again by the worker itself after RETRY_MS: stopped after each test.
+  // A failed batch is tried again by the runner itself after RETRY_MS: stopped after each test.
   afterEach(async () => {
-    for (const worker of workers.splice(0)) await worker.stop();
+    for (const runner of runners.splice(0)) await runner.stop();
+    logs.length = 0;
   });
   afterAll(() => opened?.close());
+
+  /** The first failed batch's log line, once the runner has paused after it. */
+  const firstFailure = async () => {
+    await waitFor(() => logged('background jobs paused').length > 0, 20_000);
+    return logged('background jobs paused')[0];
+  };
 
   it('saves nothing of a batch answered with fewer vectors than texts, and says so', async () => {
     // One vector short: the second text's, as if the model had dropped the first.
     const { embedder } = scriptedEmbedder((texts) => texts.slice(1).map(vectorOf));
-    const report = await workerFor(embedder, 2).drainOnce();
-    expect(report).toMatchObject({ leased: 1, done: 0, failed: 1 });
-    expect(await missing(embedder)).toEqual([...TEXTS].sort());
-    const failed = logs.findLast((line) => line.msg === 'background job failed; will retry');
+    await runnerFor(embedder, 2, 60_000);
+    const failed = await firstFailure();
     expect((failed?.err as { message?: string } | undefined)?.message).toBe(
       'the embedder returned 1 vectors for 2 texts',
     );
+    expect(await missing(embedder)).toEqual([...TEXTS].sort());
   });
 
   it('saves nothing of a batch answered with more vectors than texts', async () => {
     const { embedder } = scriptedEmbedder((texts) => [[9, 9, 9], ...texts.map(vectorOf)]);
-    const report = await workerFor(embedder, 2).drainOnce();
-    expect(report).toMatchObject({ leased: 1, done: 0, failed: 1 });
+    await runnerFor(embedder, 2, 60_000);
+    const failed = await firstFailure();
+    expect((failed?.err as { message?: string } | undefined)?.message).toBe(
+      'the embedder returned 3 vectors for 2 texts',
+    );
     expect(await missing(embedder)).toEqual([...TEXTS].sort());
   });
 
@@ -122,11 +137,10 @@ describe('the embedding backfill, on the embedded engine', () => {
       wrong = false;
       return answer;
     });
-    const worker = workerFor(embedder, 2);
-    expect(await worker.drainOnce()).toMatchObject({ done: 0, failed: 1 });
-    expect(await missing(embedder)).toHaveLength(TEXTS.length);
-    // The worker tries again by itself once the pause after a failure (RETRY_MS) is over.
-    await waitFor(async () => (await missing(embedder)).length === 0, 10_000);
+    await runnerFor(embedder, 2);
+    await firstFailure();
+    // The runner tries again by itself once the pause after a failure (RETRY_MS) is over.
+    await waitFor(async () => (await missing(embedder)).length === 0, 20_000);
     expect(calls.batches[1]).toEqual(calls.batches[0]); // the same batch, again
   });
 
@@ -136,25 +150,26 @@ describe('the embedding backfill, on the embedded engine', () => {
       (texts) => texts.map(vectorOf),
       () => ready,
     );
-    const worker = workerFor(embedder, 3, 1_500);
-    worker.start();
+    const runner = await runnerFor(embedder, 3, 1_500);
     await waitFor(() => calls.ready === 1, 10_000);
     // Every ingestion and every search kicks the kind: while paused, none asks the model (or
     // the database) again, and none adds a timer of its own.
-    for (let i = 0; i < 5; i++) worker.kick();
+    for (let i = 0; i < 5; i++) runner.kick('embedding_batch');
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(calls.ready).toBe(1);
     ready = true;
-    // The pause's one timer drains once it is over: the model is asked again, and embeds.
+    // The pause's one timer sweeps once it is over: the model is asked again, and embeds.
     await waitFor(async () => (await missing(embedder)).length === 0, 10_000);
-    expect(calls.ready).toBe(2);
+    expect(calls.ready).toBeGreaterThanOrEqual(2);
   });
 
-  it('asks whether the model is ready once per drain, not before every batch', async () => {
+  it('embeds every missing chunk a batch at a time, each batch once, and says when it is done', async () => {
     const { embedder, calls } = scriptedEmbedder((texts) => texts.map(vectorOf));
-    expect(await workerFor(embedder, 1).drainOnce()).toMatchObject({ done: 3, failed: 0 });
-    expect(calls.batches).toHaveLength(3);
-    expect(calls.ready).toBe(1);
+    await runnerFor(embedder, 1);
+    await waitFor(() => logged('chunks embedded').length > 0, 20_000);
+    expect(calls.batches.map((batch) => batch.length)).toEqual([1, 1, 1]);
+    expect(calls.batches.flat().sort()).toEqual([...TEXTS].sort());
+    expect(logged('chunks embedded')[0]).toMatchObject({ embedded: 3, model: embedder.id });
     expect(await missing(embedder)).toEqual([]);
   });
 });
