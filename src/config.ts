@@ -245,6 +245,11 @@ export const configSchema = z.object({
   // Features (spec §1)
   GRAPH_ENABLED: flag(false),
   CONV_RAG_ENABLED: flag(false),
+  /**
+   * First delay before a memory decision that failed is tried again; doubles (5 tries in all,
+   * then it is given up). Whole seconds, rounded up.
+   */
+  MEMORY_RETRY_MS: integer(5_000, 1_000, 3_600_000),
   CRAG_ENABLED: flag(false),
   VISION_ENABLED: flag(false),
   VISION_MODEL_ID: text(),
@@ -288,7 +293,10 @@ export const configSchema = z.object({
   LANGSMITH_API_KEY: text(),
   LANGSMITH_ENDPOINT: url(/^https?:$/, 'an http:// or https:// URL'),
   LANGSMITH_PROJECT: textOr('parley'),
-  /** First delay before feedback that LangSmith refused is sent again; doubles up to 1 h. */
+  /**
+   * First delay before feedback that LangSmith refused is sent again; doubles up to 1 h. The
+   * job engine counts whole seconds: rounded up, 1 s at the least.
+   */
   FEEDBACK_RETRY_MS: integer(5_000, 10, 3_600_000),
 
   // Documents: chunking, embeddings, retrieval

@@ -224,7 +224,7 @@ export async function main(config: Config): Promise<void> {
         documents,
         decide: createMemoryDecider(model),
         logger: logger.child({ component: 'memory' }),
-        policy: withLease(MEMORY_POLICY, lease),
+        policy: { ...withLease(MEMORY_POLICY, lease), backoffMs: config.MEMORY_RETRY_MS },
       }),
     );
   }

@@ -1,0 +1,186 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import {
+  type ChatCompletionRequest,
+  type FakeLlmServer,
+  type Reply,
+  reply,
+  startFakeLlmServer,
+} from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const TOKEN = 'memory-jobs-admin-token';
+/** The shortest lease Parley takes, so the test of a killed process waits seconds. */
+const LEASE_SECONDS = 10;
+
+interface FailedJob {
+  kind: string;
+  id: string;
+  user_id: string;
+  attempts: number;
+  error_kind: string | null;
+}
+
+const isDecision = (body: ChatCompletionRequest) => body.response_format !== undefined;
+
+/**
+ * Memory decisions as background jobs on the job engine, as the administrator and the user
+ * see them: one that keeps failing is tried five times, then given up (listed by GET
+ * /admin/jobs, counted in /metrics, never asked again); one whose process was killed while
+ * the model was deciding is decided by the next process once the lease has run out, once.
+ */
+describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
+  let storage: EngineEnv;
+  let llm: FakeLlmServer;
+  let dataDir: string;
+  /** How the fake model answers a decision, by a word of the exchange. */
+  const decisions = new Map<string, () => Reply>();
+  /** When each scripted decision was asked, by its word. */
+  const asked: { word: string; at: number }[] = [];
+  const env = () => ({
+    API_TOKEN: TOKEN,
+    METRICS_ENABLED: 'true',
+    LLM_BASE_URL: llm.url,
+    LLM_MAX_RETRIES: '0',
+    EMBEDDINGS_PROVIDER: 'none',
+    CONV_RAG_ENABLED: 'true',
+    MEMORY_RETRY_MS: '1000',
+    JOB_LEASE_SECONDS: String(LEASE_SECONDS),
+    ...storage.env,
+  });
+
+  beforeAll(async () => {
+    storage = await engineEnv(engine);
+    llm = await startFakeLlmServer();
+    llm.respond((body) => {
+      if (!isDecision(body)) return undefined;
+      const exchange = JSON.stringify(body.messages);
+      const scripted = [...decisions].find(([word]) => exchange.includes(word));
+      if (!scripted) return reply.text(JSON.stringify({ remember: false }));
+      asked.push({ word: scripted[0], at: Date.now() });
+      return scripted[1]();
+    });
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-memory-jobs-'));
+  }, 120_000);
+  afterAll(async () => {
+    await llm?.close();
+    await storage?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const decisionsAbout = (word: string) => asked.filter((a) => a.word === word);
+  const chat = async (parley: RunningParley, userId: string, message: string) => {
+    llm.enqueue(reply.text('Noted.'));
+    const stream = await readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message, user_id: userId }),
+      }),
+    );
+    expect(stream.text).toBe('Noted.');
+    return stream.runId as string;
+  };
+  const metric = async (parley: RunningParley, outcome: string) => {
+    const text = await (await parley.fetch('/metrics')).text();
+    const line = text
+      .split('\n')
+      .find(
+        (l) =>
+          l.startsWith('parley_jobs_total{') &&
+          l.includes('job="memory_decision"') &&
+          l.includes(`outcome="${outcome}"`),
+      );
+    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+  };
+
+  it('gives a decision that keeps failing up after its fifth try: listed without its words, counted, never asked again', {
+    timeout: 120_000,
+  }, async () => {
+    const parley = await startParley({ dataDir, env: env() });
+    try {
+      decisions.set('kayak', () => reply.error(500));
+      const runId = await chat(parley, 'paddler', 'My kayak is the red one, code 5521-private.');
+      const given = await parley.waitForLog(
+        (line) => line.msg === 'background job failed for good' && line.id === runId,
+        60_000,
+      );
+      expect(given).toMatchObject({ job: 'memory_decision', attempts: 5, errorKind: 'http_500' });
+      // Four retries, spaced out (1, 2, 4, 8 s at the least: whole seconds, doubling).
+      const asked = decisionsAbout('kayak');
+      expect(asked).toHaveLength(5);
+      const gaps = asked.slice(1).map((c, i) => c.at - (asked[i]?.at ?? 0));
+      expect(gaps.every((gap, i) => gap >= 2 ** i * 1000 - 250)).toBe(true);
+
+      const listed = await parley.fetch('/admin/jobs?state=failed');
+      expect(listed.status).toBe(200);
+      const text = await listed.text();
+      const jobs = (JSON.parse(text) as { jobs: FailedJob[] }).jobs;
+      expect(jobs.find((job) => job.id === runId)).toMatchObject({
+        kind: 'memory_decision',
+        user_id: 'paddler',
+        attempts: 5,
+        error_kind: 'http_500',
+      });
+      expect(text).not.toContain('kayak');
+      expect(await metric(parley, 'buried')).toBe(1);
+      expect(await metric(parley, 'failed')).toBe(4);
+
+      // Given up means given up: nothing asks again, not a sweep, not a restart.
+      await parley.stop();
+      const again = await startParley({ dataDir, env: env() });
+      try {
+        await again.settled(3_000);
+        expect(decisionsAbout('kayak')).toHaveLength(5);
+        expect(again.output()).not.toContain('5521-private');
+      } finally {
+        await again.stop();
+      }
+      expect(parley.output()).not.toContain('5521-private');
+    } finally {
+      await parley.stop();
+    }
+  });
+
+  it('decides an exchange whose process was killed mid-decision on the next process, after the lease, once', {
+    timeout: 120_000,
+  }, async () => {
+    let stalled = true;
+    decisions.set('glacier', () =>
+      stalled
+        ? reply.stall()
+        : reply.text(JSON.stringify({ remember: true, memory: 'The user hiked a glacier.' })),
+    );
+    const taker = await startParley({ dataDir, env: env() });
+    let heir: RunningParley | undefined;
+    try {
+      const runId = await chat(taker, 'hiker', 'I hiked the glacier yesterday.');
+      await expect.poll(() => decisionsAbout('glacier').length, { timeout: 15_000 }).toBe(1);
+      const killedAt = Date.now();
+      await taker.stop('SIGKILL');
+      stalled = false;
+
+      heir = await startParley({ dataDir, env: env() });
+      const decided = await heir.waitForLog(
+        (line) => line.msg === 'memory decided' && line.runId === runId,
+        60_000,
+      );
+      expect(decided.remembered).toBe(true);
+      // Not before the dead process's hold ran out (its heartbeat stopped with it).
+      expect(Date.now() - killedAt).toBeGreaterThanOrEqual(LEASE_SECONDS * 1000 - 1_000);
+      await heir.settled(3_000);
+      expect(decisionsAbout('glacier')).toHaveLength(2);
+      const memories = await heir.fetch('/users/hiker/memories');
+      const { memories: kept } = (await memories.json()) as { memories: { text: string }[] };
+      expect(kept.map((m) => m.text)).toEqual(['The user hiked a glacier.']);
+      expect(heir.logs.filter((l) => l.job === 'memory_decision' && l.level >= 40)).toEqual([]);
+    } finally {
+      await heir?.stop();
+      await taker.stop('SIGKILL');
+    }
+  });
+});
