@@ -1,0 +1,291 @@
+import type { Job as BossJob, PgBoss, SendOptions } from 'pg-boss';
+import type { Logger } from 'pino';
+import type { JobKind, JobMetrics } from '../metrics/metrics.ts';
+import { DrainLoop } from './drain-loop.ts';
+import {
+  type Job,
+  type JobFailure,
+  type JobKindDefinition,
+  JobsUnavailable,
+  type SweepReport,
+} from './job-kind.ts';
+
+/** What a job carries: the row's id in its kind's table, never the row's contents. */
+interface RowJob {
+  id: string;
+}
+
+/** A retry limit for kinds retried for as long as it takes (pg-boss needs a number). */
+const FOREVER = 1_000_000;
+/** How often an idle worker asks for jobs other replicas queued; this process's wake it at once. */
+const POLLING_SECONDS = 2;
+/** How long a sweep's `settled` waits for the jobs it queued before it gives up waiting. */
+const SETTLE_LIMIT_MS = 60_000;
+const SETTLE_POLL_MS = 50;
+
+const queueOf = (kind: JobKind) => `parley_${kind}`;
+const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/**
+ * One kind on pg-boss: its queue, its worker (which claims the row, runs the job and records
+ * the outcome) and its sweep (which queues a job for each row with work left).
+ */
+export class KindQueue<J extends Job> {
+  readonly #definition: JobKindDefinition<J>;
+  readonly #boss: PgBoss;
+  readonly #logger: Logger;
+  readonly #metrics: JobMetrics | undefined;
+  readonly #queue: string;
+  readonly #sweeps: DrainLoop;
+  readonly #stopping = new AbortController();
+  #workerId: string | undefined;
+  #started = false;
+  /** After a rate limit (or while the kind cannot run), no job starts before this instant. */
+  #pausedUntil = 0;
+  #pauseTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    definition: JobKindDefinition<J>,
+    boss: PgBoss,
+    logger: Logger,
+    metrics: JobMetrics | undefined,
+  ) {
+    this.#definition = definition;
+    this.#boss = boss;
+    this.#logger = logger.child({ job: definition.kind });
+    this.#metrics = metrics;
+    this.#queue = queueOf(definition.kind);
+    this.#sweeps = new DrainLoop(
+      () => this.#sweep(),
+      (error) => this.#logger.warn({ err: error }, 'background jobs paused'),
+      definition.policy.intervalMs,
+    );
+  }
+
+  async start(): Promise<void> {
+    const { policy } = this.#definition;
+    // A stately queue: one job waiting and one running per row at most (rowIsClaim says why
+    // the notices' is not). A row changed while its job runs (a feedback's new score) gets one
+    // more job, which reads the row as it then stands. The retry and heartbeat settings go
+    // with each job (#jobOptions): a restart with another JOB_LEASE_SECONDS applies to its jobs.
+    await this.#boss.createQueue(this.#queue, {
+      policy: this.#definition.policy.rowIsClaim ? 'standard' : 'stately',
+    });
+    this.#workerId = await this.#boss.work<RowJob>(
+      this.#queue,
+      {
+        batchSize: 1,
+        localConcurrency: policy.concurrency,
+        pollingIntervalSeconds: POLLING_SECONDS,
+      },
+      async ([job]) => {
+        if (job) await this.#handle(job);
+      },
+    );
+    this.#started = true;
+    this.#sweeps.start();
+  }
+
+  kick(): void {
+    if (this.#started) void this.#sweeps.kick();
+  }
+
+  sweepNow(): Promise<void> {
+    return this.#started ? this.#sweeps.kick() : Promise.resolve();
+  }
+
+  #jobOptions(rowId: string): SendOptions {
+    const { policy } = this.#definition;
+    return {
+      ...(policy.rowIsClaim ? {} : { singletonKey: rowId }),
+      retryLimit: Number.isFinite(policy.maxAttempts) ? policy.maxAttempts - 1 : FOREVER,
+      retryDelay: seconds(policy.backoffMs),
+      retryBackoff: true,
+      retryDelayMax: seconds(policy.maxBackoffMs),
+      heartbeatSeconds: Math.max(10, policy.leaseSeconds),
+      // Finished and failed jobs are kept a day for an operator looking into pg-boss itself;
+      // the rows say what the administrator sees (GET /admin/jobs).
+      deleteAfterSeconds: 86_400,
+    };
+  }
+
+  async stopSweeping(): Promise<void> {
+    this.#stopping.abort();
+    clearTimeout(this.#pauseTimer);
+    await this.#sweeps.stop();
+  }
+
+  #now(): number {
+    return this.#definition.now?.() ?? Date.now();
+  }
+
+  #paused(): boolean {
+    return this.#now() < this.#pausedUntil;
+  }
+
+  /** Queues a job for each row with work left that has none queued yet. */
+  async #sweep(): Promise<void> {
+    const { source, policy, swept } = this.#definition;
+    const report: SweepReport = { pending: 0, queued: 0 };
+    const queuedIds: string[] = [];
+    try {
+      // A kind that is only kicked is kicked by every ingestion and search, also while it is
+      // paused (the model cannot be had): those kicks cost nothing, and the pause's own timer
+      // sweeps once it is over. A scheduled kind still reads what is due and reports it (the
+      // reminders' tick), but queues nothing while paused.
+      if (this.#paused() && policy.intervalMs === undefined) {
+        if (this.#pauseTimer === undefined) this.#wakeAtPauseEnd(); // it woke a moment early
+        return;
+      }
+      await source.startSweep?.();
+      const ids = this.#paused() ? [] : await source.pending(policy.batch);
+      report.pending = ids.length;
+      if (ids.length > 0) {
+        const waiting = await this.#boss.findJobs<RowJob>(this.#queue, {
+          queued: true,
+          limit: 1000,
+        });
+        const open = new Set(waiting.map((job) => job.data.id));
+        for (const id of ids) {
+          if (open.has(id)) continue;
+          const jobId = await this.#boss.send(this.#queue, { id }, this.#jobOptions(id));
+          if (jobId) queuedIds.push(jobId);
+        }
+        report.queued = queuedIds.length;
+        if (queuedIds.length > 0 && this.#workerId) this.#boss.notifyWorker(this.#workerId);
+      }
+    } catch (error) {
+      if (error instanceof JobsUnavailable) {
+        this.#pause(error.retryAfterMs);
+        await swept?.(report, Promise.resolve());
+        return;
+      }
+      await swept?.(report, Promise.resolve(), error);
+      // A kind only kicked (no interval) would otherwise not look again until the next kick.
+      if (policy.intervalMs === undefined) this.#pause(policy.backoffMs);
+      throw error;
+    }
+    await swept?.(report, this.#settled(queuedIds));
+  }
+
+  /**
+   * Resolves once none of these jobs waits or runs any more (or after SETTLE_LIMIT_MS). Jobs
+   * are taken oldest first, so it watches the newest one, and checks the others once it is
+   * done: a query a poll, whatever the tick's size.
+   */
+  async #settled(jobIds: string[]): Promise<void> {
+    const deadline = Date.now() + SETTLE_LIMIT_MS; // real time, whatever the kind's clock
+    const isOpen = async (id: string) => {
+      const [job] = await this.#boss.findJobs(this.#queue, { id });
+      return job?.state === 'created' || job?.state === 'active';
+    };
+    let open = jobIds;
+    while (open.length > 0 && Date.now() < deadline && !this.#stopping.signal.aborted) {
+      if (!(await isOpen(open[open.length - 1] as string))) {
+        const states = await Promise.all(open.map(isOpen));
+        open = open.filter((_, i) => states[i]);
+      }
+      if (open.length > 0) await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+    }
+  }
+
+  /** Runs one job; a failure pg-boss should retry is thrown, without the error's text. */
+  async #handle(job: BossJob<RowJob>): Promise<void> {
+    const { source, run, policy } = this.#definition;
+    if (this.#paused() || this.#stopping.signal.aborted) return; // the row stays due
+    let claimed: J | undefined;
+    try {
+      claimed = await source.claim(job.data.id);
+    } catch (error) {
+      if (error instanceof JobsUnavailable) {
+        this.#pause(error.retryAfterMs);
+        return;
+      }
+      throw new RetryLater(this.#classify(error).errorKind);
+    }
+    if (claimed === undefined) return;
+    const stopping = this.#stopping.signal;
+    const signal = AbortSignal.any([stopping, job.signal, AbortSignal.timeout(policy.budgetMs)]);
+    try {
+      await run(claimed, signal);
+    } catch (error) {
+      // Stopped under way, or its hold lost (pg-boss aborts the job's signal): not the job's
+      // failure; it is done after the restart, or elsewhere.
+      if (stopping.aborted || job.signal.aborted) {
+        await source.release?.(claimed);
+        return;
+      }
+      await this.#failed(job, claimed, error);
+      return;
+    }
+    await source.complete(claimed);
+    this.#metrics?.job(this.#definition.kind, 'done');
+    // A kind whose rows come in batches (the embedding backfill) queues its next one now.
+    if (policy.intervalMs === undefined) this.kick();
+  }
+
+  #classify(error: unknown): JobFailure {
+    return this.#definition.classify(error);
+  }
+
+  async #failed(job: BossJob<RowJob>, claimed: J, error: unknown): Promise<void> {
+    const { kind, source, policy } = this.#definition;
+    const failure = this.#classify(error);
+    // The row's count survives a job queued anew (after a restart); pg-boss's is this job's.
+    const attempts = Math.max(job.retryCount, claimed.attempts) + 1;
+    const fields = { err: error, id: job.data.id, attempts, errorKind: failure.errorKind };
+    if (failure.retry === 'pause') {
+      this.#pause(failure.pauseMs ?? policy.backoffMs);
+      await source.release?.(claimed);
+      this.#metrics?.job(kind, 'failed');
+      this.#logger.warn({ ...fields, retryInMs: failure.pauseMs }, 'background jobs paused');
+      return;
+    }
+    if (failure.retry === 'never' || attempts >= policy.maxAttempts) {
+      await source.bury(claimed, attempts, failure);
+      this.#metrics?.job(kind, 'buried');
+      this.#logger.warn(fields, 'background job failed for good');
+      return;
+    }
+    this.#metrics?.job(kind, 'failed');
+    if (policy.rowIsClaim) {
+      const delayMs = Math.min(policy.backoffMs * 2 ** (attempts - 1), policy.maxBackoffMs);
+      await source.retried(claimed, attempts, failure, delayMs);
+      this.#logger.warn({ ...fields, retryInMs: delayMs }, 'background job failed; will retry');
+      return;
+    }
+    await source.retried(claimed, attempts, failure);
+    this.#logger.warn(fields, 'background job failed; will retry');
+    throw new RetryLater(failure.errorKind);
+  }
+
+  /** A pause that ends no later than the current one changes nothing. */
+  #pause(ms: number): void {
+    const until = this.#now() + ms;
+    if (until <= this.#pausedUntil) return;
+    this.#pausedUntil = until;
+    this.#wakeAtPauseEnd();
+  }
+
+  /** One timer for the pause, whatever its length: the rows stay due, and it sweeps them then. */
+  #wakeAtPauseEnd(): void {
+    if (this.#stopping.signal.aborted) return;
+    clearTimeout(this.#pauseTimer);
+    this.#pauseTimer = setTimeout(
+      () => {
+        this.#pauseTimer = undefined;
+        this.kick();
+      },
+      Math.max(1, this.#pausedUntil - this.#now()),
+    );
+    this.#pauseTimer.unref();
+  }
+}
+
+/**
+ * What pg-boss stores as a failed attempt's output: the error kind only. The error itself may
+ * quote an upstream's answer, which may quote a user's words.
+ */
+class RetryLater extends Error {
+  override readonly name = 'RetryLater';
+}
