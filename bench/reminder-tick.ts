@@ -69,7 +69,6 @@ try {
   const silent = pino({ level: 'silent' });
   const boss = createJobEngine(store.db.$client, silent, {
     leaseSeconds: NOTICE_POLICY.leaseSeconds,
-    embedded: ENGINE === 'embedded',
   });
   const scheduler = new JobRunner(boss, silent);
   const logged: { due?: number; queued?: number } = {};

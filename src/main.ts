@@ -127,7 +127,6 @@ export async function main(config: Config): Promise<void> {
   const jobLogger = logger.child({ component: 'jobs' });
   const boss = createJobEngine(db.$client, jobLogger, {
     leaseSeconds: lease ?? MEMORY_POLICY.leaseSeconds,
-    embedded: database.engine === 'embedded',
   });
   const jobs = new JobRunner(boss, jobLogger, metrics);
   if (telegram) {

@@ -49,7 +49,6 @@ export async function openBenchStore(
   const jobs = new JobRunner(
     createJobEngine(database.db.$client, logger, {
       leaseSeconds: 600,
-      embedded: database.engine === 'embedded',
     }),
     logger,
   );

@@ -15,13 +15,11 @@ export function createJobEngine(
   options: {
     /** The shortest heartbeat of any kind: a dead process's job is noticed within a fifth of it. */
     leaseSeconds: number;
-    embedded: boolean;
   },
 ): PgBoss {
   const checkSeconds = Math.min(60, Math.max(1, Math.floor(options.leaseSeconds / 5)));
   const boss = new PgBoss({
     db: { executeSql: (text: string, values?: unknown[]) => pool.query(text, values) },
-    ...(options.embedded ? { backend: 'pglite' as const } : {}),
     // Parley queues its own jobs; pg-boss's cron schedules are not used.
     schedule: false,
     // The pass that fails jobs whose heartbeat stopped (a killed process): 60 s by default.

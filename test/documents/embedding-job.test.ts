@@ -64,9 +64,9 @@ describe('the embedding backfill, on the embedded engine', () => {
   const runners: JobRunner[] = [];
   /** A started runner with the embedding kind alone, on the test's database. */
   const runnerFor = async (embedder: Embedder, batchSize: number, retryMs = RETRY_MS) => {
-    const boss = createJobEngine(opened!.database.db.$client, logger, {
+    if (!opened) throw new Error('no database');
+    const boss = createJobEngine(opened.database.db.$client, logger, {
       leaseSeconds: 60,
-      embedded: true,
     });
     const runner = new JobRunner(boss, logger);
     runner.add(embeddingJob({ embedder, vectors, logger, batchSize, retryMs }));
