@@ -68,8 +68,8 @@ function parleyPool(target: Target): PriorityPool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Parley's lease loop: feedback-repository.ts leaseDue on a table of the feedback outbox's shape
-// (without the foreign key), driven by the same DrainLoop the forwarder uses.
+// Parley's lease loop as it was before the kinds moved onto pg-boss (c053640): feedback-repository.ts
+// leaseDue on a table of the feedback outbox's shape (without the foreign key), driven by a DrainLoop.
 
 const OUTBOX_DDL = `
   CREATE TABLE IF NOT EXISTS bench_outbox (
@@ -86,7 +86,7 @@ const OUTBOX_DDL = `
   CREATE INDEX IF NOT EXISTS bench_outbox_pending_idx ON bench_outbox (next_attempt_at)
     WHERE forwarded_at IS NULL`;
 
-/** The statement of FeedbackRepository.leaseDue, word for word but for the table name. */
+/** The statement of FeedbackRepository.leaseDue (c053640), word for word but for the table name. */
 const LEASE_DUE = `
   UPDATE bench_outbox
   SET next_attempt_at = now() + make_interval(secs => $2)
