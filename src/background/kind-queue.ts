@@ -235,10 +235,11 @@ export class KindQueue<J extends Job> {
     const attempts = Math.max(job.retryCount, claimed.attempts) + 1;
     const fields = { err: error, id: job.data.id, attempts, errorKind: failure.errorKind };
     if (failure.retry === 'pause') {
-      this.#pause(failure.pauseMs ?? policy.backoffMs);
+      this.#pause(failure.pauseMs ?? policy.backoffMs); // the whole kind waits
       await source.release?.(claimed);
       this.#metrics?.job(kind, 'failed');
-      this.#logger.warn({ ...fields, retryInMs: failure.pauseMs }, 'background jobs paused');
+      const retryInMs = failure.pauseMs ?? policy.backoffMs;
+      this.#logger.warn({ ...fields, retryInMs }, 'background job failed; will retry');
       return;
     }
     if (failure.retry === 'never' || attempts >= policy.maxAttempts) {
@@ -248,14 +249,16 @@ export class KindQueue<J extends Job> {
       return;
     }
     this.#metrics?.job(kind, 'failed');
+    const delayMs = Math.min(policy.backoffMs * 2 ** (attempts - 1), policy.maxBackoffMs);
     if (policy.rowIsClaim) {
-      const delayMs = Math.min(policy.backoffMs * 2 ** (attempts - 1), policy.maxBackoffMs);
       await source.retried(claimed, attempts, failure, delayMs);
       this.#logger.warn({ ...fields, retryInMs: delayMs }, 'background job failed; will retry');
       return;
     }
     await source.retried(claimed, attempts, failure);
-    this.#logger.warn(fields, 'background job failed; will retry');
+    // pg-boss waits between this and twice as long (its jitter), in whole seconds.
+    const retryInMs = Math.min(seconds(delayMs) * 1000, seconds(policy.maxBackoffMs) * 1000);
+    this.#logger.warn({ ...fields, retryInMs }, 'background job failed; will retry');
     throw new RetryLater(failure.errorKind);
   }
 

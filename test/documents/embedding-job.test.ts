@@ -104,8 +104,8 @@ describe('the embedding backfill, on the embedded engine', () => {
 
   /** The first failed batch's log line, once the runner has paused after it. */
   const firstFailure = async () => {
-    await waitFor(() => logged('background jobs paused').length > 0, 20_000);
-    return logged('background jobs paused')[0];
+    await waitFor(() => logged('background job failed; will retry').length > 0, 20_000);
+    return logged('background job failed; will retry')[0];
   };
 
   it('saves nothing of a batch answered with fewer vectors than texts, and says so', async () => {
