@@ -71,38 +71,44 @@ try {
     leaseSeconds: NOTICE_POLICY.leaseSeconds,
   });
   const scheduler = new JobRunner(boss, silent);
-  const logged: { due?: number; queued?: number } = {};
+  const ticks: { due: number; queued: number }[] = [];
   scheduler.add(
     noticeJob({
       notices: new NoticeRepository(store.db),
       channel: telegramNotices(new TelegramApi({ token: telegram.token, baseUrl: telegram.url })),
       clock: { now: () => NOW },
-      // The tick's own count of what was due, read from its log line.
+      // Each tick's own count of what was due and what it queued, read from its log line.
       logger: pino(
         { level: 'debug' },
         {
           write: (line: string) => {
-            if (line.includes('"msg":"reminder tick"')) Object.assign(logged, JSON.parse(line));
+            if (line.includes('"msg":"reminder tick"')) ticks.push(JSON.parse(line));
           },
         },
       ),
-      // Ticks only when timed below (and once at start, which the first row waits for).
+      // Ticks at start and when timed below only.
       policy: { ...NOTICE_POLICY, intervalMs: 3_600_000 },
     }),
   );
+  // pg-boss's start (schema, queue, worker), then its first tick begins at once: the first
+  // row is that tick, awaited through a second sweep (idle, ~60 ms) queued behind it.
+  const starting = performance.now();
   await scheduler.start();
+  console.log(`job engine started in ${ms(performance.now() - starting)} ms\n`);
   console.log('| tick | due | queued | sent (total) | wall |');
   console.log('| --- | ---: | ---: | ---: | ---: |');
   const timed = async (name: string) => {
     const started = performance.now();
+    const first = ticks.length;
     await scheduler.sweep('reminder_notice');
     const wall = performance.now() - started;
+    const tick = ticks[first] ?? { due: 0, queued: 0 };
     console.log(
-      `| ${name} | ${logged.due} | ${logged.queued} | ${telegram.sent.length} | ${ms(wall)} ms |`,
+      `| ${name} | ${tick.due} | ${tick.queued} | ${telegram.sent.length} | ${ms(wall)} ms |`,
     );
     return wall;
   };
-  await timed(`first (${DUE} due)`);
+  await timed(`first (${DUE} due), then an idle one`);
   const idle: number[] = [];
   for (let i = 0; i < 5; i++) idle.push(await timed(`idle ${i + 1} (all sent)`));
   idle.sort((a, b) => a - b);

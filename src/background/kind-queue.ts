@@ -1,7 +1,8 @@
-import type { Job as BossJob, PgBoss, SendOptions } from 'pg-boss';
+import type { Job as BossJob, JobInsert, JobResult, PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { JobKind, JobMetrics } from '../metrics/metrics.ts';
 import { DrainLoop } from './drain-loop.ts';
+import { errorKindOf } from './error-kind.ts';
 import {
   type Job,
   type JobFailure,
@@ -15,6 +16,8 @@ interface RowJob {
   id: string;
 }
 
+/** Jobs a worker takes a fetch (run `concurrency` at a time). */
+const FETCH_BATCH = 20;
 /** A retry limit for kinds retried for as long as it takes (pg-boss needs a number). */
 const FOREVER = 1_000_000;
 /** How often an idle worker asks for jobs other replicas queued; this process's wake it at once. */
@@ -71,16 +74,18 @@ export class KindQueue<J extends Job> {
     await this.#boss.createQueue(this.#queue, {
       policy: this.#definition.policy.rowIsClaim ? 'standard' : 'stately',
     });
-    this.#workerId = await this.#boss.work<RowJob>(
+    this.#workerId = await this.#boss.work<RowJob, JobResult[]>(
       this.#queue,
       {
-        batchSize: 1,
-        localConcurrency: policy.concurrency,
+        // Up to FETCH_BATCH jobs a fetch, and fetching again at once while fetches come back
+        // full: one job a fetch, then a poll's wait, sent 2 notices a second (bench/RESULTS.md).
+        batchSize: FETCH_BATCH,
+        burstWhenBatchFull: true,
         pollingIntervalSeconds: POLLING_SECONDS,
+        // Each job of a batch settles on its own: one failing does not retry the others.
+        perJobResults: true,
       },
-      async ([job]) => {
-        if (job) await this.#handle(job);
-      },
+      (jobs) => this.#runBatch(jobs),
     );
     this.#started = true;
     this.#sweeps.start();
@@ -94,9 +99,10 @@ export class KindQueue<J extends Job> {
     return this.#started ? this.#sweeps.kick() : Promise.resolve();
   }
 
-  #jobOptions(rowId: string): SendOptions {
+  #jobOf(rowId: string): JobInsert<RowJob> {
     const { policy } = this.#definition;
     return {
+      data: { id: rowId },
       ...(policy.rowIsClaim ? {} : { singletonKey: rowId }),
       retryLimit: Number.isFinite(policy.maxAttempts) ? policy.maxAttempts - 1 : FOREVER,
       retryDelay: seconds(policy.backoffMs),
@@ -107,6 +113,26 @@ export class KindQueue<J extends Job> {
       // the rows say what the administrator sees (GET /admin/jobs).
       deleteAfterSeconds: 86_400,
     };
+  }
+
+  /**
+   * Queues these rows' jobs in one statement. A stately queue refuses the whole statement
+   * when one row's job is already waiting (another replica's sweep got there first): those
+   * are then queued one by one, and the one already waiting is skipped.
+   */
+  async #queueRows(rowIds: string[]): Promise<string[]> {
+    const jobs = rowIds.map((id) => this.#jobOf(id));
+    try {
+      return (await this.#boss.insert(this.#queue, jobs, { returnId: true })) ?? [];
+    } catch (error) {
+      if (this.#definition.policy.rowIsClaim || !refusedByPolicy(error)) throw error;
+    }
+    const queued: string[] = [];
+    for (const { data, ...options } of jobs) {
+      const id = await this.#boss.send(this.#queue, data as RowJob, options);
+      if (id) queued.push(id);
+    }
+    return queued;
   }
 
   async stopSweeping(): Promise<void> {
@@ -146,11 +172,7 @@ export class KindQueue<J extends Job> {
           limit: 1000,
         });
         const open = new Set(waiting.map((job) => job.data.id));
-        for (const id of ids) {
-          if (open.has(id)) continue;
-          const jobId = await this.#boss.send(this.#queue, { id }, this.#jobOptions(id));
-          if (jobId) queuedIds.push(jobId);
-        }
+        queuedIds.push(...(await this.#queueRows(ids.filter((id) => !open.has(id)))));
         report.queued = queuedIds.length;
         if (queuedIds.length > 0 && this.#workerId) this.#boss.notifyWorker(this.#workerId);
       }
@@ -187,6 +209,30 @@ export class KindQueue<J extends Job> {
       }
       if (open.length > 0) await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
     }
+  }
+
+  /** Runs a fetched batch, `concurrency` jobs at a time; each job's outcome is its own. */
+  async #runBatch(jobs: BossJob<RowJob>[]): Promise<JobResult[]> {
+    const results: JobResult[] = [];
+    const waiting = [...jobs];
+    const lane = async () => {
+      for (let job = waiting.shift(); job; job = waiting.shift()) {
+        try {
+          await this.#handle(job);
+          results.push({ id: job.id, status: 'completed' });
+        } catch (error) {
+          // pg-boss keeps this as the try's output: the error kind, never the error's text.
+          const retry = error instanceof RetryLater;
+          const errorKind = retry ? error.message : errorKindOf(error);
+          // Recording the outcome failed (the database): tried again after the back-off.
+          if (!retry) this.#logger.warn({ err: error, id: job.data.id }, 'background job failed');
+          results.push({ id: job.id, status: 'failed', output: { errorKind } });
+        }
+      }
+    };
+    const lanes = Math.min(this.#definition.policy.concurrency, jobs.length);
+    await Promise.all(Array.from({ length: lanes }, lane));
+    return results;
   }
 
   /** Runs one job; a failure pg-boss should retry is thrown, without the error's text. */
@@ -291,4 +337,10 @@ export class KindQueue<J extends Job> {
  */
 class RetryLater extends Error {
   override readonly name = 'RetryLater';
+}
+
+/** The insert guard pg-boss raises when a queue's policy refused one of the jobs. */
+function refusedByPolicy(error: unknown): boolean {
+  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;
+  return cause?.code === '22012'; // division_by_zero, pg-boss's signal for a skipped insert
 }
