@@ -30,8 +30,8 @@ export interface Job {
 export interface JobSource<J extends Job> {
   /** Scheduled kinds: reads what is due now, once per sweep, before `pending`. */
   startSweep?(): Promise<void>;
-  /** Ids of rows with work left, oldest first; at most `limit`. */
-  pending(limit: number): Promise<string[]>;
+  /** Ids of rows with work left, oldest first: `limit` of them from `offset` on. */
+  pending(limit: number, offset: number): Promise<string[]>;
   /** The row's work as it stands now; undefined when none is left (done, deleted, taken). */
   claim(id: string): Promise<J | undefined>;
   complete(job: J): Promise<void>;
@@ -54,7 +54,7 @@ export interface JobPolicy {
   leaseSeconds: number;
   /** The longest one job may take: its signal aborts then and the attempt counts as failed. */
   budgetMs: number;
-  /** Rows queued per sweep. */
+  /** Rows read a page by the sweep (which reads every page). */
   batch: number;
   /** Jobs run at once by one process. */
   concurrency: number;

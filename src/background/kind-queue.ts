@@ -116,11 +116,26 @@ export class KindQueue<J extends Job> {
   }
 
   /**
+   * Which of these rows have a job waiting (queued, or failed and due again later): read from
+   * pg-boss's own job table, whose columns its documentation describes, in one statement.
+   */
+  async #openRows(rowIds: string[]): Promise<Set<string>> {
+    if (rowIds.length === 0) return new Set();
+    const { rows } = await this.#boss.getDb().executeSql(
+      `SELECT data->>'id' AS id FROM pgboss.job
+        WHERE name = $1 AND state IN ('created', 'retry') AND data->>'id' = ANY($2::text[])`,
+      [this.#queue, rowIds],
+    );
+    return new Set((rows as { id: string }[]).map((row) => row.id));
+  }
+
+  /**
    * Queues these rows' jobs in one statement. A stately queue refuses the whole statement
    * when one row's job is already waiting (another replica's sweep got there first): those
    * are then queued one by one, and the one already waiting is skipped.
    */
   async #queueRows(rowIds: string[]): Promise<string[]> {
+    if (rowIds.length === 0) return [];
     const jobs = rowIds.map((id) => this.#jobOf(id));
     try {
       return (await this.#boss.insert(this.#queue, jobs, { returnId: true })) ?? [];
@@ -164,18 +179,22 @@ export class KindQueue<J extends Job> {
         return;
       }
       await source.startSweep?.();
-      const ids = this.#paused() ? [] : await source.pending(policy.batch);
-      report.pending = ids.length;
-      if (ids.length > 0) {
-        const waiting = await this.#boss.findJobs<RowJob>(this.#queue, {
-          queued: true,
-          limit: 1000,
-        });
-        const open = new Set(waiting.map((job) => job.data.id));
-        queuedIds.push(...(await this.#queueRows(ids.filter((id) => !open.has(id)))));
-        report.queued = queuedIds.length;
-        if (queuedIds.length > 0 && this.#workerId) this.#boss.notifyWorker(this.#workerId);
+      let again = false;
+      // Every page: the rows a sweep leaves would wait for the next one (the interval's).
+      for (let offset = 0; !this.#paused(); offset += policy.batch) {
+        const ids = await source.pending(policy.batch, offset);
+        report.pending += ids.length;
+        const open = await this.#openRows(ids);
+        const queued = await this.#queueRows(ids.filter((id) => !open.has(id)));
+        queuedIds.push(...queued);
+        if (ids.length < policy.batch) break;
+        // Rows done meanwhile move the later pages up, and one may be passed over: a sweep
+        // that queued anything from a full page goes round once more.
+        again ||= queued.length > 0;
       }
+      report.queued = queuedIds.length;
+      if (queuedIds.length > 0 && this.#workerId) this.#boss.notifyWorker(this.#workerId);
+      if (again) this.kick();
     } catch (error) {
       if (error instanceof JobsUnavailable) {
         this.#pause(error.retryAfterMs);

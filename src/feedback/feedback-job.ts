@@ -11,7 +11,7 @@ import type { FeedbackSink } from './feedback-sink.ts';
 export const FEEDBACK_POLICY: JobPolicy = {
   leaseSeconds: 300,
   budgetMs: 2 * 60_000,
-  batch: 50,
+  batch: 500,
   concurrency: 1,
   backoffMs: 5_000,
   maxBackoffMs: 3_600_000,
@@ -36,7 +36,7 @@ export function feedbackJob(
     kind: 'feedback_forward',
     policy,
     source: {
-      pending: (limit) => repository.pendingIds(limit),
+      pending: (limit, offset) => repository.pendingIds(limit, offset),
       claim: (id) => repository.pending(id),
       // A rating changed during its send stays due; its own job (queued by the change) sends it.
       complete: (item) => repository.markForwarded(item.id, item.revision),

@@ -14,7 +14,7 @@ import type { MemoryDecider } from './memory-decider.ts';
 export const MEMORY_POLICY: JobPolicy = {
   leaseSeconds: 120,
   budgetMs: 60_000,
-  batch: 20,
+  batch: 500,
   concurrency: 1,
   backoffMs: 5_000,
   maxBackoffMs: 3_600_000,
@@ -37,7 +37,7 @@ export function memoryDecisionJob(options: {
     kind: 'memory_decision',
     policy,
     source: {
-      pending: (limit) => queue.pendingIds(limit),
+      pending: (limit, offset) => queue.pendingIds(limit, offset),
       claim: async (runId) => {
         const exchange = await queue.pending(runId);
         return exchange && { ...exchange, id: exchange.runId };

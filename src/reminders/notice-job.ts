@@ -22,7 +22,7 @@ import { addDays } from './zoned-time.ts';
 export const NOTICE_POLICY: Omit<JobPolicy, 'intervalMs'> = {
   leaseSeconds: 120,
   budgetMs: 30_000,
-  batch: 100_000,
+  batch: 1_000,
   concurrency: 4,
   backoffMs: 60_000,
   maxBackoffMs: 15 * 60_000,
@@ -81,7 +81,7 @@ export function noticeJob(options: {
         }
         tick = { now, due };
       },
-      pending: async (limit) => [...tick.due.keys()].slice(0, limit),
+      pending: async (limit, offset) => [...tick.due.keys()].slice(offset, offset + limit),
       // Sent by whichever replica takes the job: what another replica's tick found is read
       // again here, and claimed only if it is still due by this replica's clock.
       async claim(key) {

@@ -113,12 +113,12 @@ export class FeedbackRepository {
   }
 
   /** Feedback not yet forwarded nor given up, oldest first: ids only. */
-  async pendingIds(limit: number): Promise<string[]> {
+  async pendingIds(limit: number, offset = 0): Promise<string[]> {
     const { rows } = await this.#db.execute<{ id: string }>(sql`
       SELECT id FROM ${feedback}
       WHERE forwarded_at IS NULL AND failed_at IS NULL
-      ORDER BY next_attempt_at
-      LIMIT ${limit}`);
+      ORDER BY next_attempt_at, id
+      LIMIT ${limit} OFFSET ${offset}`);
     return rows.map((row) => row.id);
   }
 

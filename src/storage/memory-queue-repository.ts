@@ -30,13 +30,14 @@ export class MemoryQueueRepository {
   }
 
   /** Exchanges still to decide, oldest first: run ids only. */
-  async pendingIds(limit: number): Promise<string[]> {
+  async pendingIds(limit: number, offset = 0): Promise<string[]> {
     const rows = await this.#db
       .select({ runId: memoryDecisions.runId })
       .from(memoryDecisions)
       .where(isNull(memoryDecisions.failedAt))
-      .orderBy(memoryDecisions.nextAttemptAt)
-      .limit(limit);
+      .orderBy(memoryDecisions.nextAttemptAt, memoryDecisions.runId)
+      .limit(limit)
+      .offset(offset);
     return rows.map((row) => row.runId);
   }
 
