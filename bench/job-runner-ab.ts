@@ -19,6 +19,7 @@
  *
  *   node bench/job-runner-ab.ts <baselineDir> [engine=embedded|server] [rounds=5] [feedbackPerRound=200]
  */
+import { execSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { startFakeLangSmithServer } from '../test/support/fake-langsmith-server.ts';
@@ -38,12 +39,27 @@ const IDLE_SETTLE_MS = 5_000;
 const IDLE_MS = 20_000;
 const TAIL_MS = 3_000;
 const LANGSMITH_KEY = 'ls-bench-key';
+/** How long a round waits for LangSmith to have all its feedback before it is recorded as short. */
+const ROUND_LIMIT_MS = Number(process.env.BENCH_ROUND_LIMIT_MS ?? 60_000);
+/** How long the warm-up waits for the memory decisions of its chats. */
+const DECISIONS_LIMIT_S = Number(process.env.BENCH_DECISIONS_LIMIT_S ?? 60);
+const progress = (text: string) => console.error(`${new Date().toISOString()} ${text}`);
 if (!baselineDir || !['embedded', 'server'].includes(engine)) {
   throw new Error(
     'usage: job-runner-ab.ts <baselineDir> [engine=embedded|server] [rounds] [feedbackPerRound]',
   );
 }
 const loadBefore = load();
+// Taken before the servers start: the commit they run (a checkout may move during a run).
+const machine = machineReport();
+const headNow = () => {
+  try {
+    return execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
+  } catch {
+    return '?';
+  }
+};
+const headAtStart = headNow();
 
 // One fake model for both: chats get a short text; memory decisions (response_format set)
 // are never worth keeping.
@@ -90,6 +106,8 @@ interface Contender {
   idleCpuPerS: number;
   runIds: string[];
   wallMs: number[];
+  /** Of the round's feedback, how many LangSmith had by the end of the round (all, or at the limit). */
+  forwarded: number[];
   cpuPerFeedback: number[];
   cpuPerFeedbackTail: number[];
   failedPosts: number;
@@ -129,6 +147,7 @@ const contenders: Contender[] = await Promise.all(
       idleCpuPerS: Number.NaN,
       runIds: [],
       wallMs: [],
+      forwarded: [],
       cpuPerFeedback: [],
       cpuPerFeedbackTail: [],
       failedPosts: 0,
@@ -137,6 +156,9 @@ const contenders: Contender[] = await Promise.all(
 );
 const [base, ours] = contenders as [Contender, Contender];
 
+progress(
+  `started: ${contenders.map((c) => `${c.name} pid ${c.server.pid} startupMs ${c.startupMs}`).join('; ')}`,
+);
 // 1. Start-up, and RSS after 5 s idle.
 await sleep(IDLE_SETTLE_MS);
 for (const c of contenders) {
@@ -164,6 +186,9 @@ async function pool(count: number, task: (i: number) => Promise<void>): Promise<
   );
 }
 
+progress(
+  `idle CPU: ${contenders.map((c) => `${c.name} ${c.idleCpuPerS.toFixed(2)} ms/s`).join('; ')}`,
+);
 // Warm-up (not measured): one chat per user, for the runs to rate.
 let user = 0;
 for (const c of contenders) {
@@ -186,13 +211,16 @@ for (const c of contenders) {
 {
   let last = -1;
   let still = 0;
-  for (let waited = 0; still < 3 && waited < 120; waited++) {
+  let waited = 0;
+  for (; still < 3 && waited < DECISIONS_LIMIT_S; waited++) {
     await sleep(1_000);
     still = decisions === last ? still + 1 : 0;
     last = decisions;
   }
+  progress(`warm-up: ${chatTurns} chats, ${decisions} decisions after waiting ${waited} s`);
 }
 const warmUp = { chats: chatTurns, decisions, feedbackBefore: langsmith.feedback.length };
+const decisionsBeforeRounds = decisions;
 
 let comment = 0;
 /** One round on one contender: N ratings, until LangSmith has all of them. */
@@ -217,23 +245,34 @@ async function round(c: Contender): Promise<void> {
     }
     ids.push(((await response.json()) as { feedback_id: string }).feedback_id);
   });
-  const deadline = performance.now() + 120_000;
+  const deadline = performance.now() + ROUND_LIMIT_MS;
+  let complete = false;
   for (;;) {
     scan();
-    if (ids.every((id) => arrived.has(id))) break;
-    if (performance.now() > deadline) {
-      const missing = ids.filter((id) => !arrived.has(id)).length;
-      throw new Error(`${c.name}: ${missing} of ${ids.length} feedback never reached LangSmith`);
+    if (ids.every((id) => arrived.has(id))) {
+      complete = true;
+      break;
     }
+    if (performance.now() > deadline) break;
     await sleep(2);
   }
-  const lastAt = Math.max(...ids.map((id) => arrived.get(id) as number));
+  const got = ids.filter((id) => arrived.has(id));
+  // Complete: when the last one arrived. Short: the limit (figures per feedback that arrived).
+  const endAt = complete
+    ? Math.max(...got.map((id) => arrived.get(id) as number))
+    : performance.now();
   const cpuAtEnd = cpuMsOfTree(c.server.pid);
-  c.wallMs.push(lastAt - startedAt);
-  c.cpuPerFeedback.push((cpuAtEnd - cpuBefore) / ids.length);
+  c.wallMs.push(endAt - startedAt);
+  c.forwarded.push(got.length);
+  c.cpuPerFeedback.push((cpuAtEnd - cpuBefore) / Math.max(1, got.length));
   await sleep(TAIL_MS);
+  scan();
+  const gotAfterTail = ids.filter((id) => arrived.has(id)).length;
   const tail = cpuMsOfTree(c.server.pid) - cpuBefore - (c.idleCpuPerS * TAIL_MS) / 1000;
-  c.cpuPerFeedbackTail.push(tail / ids.length);
+  c.cpuPerFeedbackTail.push(tail / Math.max(1, gotAfterTail));
+  progress(
+    `${c.name}: ${got.length}/${ids.length} forwarded in ${ms(endAt - startedAt)} ms${complete ? '' : ' (round limit reached)'}, ${(c.cpuPerFeedback.at(-1) as number).toFixed(2)} ms CPU each; ${gotAfterTail} after the 3 s tail`,
+  );
 }
 
 const roundLoads: string[] = [];
@@ -267,7 +306,12 @@ const wins = (of: (c: Contender) => number[]) =>
   of(ours).filter((value, i) => value < (of(base)[i] as number)).length;
 
 console.log(`## job-runner-ab (${engine} engine)\n`);
-console.log(`\`\`\`\n${machineReport()}\nbaseline: ${baselineDir}\n\`\`\`\n`);
+console.log(`\`\`\`\n${machine}\nbaseline: ${baselineDir}\n\`\`\`\n`);
+if (headNow() !== headAtStart) {
+  console.log(
+    `**This checkout moved during the run**: ${headAtStart} at the start (what the servers ran), ${headNow()} at the end.\n`,
+  );
+}
 console.log(`load before: ${loadBefore}\n`);
 console.log(`command: \`node bench/job-runner-ab.ts ${process.argv.slice(2).join(' ')}\`\n`);
 console.log(
@@ -305,17 +349,24 @@ const table = (title: string, of: (c: Contender) => number[], unit: string) => {
     `\nthis checkout / baseline (medians): ${(p(of(ours), 50) / p(of(base), 50)).toFixed(2)}\n`,
   );
 };
+console.log(
+  `Feedback that reached LangSmith within its round: ${contenders.map((c) => `${c.name} ${c.forwarded.reduce((a, b) => a + b, 0)}/${ROUNDS * PER_ROUND}`).join(', ')}.\n`,
+);
 table('wall per round', (c) => c.wallMs, 'ms');
 table('CPU per feedback', (c) => c.cpuPerFeedback, 'ms');
 table('CPU per feedback, +3 s tail', (c) => c.cpuPerFeedbackTail, 'ms');
 
-console.log('Per round (ms; wall / CPU per feedback):\n');
+console.log(
+  `A round whose feedback had not all reached LangSmith within ${ROUND_LIMIT_MS / 1000} s is cut there: its wall is the limit and its CPU is per feedback that arrived (the rest stays queued and may arrive in later rounds, counted in none). Memory decisions the fake model answered during the rounds (work left from the warm-up): ${decisions - decisionsBeforeRounds}.\n`,
+);
+console.log('Per round (ms; wall / CPU per feedback / forwarded of the round):\n');
 console.log(`| round | first | ${contenders.map((c) => c.name).join(' | ')} | load after |`);
 console.log(`| ---: | --- | ${contenders.map(() => '---:').join(' | ')} | --- |`);
 for (let r = 0; r < ROUNDS; r++) {
   const first = r % 2 === 0 ? base.name : ours.name;
   const cells = contenders.map(
-    (c) => `${ms(c.wallMs[r] as number)} / ${(c.cpuPerFeedback[r] as number).toFixed(2)}`,
+    (c) =>
+      `${ms(c.wallMs[r] as number)} / ${(c.cpuPerFeedback[r] as number).toFixed(2)} / ${c.forwarded[r]}/${PER_ROUND}`,
   );
   console.log(`| ${r + 1} | ${first} | ${cells.join(' | ')} | ${roundLoads[r]} |`);
 }

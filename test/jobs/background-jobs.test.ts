@@ -156,6 +156,62 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
     expect(retried).toMatchObject({ job: 'feedback_forward', attempts: 1, errorKind: 'http_503' });
   });
 
+  it('forwards a burst of ratings, more than a sweep reads a page, each once and without waiting for the next sweep', {
+    timeout: 120_000,
+  }, async () => {
+    // More rows than one page of the sweep (500): a sweep that read one page left the rest
+    // to the interval's sweep, 30 s later (the default lease, which this process keeps).
+    const RATINGS = 520;
+    const { JOB_LEASE_SECONDS: _, ...defaults } = env();
+    const parley = await startParley({ env: defaults });
+    try {
+      const runIds: string[] = [];
+      for (let i = 0; i < 52; i++) {
+        llm.enqueue(reply.text('an answer to rate'));
+        const chat = await readChat(
+          await parley.fetch('/chat', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ message: 'hello', user_id: `burst-${i}` }),
+          }),
+        );
+        runIds.push(chat.runId as string);
+      }
+      const ids: string[] = [];
+      // The first send is slow, so that every rating is stored before the first is forwarded
+      // (feedback is sent one at a time): the rows pile up beyond a page.
+      langsmith.slowNext('feedback', 5_000);
+      const started = Date.now();
+      for (let i = 0; i < RATINGS; i += 20) {
+        const answers = await Promise.all(
+          Array.from({ length: 20 }, (_, j) =>
+            parley.fetch('/feedback', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ run_id: runIds[(i + j) % runIds.length], score: 1 }),
+            }),
+          ),
+        );
+        for (const answer of answers) {
+          expect(answer.status).toBe(200);
+          ids.push(((await answer.json()) as { feedback_id: string }).feedback_id);
+        }
+      }
+      const wanted = new Set(ids);
+      await expect
+        .poll(() => langsmith.feedback.filter((f) => wanted.has(f.id ?? '')).length, {
+          timeout: 25_000,
+        })
+        .toBe(RATINGS);
+      expect(Date.now() - started).toBeLessThan(25_000);
+      expect(Date.now() - started).toBeGreaterThan(4_000); // the slow send did hold the others
+      await parley.settled(1_000);
+      expect(new Set(langsmith.feedback.map((f) => f.id)).size).toBe(langsmith.feedback.length);
+    } finally {
+      await parley.stop();
+    }
+  });
+
   it('lists failed jobs for the administrator only, with state=failed and a limit of 1 to 500', async () => {
     for (const query of [
       '',
