@@ -20,8 +20,12 @@ interface RowJob {
 const FETCH_BATCH = 20;
 /** A retry limit for kinds retried for as long as it takes (pg-boss needs a number). */
 const FOREVER = 1_000_000;
-/** How often an idle worker asks for jobs other replicas queued; this process's wake it at once. */
-const POLLING_SECONDS = 2;
+/**
+ * How often an idle worker asks for jobs other replicas queued, and for retries that came due;
+ * this process's own work wakes it at once. Each poll is a query on the embedded engine's one
+ * connection: at 2 s, four kinds cost an idle process 26 ms of CPU a second (bench/RESULTS.md).
+ */
+const POLLING_SECONDS = 5;
 /** How long a sweep's `settled` waits for the jobs it queued before it gives up waiting. */
 const SETTLE_LIMIT_MS = 60_000;
 const SETTLE_POLL_MS = 50;

@@ -99,15 +99,16 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
   };
 
   it('gives a decision that keeps failing up after its fifth try: listed without its words, counted, never asked again', {
-    timeout: 120_000,
+    timeout: 180_000,
   }, async () => {
     const parley = await startParley({ dataDir, env: env() });
     try {
       decisions.set('kayak', () => reply.error(500));
       const runId = await chat(parley, 'paddler', 'My kayak is the red one, code 5521-private.');
       const given = await parley.waitForLog(
+        // Retries after 1, 2, 4, 8 s, each up to twice that (jitter), plus a poll (5 s) each.
         (line) => line.msg === 'background job failed for good' && line.id === runId,
-        60_000,
+        90_000,
       );
       expect(given).toMatchObject({ job: 'memory_decision', attempts: 5, errorKind: 'http_500' });
       // Four retries, spaced out (1, 2, 4, 8 s at the least: whole seconds, doubling).
