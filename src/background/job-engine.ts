@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { PgBoss } from 'pg-boss';
+import { type ConstructorOptions, PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 
 /**
@@ -15,6 +15,8 @@ export function createJobEngine(
   options: {
     /** The shortest heartbeat of any kind: a dead process's job is noticed within half of it. */
     leaseSeconds: number;
+    /** pg-boss settings a benchmark compares against Parley's (never set by Parley itself). */
+    overrides?: ConstructorOptions;
   },
 ): PgBoss {
   const checkSeconds = Math.min(60, Math.max(1, Math.floor(options.leaseSeconds / 2)));
@@ -30,6 +32,7 @@ export function createJobEngine(
     // The pass that fails jobs whose heartbeat stopped (a killed process): 60 s by default.
     superviseIntervalSeconds: checkSeconds,
     monitorIntervalSeconds: checkSeconds,
+    ...options.overrides,
   });
   // Its errors are the database's (a lost connection): logged by code, and the work goes on.
   boss.on('error', (error) => logger.warn({ err: error }, 'job engine error'));

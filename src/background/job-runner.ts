@@ -21,15 +21,30 @@ export class JobRunner {
   readonly #kinds = new Map<JobKind, KindQueue<Job>>();
   #started = false;
 
-  constructor(boss: PgBoss, logger: Logger, metrics?: JobMetrics) {
+  readonly #pollingSeconds: number | undefined;
+
+  /** `pollingSeconds`: how often idle workers poll (benchmarks compare; the default is kept). */
+  constructor(
+    boss: PgBoss,
+    logger: Logger,
+    metrics?: JobMetrics,
+    options: { pollingSeconds?: number } = {},
+  ) {
     this.#boss = boss;
     this.#logger = logger;
     this.#metrics = metrics;
+    this.#pollingSeconds = options.pollingSeconds;
   }
 
   add<J extends Job>(definition: JobKindDefinition<J>): void {
     if (this.#started) throw new Error('add every kind before start()');
-    const kind = new KindQueue(definition, this.#boss, this.#logger, this.#metrics);
+    const kind = new KindQueue(
+      definition,
+      this.#boss,
+      this.#logger,
+      this.#metrics,
+      this.#pollingSeconds,
+    );
     this.#kinds.set(definition.kind, kind as unknown as KindQueue<Job>);
   }
 

@@ -25,7 +25,7 @@ const FOREVER = 1_000_000;
  * this process's own work wakes it at once. Each poll is a query on the embedded engine's one
  * connection: at 2 s, four kinds cost an idle process 26 ms of CPU a second (bench/RESULTS.md).
  */
-const POLLING_SECONDS = 5;
+export const POLLING_SECONDS = 5;
 /** How long a sweep's `settled` waits for the jobs it queued before it gives up waiting. */
 const SETTLE_LIMIT_MS = 60_000;
 const SETTLE_POLL_MS = 50;
@@ -51,12 +51,16 @@ export class KindQueue<J extends Job> {
   #pausedUntil = 0;
   #pauseTimer: NodeJS.Timeout | undefined;
 
+  readonly #pollingSeconds: number;
+
   constructor(
     definition: JobKindDefinition<J>,
     boss: PgBoss,
     logger: Logger,
     metrics: JobMetrics | undefined,
+    pollingSeconds = POLLING_SECONDS,
   ) {
+    this.#pollingSeconds = pollingSeconds;
     this.#definition = definition;
     this.#boss = boss;
     this.#logger = logger.child({ job: definition.kind });
@@ -70,7 +74,6 @@ export class KindQueue<J extends Job> {
   }
 
   async start(): Promise<void> {
-    const { policy } = this.#definition;
     // A stately queue: one job waiting and one running per row at most (rowIsClaim says why
     // the notices' is not). A row changed while its job runs (a feedback's new score) gets one
     // more job, which reads the row as it then stands. The retry and heartbeat settings go
@@ -85,7 +88,7 @@ export class KindQueue<J extends Job> {
         // full: one job a fetch, then a poll's wait, sent 2 notices a second (bench/RESULTS.md).
         batchSize: FETCH_BATCH,
         burstWhenBatchFull: true,
-        pollingIntervalSeconds: POLLING_SECONDS,
+        pollingIntervalSeconds: this.#pollingSeconds,
         // Each job of a batch settles on its own: one failing does not retry the others.
         perJobResults: true,
       },
