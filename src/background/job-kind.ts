@@ -76,9 +76,7 @@ export interface JobPolicy {
 }
 
 export interface SweepReport {
-  /** Rows with work left. */
-  pending: number;
-  /** Jobs queued for them (the others had one already). */
+  /** Jobs queued for rows with work left (the others had one already). */
   queued: number;
 }
 

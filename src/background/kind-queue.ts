@@ -77,7 +77,7 @@ export class KindQueue<J extends Job> {
     // A stately queue: one job waiting and one running per row at most (rowIsClaim says why
     // the notices' is not). A row changed while its job runs (a feedback's new score) gets one
     // more job, which reads the row as it then stands. The retry and heartbeat settings go
-    // with each job (#jobOptions): a restart with another JOB_LEASE_SECONDS applies to its jobs.
+    // with each job (#jobOf): a restart with another JOB_LEASE_SECONDS applies to its jobs.
     await this.#boss.createQueue(this.#queue, {
       policy: this.#definition.policy.rowIsClaim ? 'standard' : 'stately',
     });
@@ -174,7 +174,7 @@ export class KindQueue<J extends Job> {
   /** Queues a job for each row with work left that has none queued yet. */
   async #sweep(): Promise<void> {
     const { source, policy, swept } = this.#definition;
-    const report: SweepReport = { pending: 0, queued: 0 };
+    const report: SweepReport = { queued: 0 };
     const queuedIds: string[] = [];
     try {
       // A kind that is only kicked is kicked by every ingestion and search, also while it is
@@ -190,7 +190,6 @@ export class KindQueue<J extends Job> {
       // Every page: the rows a sweep leaves would wait for the next one (the interval's).
       for (let offset = 0; !this.#paused(); offset += policy.batch) {
         const ids = await source.pending(policy.batch, offset);
-        report.pending += ids.length;
         const open = await this.#openRows(ids);
         const queued = await this.#queueRows(ids.filter((id) => !open.has(id)));
         queuedIds.push(...queued);
