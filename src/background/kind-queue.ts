@@ -3,13 +3,7 @@ import type { Logger } from 'pino';
 import type { JobKind, JobMetrics } from '../metrics/metrics.ts';
 import { DrainLoop } from './drain-loop.ts';
 import { errorKindOf } from './error-kind.ts';
-import {
-  type Job,
-  type JobFailure,
-  type JobKindDefinition,
-  JobsUnavailable,
-  type SweepReport,
-} from './job-kind.ts';
+import { type Job, type JobKindDefinition, JobsUnavailable, type SweepReport } from './job-kind.ts';
 
 /** What a job carries: the row's id in its kind's table, never the row's contents. */
 interface RowJob {
@@ -249,7 +243,8 @@ export class KindQueue<J extends Job> {
           // pg-boss keeps this as the try's output: the error kind, never the error's text.
           const retry = error instanceof RetryLater;
           const errorKind = retry ? error.message : errorKindOf(error);
-          // Recording the outcome failed (the database): tried again after the back-off.
+          // Reading the row or recording the outcome failed (the database): tried again
+          // after the back-off.
           if (!retry) this.#logger.warn({ err: error, id: job.data.id }, 'background job failed');
           results.push({ id: job.id, status: 'failed', output: { errorKind } });
         }
@@ -268,11 +263,9 @@ export class KindQueue<J extends Job> {
     try {
       claimed = await source.claim(job.data.id);
     } catch (error) {
-      if (error instanceof JobsUnavailable) {
-        this.#pause(error.retryAfterMs);
-        return;
-      }
-      throw new RetryLater(this.#classify(error).errorKind);
+      if (!(error instanceof JobsUnavailable)) throw error; // logged and retried (#runBatch)
+      this.#pause(error.retryAfterMs);
+      return;
     }
     if (claimed === undefined) return;
     const stopping = this.#stopping.signal;
@@ -295,21 +288,17 @@ export class KindQueue<J extends Job> {
     if (policy.intervalMs === undefined) this.kick();
   }
 
-  #classify(error: unknown): JobFailure {
-    return this.#definition.classify(error);
-  }
-
   async #failed(job: BossJob<RowJob>, claimed: J, error: unknown): Promise<void> {
-    const { kind, source, policy } = this.#definition;
-    const failure = this.#classify(error);
+    const { kind, source, policy, classify } = this.#definition;
+    const failure = classify(error);
     // The row's count survives a job queued anew (after a restart); pg-boss's is this job's.
     const attempts = Math.max(job.retryCount, claimed.attempts) + 1;
     const fields = { err: error, id: job.data.id, attempts, errorKind: failure.errorKind };
     if (failure.retry === 'pause') {
-      this.#pause(failure.pauseMs ?? policy.backoffMs); // the whole kind waits
+      const retryInMs = failure.pauseMs ?? policy.backoffMs;
+      this.#pause(retryInMs); // the whole kind waits
       await source.release?.(claimed);
       this.#metrics?.job(kind, 'failed');
-      const retryInMs = failure.pauseMs ?? policy.backoffMs;
       this.#logger.warn({ ...fields, retryInMs }, 'background job failed; will retry');
       return;
     }
@@ -328,7 +317,7 @@ export class KindQueue<J extends Job> {
     }
     await source.retried(claimed, attempts, failure);
     // pg-boss waits between this and twice as long (its jitter), in whole seconds.
-    const retryInMs = Math.min(seconds(delayMs) * 1000, seconds(policy.maxBackoffMs) * 1000);
+    const retryInMs = seconds(delayMs) * 1000;
     this.#logger.warn({ ...fields, retryInMs }, 'background job failed; will retry');
     throw new RetryLater(failure.errorKind);
   }
