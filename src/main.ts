@@ -125,6 +125,8 @@ export async function main(config: Config): Promise<void> {
   // Every kind of background work runs on one job engine, each from its own table.
   const lease = config.JOB_LEASE_SECONDS;
   const jobLogger = logger.child({ component: 'jobs' });
+  // Supervision runs every half lease, at most every 60 s: with no JOB_LEASE_SECONDS, every
+  // kind's own lease is 120 s or more, and the memory decisions' is the shortest.
   const boss = createJobEngine(db.$client, jobLogger, {
     leaseSeconds: lease ?? MEMORY_POLICY.leaseSeconds,
   });

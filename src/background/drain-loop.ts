@@ -1,8 +1,8 @@
 /**
- * Runs a drain of queued work (rows due in a table) now and then: at start, on an interval
- * when given one (work other replicas queued, retries come due) and whenever asked. A call while a drain
- * runs does not start a second one; it makes the running one go round once more, so work
- * queued meanwhile is never missed and never taken twice by this process.
+ * Runs a drain (the job runner's sweep) now and then: at start, on an interval when given one
+ * (work other replicas stored, lost jobs) and whenever asked. A call while a drain runs does
+ * not start a second one; it makes the running one go round once more, so work stored
+ * meanwhile is never missed.
  */
 export class DrainLoop {
   readonly #drain: () => Promise<void>;

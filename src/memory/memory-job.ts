@@ -8,8 +8,9 @@ import type { MemoryDecider } from './memory-decider.ts';
 
 /**
  * A replica killed mid-decision (SIGKILL, a crash) delays that exchange by the lease (its
- * heartbeat stops); a clean shutdown leaves it due, for the next sweep. A decision that keeps failing (the model down, answers that
- * never fit the schema) is given up after 5 attempts: the log and GET /admin/jobs say so.
+ * heartbeat stops); a clean shutdown leaves it due, for the next sweep. A decision that keeps
+ * failing (the model down, answers that never fit the schema) is given up after 5 attempts:
+ * the log and GET /admin/jobs say so.
  */
 export const MEMORY_POLICY: JobPolicy = {
   leaseSeconds: 120,
@@ -22,8 +23,6 @@ export const MEMORY_POLICY: JobPolicy = {
   intervalMs: 30_000,
 };
 
-type DecisionJob = PendingExchange & { id: string };
-
 /** The remember-or-not decision after an answer (CONV_RAG_ENABLED; see ConversationMemory). */
 export function memoryDecisionJob(options: {
   queue: MemoryQueueRepository;
@@ -31,17 +30,14 @@ export function memoryDecisionJob(options: {
   decide: MemoryDecider;
   logger: Logger;
   policy: JobPolicy;
-}): JobKindDefinition<DecisionJob> {
+}): JobKindDefinition<PendingExchange> {
   const { queue, documents, decide, logger, policy } = options;
   return {
     kind: 'memory_decision',
     policy,
     source: {
       pending: (limit, offset) => queue.pendingIds(limit, offset),
-      claim: async (runId) => {
-        const exchange = await queue.pending(runId);
-        return exchange && { ...exchange, id: exchange.runId };
-      },
+      claim: (runId) => queue.pending(runId),
       complete: (job) => queue.remove(job.runId),
       retried: (job, attempts, failure) => queue.markRetry(job.runId, attempts, failure.errorKind),
       bury: (job, attempts, failure) => queue.markFailed(job.runId, attempts, failure.errorKind),

@@ -19,8 +19,9 @@ const update = z.looseObject({ update_id: z.number().int().nonnegative() });
 /**
  * TELEGRAM_WEBHOOK_URL: Telegram posts each update here. Not the API token (Telegram cannot
  * send one) but the webhook's secret, compared in constant time under the bearer throttle; a
- * request without it is a 401. The update is claimed before the 200 (a failure to claim is a 500, and Telegram
- * delivers it again) and answered in the background, so Telegram never waits on a model.
+ * request without it is a 401. The update is claimed before the 200 (a failure to claim is a
+ * 500, and Telegram delivers it again) and answered in the background, so Telegram never
+ * waits on a model.
  */
 export function registerTelegramWebhookRoute(
   app: App,
