@@ -106,7 +106,7 @@ interface Contender {
   idleCpuPerS: number;
   runIds: string[];
   wallMs: number[];
-  /** Of the round's feedback, how many LangSmith had by the end of the round (all, or at the limit). */
+  /** Of the round's feedback, how many LangSmith had by the round's end (all, or at the limit). */
   forwarded: number[];
   cpuPerFeedback: number[];
   cpuPerFeedbackTail: number[];

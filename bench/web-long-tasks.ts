@@ -23,7 +23,7 @@ const RATE = 100; // tokens per second
 const earlier = Number(process.argv[2] ?? 0);
 const text = longAnswer(TOKENS);
 
-await withWebChat(earlier, async ({ llm, browser, page, box }) => {
+await withWebChat(earlier, async ({ llm, browser, page, ask }) => {
   await page.evaluate(`
     window.__long = [];
     new PerformanceObserver((list) => {
@@ -33,13 +33,7 @@ await withWebChat(earlier, async ({ llm, browser, page, box }) => {
   await browser.startTracing(page, { categories: ['disabled-by-default-devtools.timeline'] });
   llm.enqueue(reply.text(text, { chunks: TOKENS, delayMs: 1000 / RATE }));
   const started = Date.now();
-  await box.fill('Write a lot');
-  await box.press('Enter');
-  await page.locator('.bubble.assistant[aria-busy="true"]').waitFor();
-  await page.locator('.bubble.assistant[aria-busy="true"]').waitFor({
-    state: 'detached',
-    timeout: 120_000,
-  });
+  await ask('Write a lot');
   const seconds = (Date.now() - started) / 1000;
   // The answer must have been on screen as it grew (the page follows it), or its drawing was
   // skipped and the figures flatter it.

@@ -36,7 +36,7 @@ const script = bundle.outputFiles.find((file) => file.path.endsWith('.js'))?.tex
 
 await withWebChat(
   earlier,
-  async ({ llm, browser, page, box }) => {
+  async ({ llm, browser, page, ask }) => {
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('Profiler.enable');
     await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
@@ -45,13 +45,7 @@ await withWebChat(
       categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline'],
     });
     llm.enqueue(reply.text(longAnswer(TOKENS), { chunks: TOKENS, delayMs: 1000 / RATE }));
-    await box.fill('Write a lot');
-    await box.press('Enter');
-    await page.locator('.bubble.assistant[aria-busy="true"]').waitFor();
-    await page.locator('.bubble.assistant[aria-busy="true"]').waitFor({
-      state: 'detached',
-      timeout: 120_000,
-    });
+    await ask('Write a lot');
     const { profile } = (await cdp.send('Profiler.stop')) as { profile: CpuProfile };
     const trace = JSON.parse((await browser.stopTracing()).toString('utf8'));
     const chars = (await page.locator('.bubble.assistant .md').last().textContent())?.length ?? 0;

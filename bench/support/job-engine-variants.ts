@@ -68,8 +68,9 @@ function parleyPool(target: Target): PriorityPool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Parley's lease loop as it was before the kinds moved onto pg-boss (c053640): feedback-repository.ts
-// leaseDue on a table of the feedback outbox's shape (without the foreign key), driven by a DrainLoop.
+// Parley's lease loop as it was before the kinds moved onto pg-boss (c053640):
+// feedback-repository.ts leaseDue on a table of the feedback outbox's shape (without the
+// foreign key), driven by a DrainLoop.
 
 const OUTBOX_DDL = `
   CREATE TABLE IF NOT EXISTS bench_outbox (

@@ -82,6 +82,8 @@ export interface WebChatBench {
   page: Page;
   /** The message box. */
   box: Locator;
+  /** Sends `message` from the box and resolves once its answer has streamed to its end. */
+  ask(message: string): Promise<void>;
 }
 
 /**
@@ -109,7 +111,14 @@ export async function withWebChat(
     const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
     await prepare?.(page);
     const box = await openSignedIn(page, parley, 'bench', earlier);
-    await measure({ llm, browser, page, box });
+    const ask = async (message: string) => {
+      await box.fill(message);
+      await box.press('Enter');
+      const answering = page.locator('.bubble.assistant[aria-busy="true"]');
+      await answering.waitFor();
+      await answering.waitFor({ state: 'detached', timeout: 120_000 });
+    };
+    await measure({ llm, browser, page, box, ask });
   } finally {
     for (const stop of stops) await stop();
   }
