@@ -4,35 +4,19 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { failedJobs } from '../support/failed-jobs.ts';
 import {
   type FakeLangSmithServer,
   startFakeLangSmithServer,
 } from '../support/fake-langsmith-server.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { counted } from '../support/prometheus.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'jobs-admin-token';
 const LANGSMITH_KEY = 'ls-jobs-key';
 /** The shortest lease Parley takes, so the test of a killed process waits seconds. */
 const LEASE_SECONDS = 10;
-
-interface FailedJob {
-  kind: string;
-  id: string;
-  user_id: string;
-  attempts: number;
-  error_kind: string | null;
-  failed_at: string;
-}
-
-/** One sample of a Prometheus text exposition, 0 when absent. */
-function sample(text: string, name: string, labels: Record<string, string>): number {
-  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
-  const line = text
-    .split('\n')
-    .find((l) => l.startsWith(`${name}{`) && wanted.every((label) => l.includes(label)));
-  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
-}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -89,12 +73,6 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
     expect(response.status).toBe(200);
     return ((await response.json()) as { feedback_id: string }).feedback_id;
   };
-  const failedJobs = async () => {
-    const response = await parley.fetch('/admin/jobs?state=failed');
-    expect(response.status).toBe(200);
-    const text = await response.text();
-    return { text, jobs: (JSON.parse(text) as { jobs: FailedJob[] }).jobs };
-  };
   const metrics = async () => (await parley.fetch('/metrics')).text();
   const sendsOf = (feedbackId: string) =>
     langsmith.requests.filter(
@@ -107,7 +85,7 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
     const feedbackId = await rate(parley, 'refused-user', 'a private remark 6b1f');
 
     await expect
-      .poll(async () => (await failedJobs()).jobs.find((job) => job.id === feedbackId), {
+      .poll(async () => (await failedJobs(parley)).jobs.find((job) => job.id === feedbackId), {
         timeout: 20_000,
       })
       .toEqual({
@@ -121,14 +99,14 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
     const after = await metrics();
     const buried = { job: 'feedback_forward', outcome: 'buried' };
     expect(
-      sample(after, 'parley_jobs_total', buried) - sample(before, 'parley_jobs_total', buried),
+      counted(after, 'parley_jobs_total', buried) - counted(before, 'parley_jobs_total', buried),
     ).toBe(1);
 
     // Never tried again: a retry would come within FEEDBACK_RETRY_MS (200 ms).
     await sleep(1_500);
     expect(sendsOf(feedbackId)).toBe(1);
     expect(langsmith.feedback.some((f) => f.id === feedbackId)).toBe(false);
-    const { text } = await failedJobs();
+    const { text } = await failedJobs(parley);
     expect(text).not.toContain('6b1f');
     expect(parley.output()).not.toContain('6b1f');
   });
@@ -144,11 +122,11 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
     await langsmith.waitForFeedback((f) => f.id === feedbackId, 60_000);
     await parley.settled(1_000);
     expect(langsmith.feedback.filter((f) => f.id === feedbackId)).toHaveLength(1);
-    expect((await failedJobs()).jobs.some((job) => job.id === feedbackId)).toBe(false);
+    expect((await failedJobs(parley)).jobs.some((job) => job.id === feedbackId)).toBe(false);
     const after = await metrics();
     const delta = (outcome: string) =>
-      sample(after, 'parley_jobs_total', { job: 'feedback_forward', outcome }) -
-      sample(before, 'parley_jobs_total', { job: 'feedback_forward', outcome });
+      counted(after, 'parley_jobs_total', { job: 'feedback_forward', outcome }) -
+      counted(before, 'parley_jobs_total', { job: 'feedback_forward', outcome });
     expect([delta('failed'), delta('buried'), delta('done')]).toEqual([1, 0, 1]);
     const retried = parley.logs.find(
       (line) => line.msg === 'background job failed; will retry' && line.id === feedbackId,
@@ -229,23 +207,20 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
     const { key } = (await created.json()) as { key: string };
     expect((await parley.fetch('/admin/jobs?state=failed', { token: key })).status).toBe(403);
     // Two refused feedbacks, one after the other: the limit keeps the newest.
-    langsmith.failNext('feedback', 1, 400);
-    const older = await rate(parley, 'refused-twice', 'first');
-    await expect
-      .poll(async () => (await failedJobs()).jobs.some((job) => job.id === older), {
-        timeout: 20_000,
-      })
-      .toBe(true);
-    langsmith.failNext('feedback', 1, 400);
-    const newer = await rate(parley, 'refused-twice', 'second');
-    await expect
-      .poll(async () => (await failedJobs()).jobs.some((job) => job.id === newer), {
-        timeout: 20_000,
-      })
-      .toBe(true);
-    expect((await failedJobs()).jobs.length).toBeGreaterThanOrEqual(2);
-    const limited = await parley.fetch('/admin/jobs?state=failed&limit=1');
-    const { jobs } = (await limited.json()) as { jobs: FailedJob[] };
+    const refused = async (comment: string) => {
+      langsmith.failNext('feedback', 1, 400);
+      const id = await rate(parley, 'refused-twice', comment);
+      await expect
+        .poll(async () => (await failedJobs(parley)).jobs.some((job) => job.id === id), {
+          timeout: 20_000,
+        })
+        .toBe(true);
+      return id;
+    };
+    await refused('first');
+    const newer = await refused('second');
+    expect((await failedJobs(parley)).jobs.length).toBeGreaterThanOrEqual(2);
+    const { jobs } = await failedJobs(parley, '&limit=1');
     expect(jobs.map((job) => job.id)).toEqual([newer]);
   });
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { failedJobs } from '../support/failed-jobs.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
@@ -11,19 +12,12 @@ import {
   reply,
   startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
+import { counted } from '../support/prometheus.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'memory-jobs-admin-token';
 /** The shortest lease Parley takes, so the test of a killed process waits seconds. */
 const LEASE_SECONDS = 10;
-
-interface FailedJob {
-  kind: string;
-  id: string;
-  user_id: string;
-  attempts: number;
-  error_kind: string | null;
-}
 
 const isDecision = (body: ChatCompletionRequest) => body.response_format !== undefined;
 
@@ -85,18 +79,11 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
     expect(stream.text).toBe('Noted.');
     return stream.runId as string;
   };
-  const metric = async (parley: RunningParley, outcome: string) => {
-    const text = await (await parley.fetch('/metrics')).text();
-    const line = text
-      .split('\n')
-      .find(
-        (l) =>
-          l.startsWith('parley_jobs_total{') &&
-          l.includes('job="memory_decision"') &&
-          l.includes(`outcome="${outcome}"`),
-      );
-    return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
-  };
+  const metric = async (parley: RunningParley, outcome: string) =>
+    counted(await (await parley.fetch('/metrics')).text(), 'parley_jobs_total', {
+      job: 'memory_decision',
+      outcome,
+    });
 
   it('gives a decision that keeps failing up after its fifth try: listed without its words, counted, never asked again', {
     timeout: 180_000,
@@ -117,10 +104,7 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
       const gaps = asked.slice(1).map((c, i) => c.at - (asked[i]?.at ?? 0));
       expect(gaps.every((gap, i) => gap >= 2 ** i * 1000 - 250)).toBe(true);
 
-      const listed = await parley.fetch('/admin/jobs?state=failed');
-      expect(listed.status).toBe(200);
-      const text = await listed.text();
-      const jobs = (JSON.parse(text) as { jobs: FailedJob[] }).jobs;
+      const { text, jobs } = await failedJobs(parley);
       expect(jobs.find((job) => job.id === runId)).toMatchObject({
         kind: 'memory_decision',
         user_id: 'paddler',

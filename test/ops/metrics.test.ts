@@ -10,43 +10,11 @@ import {
   startFakeTelegramServer,
 } from '../support/fake-telegram-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
+import { parseMetrics, type Sample, sampled } from '../support/prometheus.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'metrics-api-token';
 const SCRAPER = 'metrics-scraper-token';
-
-interface Sample {
-  name: string;
-  labels: Record<string, string>;
-  value: number;
-}
-
-/** The samples of a Prometheus text exposition (comments skipped). */
-function parseMetrics(text: string): Sample[] {
-  const samples: Sample[] = [];
-  for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!match) continue;
-    const labels: Record<string, string> = {};
-    for (const [, key, value] of (match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) {
-      labels[key as string] = value as string;
-    }
-    samples.push({ name: match[1] as string, labels, value: Number(match[3]) });
-  }
-  return samples;
-}
-
-/** The sum of a metric's samples whose labels include `labels`; undefined when none. */
-function sampled(
-  samples: Sample[],
-  name: string,
-  labels: Record<string, string> = {},
-): number | undefined {
-  const matching = samples.filter(
-    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
-  );
-  return matching.length === 0 ? undefined : matching.reduce((sum, s) => sum + s.value, 0);
-}
 
 async function scrape(parley: RunningParley, token = TOKEN): Promise<Sample[]> {
   const response = await parley.fetch('/metrics', { token });
