@@ -34,6 +34,16 @@ describe('configuration', () => {
     expect(parseConfig({ CRAG_ENABLED: word }).CRAG_ENABLED).toBe(value);
   });
 
+  it('retries a failed memory decision after MEMORY_RETRY_MS, 5 s by default, a second at the least', () => {
+    expect(parseConfig({}).MEMORY_RETRY_MS).toBe(5_000);
+    expect(parseConfig({ MEMORY_RETRY_MS: '1000' }).MEMORY_RETRY_MS).toBe(1_000);
+    for (const bad of ['999', '1500.5', 'soon', '3600001']) {
+      expect(() => parseConfig({ MEMORY_RETRY_MS: bad })).toThrow(
+        `MEMORY_RETRY_MS: accepts a whole number from 1000 to 3600000 (got "${bad}")`,
+      );
+    }
+  });
+
   it('treats an empty API_TOKEN as unset (development mode)', () => {
     expect(parseConfig({ API_TOKEN: '' }).API_TOKEN).toBeUndefined();
   });
@@ -89,6 +99,19 @@ describe('reminder and Telegram settings', () => {
       expect(message).toContain('TELEGRAM_API_BASE: accepts an http:// or https:// URL');
     }
     expect(parseConfig({ TELEGRAM_BOT_TOKEN: '' }).TELEGRAM_BOT_TOKEN).toBeUndefined();
+  });
+
+  it('takes a webhook secret of 32 to 256 of the characters Telegram allows, and nothing shorter', () => {
+    const ok = 'a'.repeat(32);
+    expect(parseConfig({ TELEGRAM_WEBHOOK_SECRET: ok }).TELEGRAM_WEBHOOK_SECRET).toBe(ok);
+    expect(
+      parseConfig({ TELEGRAM_WEBHOOK_SECRET: 'Z_-9'.repeat(64) }).TELEGRAM_WEBHOOK_SECRET,
+    ).toHaveLength(256);
+    for (const bad of ['a'.repeat(31), 'a'.repeat(257), `${'a'.repeat(31)}!`, `${ok} `]) {
+      expect(() => parseConfig({ TELEGRAM_WEBHOOK_SECRET: bad })).toThrow(
+        'TELEGRAM_WEBHOOK_SECRET: accepts 32-256 of A-Z, a-z, 0-9, _ and -',
+      );
+    }
   });
 
   it('reads PARLEY_WORKERS as a count or auto (the cores), and needs DATABASE_URL for more than one', () => {
