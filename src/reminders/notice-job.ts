@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { errorKindOf } from '../background/error-kind.ts';
 import type { JobFailure, JobKindDefinition, JobPolicy } from '../background/job-kind.ts';
+import { isUuid } from '../is-uuid.ts';
 import type {
   ClaimedNotice,
   NoticeCandidate,
@@ -9,7 +10,7 @@ import type {
 import type { Clock } from './clock.ts';
 import { type NoticeChannel, NoticeFailure } from './notice-channel.ts';
 import { noticeMessage } from './notice-message.ts';
-import { type DaysBefore, dueNotice } from './notice-schedule.ts';
+import { type DaysBefore, dueNotice, NOTICE_OFFSETS } from './notice-schedule.ts';
 import { addDays } from './zoned-time.ts';
 
 /**
@@ -85,7 +86,9 @@ export function noticeJob(options: {
       // Sent by whichever replica takes the job: what another replica's tick found is read
       // again here, and claimed only if it is still due by this replica's clock.
       async claim(key) {
-        const { reminderId, daysBefore } = parseKey(key);
+        const parsed = parseKey(key);
+        if (!parsed) return undefined; // not a notice's key: nothing to send
+        const { reminderId, daysBefore } = parsed;
         const candidate = tick.due.get(key) ?? (await notices.candidate(reminderId));
         if (!candidate || dueNotice(candidate, clock.now()) !== daysBefore) return undefined;
         const claimedAt = clock.now();
@@ -167,7 +170,10 @@ export function noticeJob(options: {
 const keyOf = (notice: { reminderId: string; daysBefore: number }) =>
   `${notice.reminderId}/D-${notice.daysBefore}`;
 
-function parseKey(key: string): { reminderId: string; daysBefore: DaysBefore } {
-  const [reminderId = '', days = ''] = key.split('/D-');
-  return { reminderId, daysBefore: Number(days) as DaysBefore };
+/** The notice a job names (`<reminder id>/D-<days>`), if it names one. */
+export function parseKey(key: string): { reminderId: string; daysBefore: DaysBefore } | undefined {
+  const [reminderId = '', days, ...rest] = key.split('/D-');
+  const daysBefore = NOTICE_OFFSETS.find((offset) => String(offset) === days);
+  if (rest.length > 0 || daysBefore === undefined || !isUuid(reminderId)) return undefined;
+  return { reminderId, daysBefore };
 }

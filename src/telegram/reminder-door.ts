@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import { AppError } from '../errors.ts';
+import { isUuid } from '../is-uuid.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
 import type { Incoming } from './incoming.ts';
-import { isUuid } from './is-uuid.ts';
 import { sendReply } from './send-reply.ts';
 import type { TelegramApi } from './telegram-api.ts';
 import { type Language, textsFor } from './telegram-texts.ts';
