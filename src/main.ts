@@ -451,7 +451,7 @@ export async function main(config: Config): Promise<void> {
   await app.listen({ host: config.HOST, port: config.PORT });
   // Work queued before a restart (feedback, memory decisions, chunks without vectors while
   // the embedding model was unavailable or another one) is queued now.
-  await jobs.start();
+  await jobs.start(database.serializeStartup);
   telegramDoor?.start();
   if (!telegram) logger.info('reminder notices are off: TELEGRAM_BOT_TOKEN is not set');
   if ((config.TELEGRAM_POLLING || config.TELEGRAM_WEBHOOK_URL) && !telegram) {

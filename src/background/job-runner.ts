@@ -1,6 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { Logger } from 'pino';
 import type { JobKind, JobMetrics } from '../metrics/metrics.ts';
+import { retryStartupRace, type StartupSerializer } from '../storage/startup-lock.ts';
 import type { Job, JobKindDefinition } from './job-kind.ts';
 import { KindQueue } from './kind-queue.ts';
 
@@ -49,14 +50,26 @@ export class JobRunner {
   }
 
   /**
-   * Starts pg-boss (creating or migrating its tables) when there is any kind of work, then
-   * each kind's queue, workers and a first sweep (work left from before). A kick before its
-   * kind has started is ignored: that first sweep comes after it and sees the row.
+   * Starts pg-boss (creating or migrating its tables) when there is any kind of work, and
+   * creates each kind's queue, inside `serializeStartup`: replicas starting together take
+   * turns with that DDL (storage/startup-lock.ts says why pg-boss's own lock is not enough).
+   * Then each kind's workers and a first sweep (work left from before) start, outside the
+   * turn. A kick before its kind has started is ignored: that first sweep sees the row.
    */
-  async start(): Promise<void> {
+  async start(serializeStartup: StartupSerializer = (fn) => fn()): Promise<void> {
     if (this.#kinds.size === 0) return;
     this.#started = true;
-    await this.#boss.start();
+    // A lost race (DDL of a library outside the turn) is tried again, never fatal: pg-boss's
+    // start() and createQueue() are safe to repeat.
+    await retryStartupRace(
+      'job engine',
+      () =>
+        serializeStartup(async () => {
+          await this.#boss.start();
+          for (const kind of this.#kinds.values()) await kind.install();
+        }),
+      this.#logger,
+    );
     for (const kind of this.#kinds.values()) await kind.start();
   }
 

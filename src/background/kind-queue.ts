@@ -67,7 +67,8 @@ export class KindQueue<J extends Job> {
     );
   }
 
-  async start(): Promise<void> {
+  /** Creates the kind's queue if it is new: start-up DDL, run in the replicas' turn. */
+  async install(): Promise<void> {
     // A stately queue: one job waiting and one running per row at most (rowIsClaim says why
     // the notices' is not). A row changed while its job runs (a feedback's new score) gets one
     // more job, which reads the row as it then stands. The retry and heartbeat settings go
@@ -75,6 +76,10 @@ export class KindQueue<J extends Job> {
     await this.#boss.createQueue(this.#queue, {
       policy: this.#definition.policy.rowIsClaim ? 'standard' : 'stately',
     });
+  }
+
+  /** Takes jobs and starts sweeping (after `install`). */
+  async start(): Promise<void> {
     this.#workerId = await this.#boss.work<RowJob, JobResult[]>(
       this.#queue,
       {

@@ -6,6 +6,11 @@ import { startEmbeddedEngine } from './embedded-engine.ts';
 import { migrator, nodePostgres } from './orm.ts';
 import { PriorityPool } from './priority-pool.ts';
 import * as schema from './schema.ts';
+import {
+  ownedStartupSerializer,
+  type StartupSerializer,
+  serverStartupSerializer,
+} from './startup-lock.ts';
 
 const { drizzle } = nodePostgres;
 const { migrate } = migrator;
@@ -16,14 +21,17 @@ export interface Database {
   readonly db: Db;
   readonly engine: 'embedded' | 'server';
   readonly capabilities: { readonly vector: boolean };
+  /**
+   * Runs start-up work that creates schema objects (a library's tables, queues) while no other
+   * replica on the same database runs its own; the migrations already ran this way.
+   */
+  readonly serializeStartup: StartupSerializer;
   /** True when the database answers a trivial query within the timeout. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
 }
 
 const MIGRATIONS_FOLDER = new URL('./migrations', import.meta.url).pathname;
-/** Any constant shared by all replicas: serialises their migrations at start. */
-const MIGRATION_LOCK_KEY = 0x7061726c; // "parl"
 
 /** Longest a query waits for a pooled connection. */
 const POOL_WAIT_MS = 60_000;
@@ -81,9 +89,15 @@ export async function openDatabase(
     await embedded?.stop();
   };
 
+  const serializeStartup =
+    embedded || !config.DATABASE_URL
+      ? ownedStartupSerializer
+      : serverStartupSerializer(config.DATABASE_URL, logger);
   try {
-    await migrateWithLock(pool);
-    const capabilities = { vector: await hasVectorExtension(pool) };
+    const capabilities = await serializeStartup(async () => {
+      await applyMigrations(pool);
+      return { vector: await ensureVectorExtension(pool, logger) };
+    });
     const engine = embedded ? 'embedded' : 'server';
     logger.info({ engine, ...capabilities }, 'database ready');
     if (!capabilities.vector) {
@@ -95,6 +109,7 @@ export async function openDatabase(
       db: drizzle({ client: pool, schema }),
       engine,
       capabilities,
+      serializeStartup,
       ping: async (timeoutMs = 2_000) => !engineDown && (await ping(pool, timeoutMs)),
       close,
     };
@@ -104,25 +119,37 @@ export async function openDatabase(
   }
 }
 
-async function migrateWithLock(pool: pg.Pool): Promise<void> {
+async function applyMigrations(pool: pg.Pool): Promise<void> {
   const client = await pool.connect();
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
     await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
   } finally {
-    const unlocked = await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).then(
-      () => true,
-      () => false,
-    );
-    // A session lock outlives the statement that took it: a pooled connection still holding
-    // it would block every other replica's start-up, so one that could not unlock is closed.
-    client.release(!unlocked);
+    client.release();
   }
 }
 
-async function hasVectorExtension(pool: pg.Pool): Promise<boolean> {
-  const { rowCount } = await pool.query("SELECT 1 FROM pg_extension WHERE extname = 'vector'");
-  return rowCount === 1;
+/**
+ * Whether pgvector is usable, creating the extension where the server has it and this role
+ * may (migration 0001 did the same once; a server that gains pgvector later gets it here at
+ * the next start). Without it retrieval is lexical only.
+ */
+async function ensureVectorExtension(pool: pg.Pool, logger: Logger): Promise<boolean> {
+  const { rows } = await pool.query<{ available: boolean; installed: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') AS available,
+            EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector') AS installed`,
+  );
+  const { available, installed } = rows[0] ?? { available: false, installed: false };
+  if (installed || !available) return installed;
+  try {
+    await pool.query('CREATE EXTENSION IF NOT EXISTS vector');
+    return true;
+  } catch (error) {
+    logger.warn(
+      { code: (error as { code?: string }).code },
+      'pgvector is available on the database server but this role may not create it',
+    );
+    return false;
+  }
 }
 
 async function ping(pool: pg.Pool, timeoutMs: number): Promise<boolean> {
