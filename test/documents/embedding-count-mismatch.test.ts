@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
@@ -19,9 +20,7 @@ import { waitFor } from '../support/wait-for.ts';
  * (error-log-fields.ts): so the log names the failure by its type, not "returned N vectors
  * for M texts". The job's own check, and its message, are tested in embedding-job.test.ts.
  *
- * Embedded engine only: PGlite always has pgvector, while this machine's PostgreSQL server has
- * none, so on the server engine vectors are off, no embedding job runs and there is nothing
- * to assert about a batch's vectors.
+ * On both engines, each with pgvector (CI builds it for the PostgreSQL server).
  *
  * The retry is never left to the clock: RETRY_MS is far longer than the test, so the state
  * before the retry is seen however slow the machine; the batch is then tried again by a
@@ -39,103 +38,110 @@ const embed = (text: string) =>
 /** Far longer than the test: no retry can come by itself while the state before it is checked. */
 const RETRY_MS = 3_600_000;
 
-describe('an embeddings answer with fewer vectors than texts, on the embedded engine', () => {
-  let llm: FakeLlmServer;
-  let parley: RunningParley;
-  let dataDir: string;
-  const env = () => ({
-    LLM_BASE_URL: llm.url,
-    LLM_MAX_RETRIES: '0',
-    EMBEDDINGS_PROVIDER: 'openai',
-    EMBEDDINGS_BASE_URL: llm.url,
-    EMBEDDINGS_MODEL: 'fake-embed',
-    EMBEDDINGS_MAX_RETRIES: '0',
-    EMBEDDINGS_RETRY_MS: String(RETRY_MS),
-    CHUNK_MAX_TOKENS: '32',
-    CHUNK_OVERLAP_TOKENS: '0',
-  });
-
-  const search = (query: string) => searchThroughChat(parley, llm, query);
-  /** The embeddings requests that carried the document's texts (not a query's). */
-  const batches = () =>
-    llm.requests
-      .filter((request) => request.path === '/v1/embeddings')
-      .map((request) => (request.body as { input: string[] }).input)
-      .filter((input) => input.some((text) => text.includes('quokka')));
-
-  beforeAll(async () => {
-    llm = await startFakeLlmServer({ embed });
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-embedding-mismatch-'));
-    parley = await startParley({ dataDir, env: env() });
-    const ready = await parley.waitForLog((line) => line.msg === 'database ready');
-    expect(ready.vector).toBe(true); // PGlite always has pgvector
-  }, 120_000);
-  afterEach(() => {
-    llm.assertNoUnexpected();
-    llm.assertAllConsumed();
-  });
-  afterAll(async () => {
-    await parley?.stop();
-    await llm?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  it('saves nothing of the batch, logs the failure without the text, and embeds it when tried again', async () => {
-    // The first embeddings request (the document's batch of two texts) is answered 200 with
-    // one valid item: the second text's vector, as if the server had dropped the first.
-    llm.failEmbeddings({
-      kind: 'http-error',
-      status: 200,
-      headers: {},
-      body: {
-        object: 'list',
-        data: [{ object: 'embedding', index: 0, embedding: embed(SECOND) }],
-        model: 'fake-embed',
-        usage: { prompt_tokens: 20, total_tokens: 20 },
-      },
+describe.each(ENGINES)(
+  'an embeddings answer with fewer vectors than texts, on the %s engine',
+  (engine) => {
+    let llm: FakeLlmServer;
+    let storage: EngineEnv;
+    let parley: RunningParley;
+    let dataDir: string;
+    const env = () => ({
+      LLM_BASE_URL: llm.url,
+      LLM_MAX_RETRIES: '0',
+      EMBEDDINGS_PROVIDER: 'openai',
+      EMBEDDINGS_BASE_URL: llm.url,
+      EMBEDDINGS_MODEL: 'fake-embed',
+      EMBEDDINGS_MAX_RETRIES: '0',
+      EMBEDDINGS_RETRY_MS: String(RETRY_MS),
+      CHUNK_MAX_TOKENS: '32',
+      CHUNK_OVERLAP_TOKENS: '0',
+      ...storage.env,
     });
-    const answer = await ingest(parley, [
-      file('nature.txt', `${FIRST}\n\n${SECOND}`),
-      { name: 'source', value: 'nature.txt' },
-    ]);
-    expect(answer).toMatchObject({ status: 200, body: { chunks: 2 } });
 
-    const failed = await parley.waitForLog(
-      (line) => line.msg === 'background job failed; will retry',
-      30_000,
-    );
-    expect(failed).toMatchObject({
-      job: 'embedding_batch',
-      errorKind: 'InvalidResponseDataError',
-      retryInMs: RETRY_MS,
+    const search = (query: string) => searchThroughChat(parley, llm, query);
+    /** The embeddings requests that carried the document's texts (not a query's). */
+    const batches = () =>
+      llm.requests
+        .filter((request) => request.path === '/v1/embeddings')
+        .map((request) => (request.body as { input: string[] }).input)
+        .filter((input) => input.some((text) => text.includes('quokka')));
+
+    beforeAll(async () => {
+      llm = await startFakeLlmServer({ embed });
+      storage = await engineEnv(engine);
+      dataDir = mkdtempSync(join(tmpdir(), 'parley-embedding-mismatch-'));
+      parley = await startParley({ dataDir, env: env() });
+      const ready = await parley.waitForLog((line) => line.msg === 'database ready');
+      expect(ready.vector).toBe(true);
+    }, 120_000);
+    afterEach(() => {
+      llm.assertNoUnexpected();
+      llm.assertAllConsumed();
     });
-    expect(batches()).toHaveLength(1);
+    afterAll(async () => {
+      await parley?.stop();
+      await llm?.close();
+      await storage?.cleanup();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    });
 
-    // Before the retry: neither chunk has a vector, so a query sharing none of their words
-    // finds nothing (with the mismatched answer saved, the first would have the second's).
-    const before = await search('marsupial');
-    expect(before.hits).toEqual([]);
-    expect(batches()).toHaveLength(1); // no retry came in between (RETRY_MS is an hour)
+    it('saves nothing of the batch, logs the failure without the text, and embeds it when tried again', async () => {
+      // The first embeddings request (the document's batch of two texts) is answered 200 with
+      // one valid item: the second text's vector, as if the server had dropped the first.
+      llm.failEmbeddings({
+        kind: 'http-error',
+        status: 200,
+        headers: {},
+        body: {
+          object: 'list',
+          data: [{ object: 'embedding', index: 0, embedding: embed(SECOND) }],
+          model: 'fake-embed',
+          usage: { prompt_tokens: 20, total_tokens: 20 },
+        },
+      });
+      const answer = await ingest(parley, [
+        file('nature.txt', `${FIRST}\n\n${SECOND}`),
+        { name: 'source', value: 'nature.txt' },
+      ]);
+      expect(answer).toMatchObject({ status: 200, body: { chunks: 2 } });
 
-    // Tried again (by the restart's start drain, on the same data): a correct answer this
-    // time, and both chunks get their own vectors.
-    await parley.settled();
-    const firstOutput = parley.output();
-    await parley.stop();
-    parley = await startParley({ dataDir, env: env() });
-    await waitFor(() => batches().length >= 2, 30_000);
-    await parley.waitForLog((line) => line.msg === 'chunks embedded', 30_000);
-    const after = await search('marsupial');
-    expect(after.retrieval).toBe('hybrid');
-    expect(after.hits[0]?.source).toBe('nature.txt');
-    expect(after.hits[0]?.text).toContain('quokka');
+      const failed = await parley.waitForLog(
+        (line) => line.msg === 'background job failed; will retry',
+        30_000,
+      );
+      expect(failed).toMatchObject({
+        job: 'embedding_batch',
+        errorKind: 'InvalidResponseDataError',
+        retryInMs: RETRY_MS,
+      });
+      expect(batches()).toHaveLength(1);
 
-    // The logs name the failure but no text of the document.
-    await parley.settled();
-    for (const output of [firstOutput, parley.output()]) {
-      for (const words of ['quokka', 'Rottnest', 'Glaciers', 'fjords']) {
-        expect(output).not.toContain(words);
+      // Before the retry: neither chunk has a vector, so a query sharing none of their words
+      // finds nothing (with the mismatched answer saved, the first would have the second's).
+      const before = await search('marsupial');
+      expect(before.hits).toEqual([]);
+      expect(batches()).toHaveLength(1); // no retry came in between (RETRY_MS is an hour)
+
+      // Tried again (by the restart's start drain, on the same data): a correct answer this
+      // time, and both chunks get their own vectors.
+      await parley.settled();
+      const firstOutput = parley.output();
+      await parley.stop();
+      parley = await startParley({ dataDir, env: env() });
+      await waitFor(() => batches().length >= 2, 30_000);
+      await parley.waitForLog((line) => line.msg === 'chunks embedded', 30_000);
+      const after = await search('marsupial');
+      expect(after.retrieval).toBe('hybrid');
+      expect(after.hits[0]?.source).toBe('nature.txt');
+      expect(after.hits[0]?.text).toContain('quokka');
+
+      // The logs name the failure but no text of the document.
+      await parley.settled();
+      for (const output of [firstOutput, parley.output()]) {
+        for (const words of ['quokka', 'Rottnest', 'Glaciers', 'fjords']) {
+          expect(output).not.toContain(words);
+        }
       }
-    }
-  }, 90_000);
-});
+    }, 90_000);
+  },
+);

@@ -6,7 +6,7 @@ import { JobRunner } from '../../src/background/job-runner.ts';
 import type { Embedder } from '../../src/documents/embedder.ts';
 import { embeddingJob } from '../../src/documents/embedding-job.ts';
 import { VectorStore } from '../../src/storage/vector-store.ts';
-import { type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
+import { ENGINES, type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /**
@@ -17,8 +17,7 @@ import { waitFor } from '../support/wait-for.ts';
  * wrong vectors), and the batch is tried again. While the model cannot be had, kicks cost
  * nothing.
  *
- * Embedded engine only: it needs pgvector, which PGlite always has and this machine's
- * PostgreSQL server does not (there, vectors are off and no embedding job runs).
+ * On both engines, each with pgvector (CI builds it for the PostgreSQL server).
  */
 const TEXTS = ['alpha chunk text', 'beta chunk text', 'gamma chunk text'];
 const RETRY_MS = 100;
@@ -47,7 +46,7 @@ function scriptedEmbedder(
 }
 const vectorOf = (text: string) => [TEXTS.indexOf(text) + 1, 1, 0];
 
-describe('the embedding backfill, on the embedded engine', () => {
+describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
   let opened: OpenTestDatabase | undefined;
   let vectors: VectorStore;
   const logs: Record<string, unknown>[] = [];
@@ -79,8 +78,8 @@ describe('the embedding backfill, on the embedded engine', () => {
     (await vectors.missing(embedder.id, 100)).map((item) => item.content).sort();
 
   beforeAll(async () => {
-    opened = await openTestDatabase('embedded');
-    expect(opened.database.capabilities.vector).toBe(true); // PGlite always has pgvector
+    opened = await openTestDatabase(engine);
+    expect(opened.database.capabilities.vector).toBe(true);
     vectors = new VectorStore(opened.database.db);
     const client = opened.database.db.$client;
     const { rows } = await client.query<{ id: number }>(

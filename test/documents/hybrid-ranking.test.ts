@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type EngineEnv, engineEnv, VECTOR_SETUPS } from '../support/engines.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
 import { type SearchOutput, searchThroughChat } from '../support/search-through-chat.ts';
@@ -27,7 +27,7 @@ const ANIMALS = 'The quokka is a small marsupial found on Rottnest Island. It is
 const KOREA =
   '서울은 대한민국의 수도이다. 한강이 도시를 가로질러 흐른다. 경복궁은 조선 시대의 궁궐이다.';
 
-describe.each(ENGINES)('hybrid ranking on the %s engine', (engine) => {
+describe.each(VECTOR_SETUPS)('hybrid ranking on $name', (setup) => {
   let llm: FakeLlmServer;
   let storage: EngineEnv;
   let parley: RunningParley;
@@ -61,7 +61,7 @@ describe.each(ENGINES)('hybrid ranking on the %s engine', (engine) => {
 
   beforeAll(async () => {
     llm = await startFakeLlmServer({ embed });
-    storage = await engineEnv(engine);
+    storage = await engineEnv(setup.engine, { pgvector: setup.pgvector });
     parley = await startParley({
       env: {
         LLM_BASE_URL: llm.url,
@@ -72,10 +72,10 @@ describe.each(ENGINES)('hybrid ranking on the %s engine', (engine) => {
         ...storage.env,
       },
     });
-    // The PostgreSQL server of a machine may lack pgvector: search is then lexical, and the
-    // same user-visible expectations hold without fusion.
+    // A PostgreSQL server without pgvector searches lexically, and the same user-visible
+    // expectations hold without fusion.
     hybrid = (await parley.waitForLog((line) => line.msg === 'database ready')).vector === true;
-    if (engine === 'embedded') expect(hybrid).toBe(true); // PGlite always has pgvector
+    expect(hybrid).toBe(setup.pgvector);
     await ingestText('animals.txt', ANIMALS);
     await ingestText('notes/ko/korea.txt', KOREA);
   }, 120_000);

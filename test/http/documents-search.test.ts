@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type ChatStream, readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES, type EngineEnv, engineEnv, VECTOR_SETUPS } from '../support/engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { type Seed, seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
@@ -171,130 +171,127 @@ describe.each(ENGINES)('search_documents on the %s engine', (engine) => {
   });
 });
 
-describe.each(ENGINES)(
-  'hybrid search, query rewriting and RAG_VERBOSE on the %s engine',
-  (engine) => {
-    let llm: FakeLlmServer;
-    let storage: EngineEnv;
-    let dataDir: string;
-    let parley: RunningParley;
-    const KOREAN = DOCUMENTS[1]?.chunks?.[0] as string;
+describe.each(VECTOR_SETUPS)('hybrid search, query rewriting and RAG_VERBOSE on $name', (setup) => {
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  let dataDir: string;
+  let parley: RunningParley;
+  const KOREAN = DOCUMENTS[1]?.chunks?.[0] as string;
 
-    const ask = async (userId: string, message: string): Promise<ChatStream> =>
-      readChat(
-        await parley.fetch('/chat', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ message, user_id: userId }),
-        }),
-      );
-    const lastToolOutput = (): ToolOutput => {
-      const messages = llm.chats.at(-1)?.body.messages ?? [];
-      const tool = messages.findLast((message) => message.role === 'tool');
-      return JSON.parse(String(tool?.content)) as ToolOutput;
-    };
-    const embeddedTexts = () =>
-      llm.requests
-        .filter((request) => request.path === '/v1/embeddings')
-        .flatMap((request) => (request.body as { input: string[] }).input);
+  const ask = async (userId: string, message: string): Promise<ChatStream> =>
+    readChat(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message, user_id: userId }),
+      }),
+    );
+  const lastToolOutput = (): ToolOutput => {
+    const messages = llm.chats.at(-1)?.body.messages ?? [];
+    const tool = messages.findLast((message) => message.role === 'tool');
+    return JSON.parse(String(tool?.content)) as ToolOutput;
+  };
+  const embeddedTexts = () =>
+    llm.requests
+      .filter((request) => request.path === '/v1/embeddings')
+      .flatMap((request) => (request.body as { input: string[] }).input);
 
-    beforeAll(async () => {
-      llm = await startFakeLlmServer();
-      storage = await engineEnv(engine);
-      dataDir = mkdtempSync(join(tmpdir(), 'parley-hybrid-'));
-      await seed(
-        { dataDir, databaseUrl: storage.env.DATABASE_URL },
-        // The same text under two sources: embedded once.
-        { documents: [...DOCUMENTS, { source: 'copies/seoul-again.txt', chunks: [KOREAN] }] },
-      );
-      parley = await startParley({
-        dataDir,
-        env: {
-          LLM_BASE_URL: llm.url,
-          LLM_MAX_RETRIES: '0',
-          EMBEDDINGS_PROVIDER: 'openai',
-          EMBEDDINGS_BASE_URL: llm.url,
-          EMBEDDINGS_MODEL: 'fake-embed',
-          QUERY_REWRITE_ENABLED: 'true',
-          RAG_VERBOSE: 'true',
-          ...storage.env,
-        },
-      });
-      // Seeding, then starting Parley, opens the database twice: slow on a loaded machine.
-    }, 120_000);
-    afterEach(() => {
-      llm.assertNoUnexpected();
-      llm.assertAllConsumed();
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    storage = await engineEnv(setup.engine, { pgvector: setup.pgvector });
+    dataDir = mkdtempSync(join(tmpdir(), 'parley-hybrid-'));
+    await seed(
+      { dataDir, databaseUrl: storage.env.DATABASE_URL },
+      // The same text under two sources: embedded once.
+      { documents: [...DOCUMENTS, { source: 'copies/seoul-again.txt', chunks: [KOREAN] }] },
+    );
+    parley = await startParley({
+      dataDir,
+      env: {
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        EMBEDDINGS_PROVIDER: 'openai',
+        EMBEDDINGS_BASE_URL: llm.url,
+        EMBEDDINGS_MODEL: 'fake-embed',
+        QUERY_REWRITE_ENABLED: 'true',
+        RAG_VERBOSE: 'true',
+        ...storage.env,
+      },
     });
-    afterAll(async () => {
-      await parley?.stop();
-      await llm?.close();
-      await storage?.cleanup();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
+    // Seeding, then starting Parley, opens the database twice: slow on a loaded machine.
+  }, 120_000);
+  afterEach(() => {
+    llm.assertNoUnexpected();
+    llm.assertAllConsumed();
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
 
-    if (engine === 'embedded') {
-      it('embeds the stored chunks in the background, each distinct text once, and fuses', async () => {
-        await expect.poll(() => embeddedTexts().length, { timeout: 30_000 }).toBe(5);
-        const texts = embeddedTexts();
-        expect(new Set(texts).size).toBe(texts.length);
-        expect(texts.filter((text) => text === KOREAN)).toHaveLength(1);
+  if (setup.pgvector) {
+    it('embeds the stored chunks in the background, each distinct text once, and fuses', async () => {
+      await expect.poll(() => embeddedTexts().length, { timeout: 30_000 }).toBe(5);
+      const texts = embeddedTexts();
+      expect(new Set(texts).size).toBe(texts.length);
+      expect(texts.filter((text) => text === KOREAN)).toHaveLength(1);
 
-        llm.enqueue(
-          reply.toolCalls([{ name: 'search_documents', args: { query: '서울의 전통 시장' } }]),
-          reply.text('광장시장이에요.'),
-        );
-        await ask('erin', '서울 시장 알려줘');
-        const output = lastToolOutput();
-        expect(output.retrieval).toBe('hybrid');
-        expect(
-          output.hits
-            .slice(0, 2)
-            .map((hit) => hit.source)
-            .sort(),
-        ).toEqual(['copies/seoul-again.txt', 'korean/seoul.txt']);
-        // The query was embedded too: one more request, with the query alone.
-        expect(embeddedTexts().at(-1)).toBe('서울의 전통 시장');
-      });
-    } else {
-      it('serves lexical search without pgvector, says so, and calls no embeddings API', async () => {
-        llm.enqueue(
-          reply.toolCalls([{ name: 'search_documents', args: { query: '서울의 전통 시장' } }]),
-          reply.text('광장시장이에요.'),
-        );
-        await ask('erin', '서울 시장 알려줘');
-        expect(lastToolOutput().retrieval).toBe('lexical');
-        expect(lastToolOutput().hits.length).toBeGreaterThan(0);
-        expect(embeddedTexts()).toEqual([]);
-        await parley.waitForLog((line) => /no pgvector/.test(line.msg));
-      });
-    }
-
-    it('rewrites a follow-up question into a standalone query using the conversation', async () => {
-      llm.enqueue(reply.text('Parley is a self-hosted assistant.'));
-      await ask('dave', 'What is in the Parley guide?');
       llm.enqueue(
-        reply.toolCalls([{ name: 'search_documents', args: { query: 'how to do that' } }]),
-        reply.text('backups of the Parley data directory'), // the rewrite
-        reply.text('Copy the data directory nightly.'),
+        reply.toolCalls([{ name: 'search_documents', args: { query: '서울의 전통 시장' } }]),
+        reply.text('광장시장이에요.'),
       );
-      const stream = await ask('dave', 'And how do I back it up?');
-      const rewrite = llm.chats.at(-2)?.body;
-      expect(rewrite?.stream).toBeFalsy();
-      expect(JSON.stringify(rewrite?.messages)).toContain('What is in the Parley guide?');
-      expect(JSON.stringify(rewrite?.messages)).toContain('how to do that');
+      await ask('erin', '서울 시장 알려줘');
       const output = lastToolOutput();
-      expect(output.query).toBe('backups of the Parley data directory');
-      expect(output.hits[0]).toMatchObject({ source: 'manuals/guide.pdf', page: 3 });
-      expect(stream.text).toBe('Copy the data directory nightly.');
+      expect(output.retrieval).toBe('hybrid');
+      expect(
+        output.hits
+          .slice(0, 2)
+          .map((hit) => hit.source)
+          .sort(),
+      ).toEqual(['copies/seoul-again.txt', 'korean/seoul.txt']);
+      // The query was embedded too: one more request, with the query alone.
+      expect(embeddedTexts().at(-1)).toBe('서울의 전통 시장');
     });
+  } else {
+    it('serves lexical search without pgvector, says so, and calls no embeddings API', async () => {
+      llm.enqueue(
+        reply.toolCalls([{ name: 'search_documents', args: { query: '서울의 전통 시장' } }]),
+        reply.text('광장시장이에요.'),
+      );
+      await ask('erin', '서울 시장 알려줘');
+      expect(lastToolOutput().retrieval).toBe('lexical');
+      expect(lastToolOutput().hits.length).toBeGreaterThan(0);
+      expect(embeddedTexts()).toEqual([]);
+      await parley.waitForLog((line) => /no pgvector/.test(line.msg));
+    });
+  }
 
-    it('logs queries and hits under RAG_VERBOSE', async () => {
-      await parley.settled();
-      const searches = parley.logs.filter((line) => line.msg === 'document search');
-      expect(searches.length).toBeGreaterThan(0);
-      expect(JSON.stringify(searches)).toContain('backups of the Parley data directory');
-      expect(JSON.stringify(searches)).toContain('manuals/guide.pdf');
-    });
-  },
-);
+  it('rewrites a follow-up question into a standalone query using the conversation', async () => {
+    llm.enqueue(reply.text('Parley is a self-hosted assistant.'));
+    await ask('dave', 'What is in the Parley guide?');
+    llm.enqueue(
+      reply.toolCalls([{ name: 'search_documents', args: { query: 'how to do that' } }]),
+      reply.text('backups of the Parley data directory'), // the rewrite
+      reply.text('Copy the data directory nightly.'),
+    );
+    const stream = await ask('dave', 'And how do I back it up?');
+    const rewrite = llm.chats.at(-2)?.body;
+    expect(rewrite?.stream).toBeFalsy();
+    expect(JSON.stringify(rewrite?.messages)).toContain('What is in the Parley guide?');
+    expect(JSON.stringify(rewrite?.messages)).toContain('how to do that');
+    const output = lastToolOutput();
+    expect(output.query).toBe('backups of the Parley data directory');
+    expect(output.hits[0]).toMatchObject({ source: 'manuals/guide.pdf', page: 3 });
+    expect(stream.text).toBe('Copy the data directory nightly.');
+  });
+
+  it('logs queries and hits under RAG_VERBOSE', async () => {
+    await parley.settled();
+    const searches = parley.logs.filter((line) => line.msg === 'document search');
+    expect(searches.length).toBeGreaterThan(0);
+    expect(JSON.stringify(searches)).toContain('backups of the Parley data directory');
+    expect(JSON.stringify(searches)).toContain('manuals/guide.pdf');
+  });
+});

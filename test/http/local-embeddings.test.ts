@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type EngineEnv, engineEnv, VECTOR_SETUPS } from '../support/engines.ts';
 import { type Listening, listen } from '../support/fake-http.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
@@ -42,7 +42,7 @@ async function startModelHub() {
   return hub;
 }
 
-describe.each(ENGINES)('the local embedding model on the %s engine', (engine) => {
+describe.each(VECTOR_SETUPS)('the local embedding model on $name', (setup) => {
   let llm: FakeLlmServer;
   let hub: Awaited<ReturnType<typeof startModelHub>>;
   let storage: EngineEnv;
@@ -55,7 +55,7 @@ describe.each(ENGINES)('the local embedding model on the %s engine', (engine) =>
   beforeAll(async () => {
     llm = await startFakeLlmServer();
     hub = await startModelHub();
-    storage = await engineEnv(engine);
+    storage = await engineEnv(setup.engine, { pgvector: setup.pgvector });
     dataDir = mkdtempSync(join(tmpdir(), 'parley-local-emb-'));
     await seed(
       { dataDir, databaseUrl: storage.env.DATABASE_URL },
@@ -91,7 +91,7 @@ describe.each(ENGINES)('the local embedding model on the %s engine', (engine) =>
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  if (engine === 'embedded') {
+  if (setup.pgvector) {
     it('serves lexical search with one warning while the model cannot be had, then downloads it and embeds what was stored', async () => {
       await expect.poll(() => warnings().length, { timeout: 20_000 }).toBe(1);
       const offline = await search('seoul market');

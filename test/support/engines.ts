@@ -18,9 +18,26 @@ export interface EngineEnv {
   cleanup(): Promise<void>;
 }
 
-export async function engineEnv(engine: Engine): Promise<EngineEnv> {
-  if (engine === 'embedded') return { env: {}, cleanup: async () => {} };
-  const database: TestDatabase = await createTestDatabase();
+/**
+ * Where vector search is tested: each engine with pgvector, and a PostgreSQL server without it
+ * (lexical retrieval only), which is still a supported setup.
+ */
+export const VECTOR_SETUPS = [
+  { name: 'the embedded engine', engine: 'embedded', pgvector: true },
+  { name: 'the server engine', engine: 'server', pgvector: true },
+  { name: 'a server without pgvector', engine: 'server', pgvector: false },
+] as const satisfies readonly { name: string; engine: Engine; pgvector: boolean }[];
+export type VectorSetup = (typeof VECTOR_SETUPS)[number];
+
+export async function engineEnv(
+  engine: Engine,
+  options: { pgvector?: boolean } = {},
+): Promise<EngineEnv> {
+  if (engine === 'embedded') {
+    if (options.pgvector === false) throw new Error('the embedded engine always has pgvector');
+    return { env: {}, cleanup: async () => {} };
+  }
+  const database: TestDatabase = await createTestDatabase(options);
   return { env: { DATABASE_URL: database.url }, cleanup: () => database.drop() };
 }
 

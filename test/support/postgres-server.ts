@@ -13,11 +13,33 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * A role that owns its databases but is no superuser: pgvector is not a trusted extension, so
+ * it may not create it, and a database of its own is a server without pgvector to Parley
+ * (the server on this machine has pgvector installed).
+ */
+const ROLE_WITHOUT_PGVECTOR = 'parley_no_pgvector';
+
+export interface TestDatabaseOptions {
+  /** false: Parley connects as a role that may not create the `vector` extension. */
+  pgvector?: boolean;
+}
+
+export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const name = `parley_test_${randomBytes(6).toString('hex')}`;
-  await admin(`CREATE DATABASE ${name}`);
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
+  if (options.pgvector === false) {
+    // Two suites may create the role at once: either error means it exists.
+    await admin(
+      `DO $$ BEGIN CREATE ROLE ${ROLE_WITHOUT_PGVECTOR} LOGIN NOSUPERUSER;
+       EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`,
+    );
+    await admin(`CREATE DATABASE ${name} OWNER ${ROLE_WITHOUT_PGVECTOR}`);
+    url.username = ROLE_WITHOUT_PGVECTOR;
+  } else {
+    await admin(`CREATE DATABASE ${name}`);
+  }
   return {
     url: url.toString(),
     drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
