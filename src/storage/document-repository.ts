@@ -3,6 +3,7 @@ import type { ChunkHit } from './chunk-hit.ts';
 import type { Db } from './database.ts';
 import { POSTINGS_PER_TERM, removePostings, searchBm25, writePostings } from './lexical-index.ts';
 import { withTransaction } from './transaction.ts';
+import { pruneOrphanVectors } from './vector-store.ts';
 
 /** Owner of shared documents; a user's own rows carry the user id (never empty). */
 export const SHARED = '';
@@ -83,7 +84,9 @@ export class DocumentRepository {
   deleteSource(source: string): Promise<boolean> {
     return withTransaction(this.#db.$client, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
-      return removeDocument(client, SHARED, source);
+      const removed = await removeDocument(client, SHARED, source);
+      if (removed) await pruneOrphanVectors(client, removed);
+      return removed !== undefined;
     });
   }
 
@@ -122,7 +125,10 @@ export class DocumentRepository {
          AND ($3::text IS NULL OR source = $3) ORDER BY id`,
         [owner, kind, source ?? null],
       );
-      for (const row of rows) await removeDocument(client, owner, row.source);
+      const removed: string[] = [];
+      for (const row of rows)
+        removed.push(...((await removeDocument(client, owner, row.source)) ?? []));
+      await pruneOrphanVectors(client, removed);
       return rows.length;
     });
   }
@@ -140,7 +146,7 @@ export class DocumentRepository {
   ): Promise<number> {
     return withTransaction(this.#db.$client, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
-      await removeDocument(client, document.owner, document.source);
+      const replaced = await removeDocument(client, document.owner, document.source);
       const inserted = await client.query<{ id: string }>(
         `INSERT INTO documents (source, owner, kind, filename, content_type, bytes, chunk_count)
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
@@ -156,6 +162,8 @@ export class DocumentRepository {
       );
       const documentId = Number(inserted.rows[0]?.id);
       if (chunks.length > 0) await insertChunks(client, documentId, document.owner, chunks);
+      // After the new chunks are in: a paragraph the new version kept keeps its vector.
+      if (replaced) await pruneOrphanVectors(client, replaced);
       signal?.throwIfAborted();
       return chunks.length;
     });
@@ -171,17 +179,28 @@ export class DocumentRepository {
   }
 }
 
-/** Removes one source, its chunks and its postings. False when there is no such source. */
-async function removeDocument(client: pg.PoolClient, owner: string, source: string) {
+/**
+ * Removes one source, its chunks and its postings. Returns the content hashes its chunks had
+ * (for pruneOrphanVectors), or undefined when there is no such source.
+ */
+async function removeDocument(
+  client: pg.PoolClient,
+  owner: string,
+  source: string,
+): Promise<string[] | undefined> {
   const found = await client.query<{ id: string }>(
     'SELECT id FROM documents WHERE owner = $1 AND source = $2',
     [owner, source],
   );
   const id = found.rows[0]?.id;
-  if (id === undefined) return false;
+  if (id === undefined) return undefined;
   await removePostings(client, owner, id);
+  const { rows } = await client.query<{ content_hash: string }>(
+    'SELECT DISTINCT content_hash FROM chunks WHERE document_id = $1',
+    [id],
+  );
   await client.query('DELETE FROM documents WHERE id = $1', [id]);
-  return true;
+  return rows.map((row) => row.content_hash);
 }
 
 async function insertChunks(

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type pg from 'pg';
 import { type ChunkHit, type HitRow, toHit } from './chunk-hit.ts';
 import type { Db } from './database.ts';
 import { withTransaction } from './transaction.ts';
@@ -45,9 +46,12 @@ export class VectorStore {
     const dimension = items[0]?.vector.length;
     if (!dimension) return;
     await this.#ensureIndex(model, dimension);
+    // A text whose chunks were deleted while it was being embedded gets no vector: a deleted
+    // document (or user) leaves none behind (pruneOrphanVectors removes the earlier ones).
     await this.#db.$client.query(
       `INSERT INTO chunk_embeddings (model, content_hash, embedding)
-       SELECT $1, * FROM unnest($2::text[], $3::vector[])
+       SELECT $1, n.hash, n.embedding FROM unnest($2::text[], $3::vector[]) AS n(hash, embedding)
+       WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = n.hash)
        ON CONFLICT DO NOTHING`,
       [model, items.map((item) => item.hash), items.map((item) => toVector(item.vector))],
     );
@@ -99,6 +103,10 @@ export class VectorStore {
            PRIMARY KEY (model, content_hash)
          )`,
       );
+      // Pruning a deleted document's vectors looks them up by text, across models.
+      await client.query(
+        'CREATE INDEX IF NOT EXISTS chunk_embeddings_hash_idx ON chunk_embeddings (content_hash)',
+      );
     }).catch((error: unknown) => {
       this.#table = undefined;
       throw error;
@@ -132,6 +140,29 @@ export class VectorStore {
     }
     return created;
   }
+}
+
+/**
+ * Deletes the vectors of these texts that no chunk has any more, in the transaction that
+ * deleted or replaced their document: a deleted document's, or user's, words leave no vectors
+ * behind. A text another chunk still has keeps its vector (it is shared by content hash).
+ * Without pgvector, or before the first vector was saved, there is no table and nothing to do.
+ */
+export async function pruneOrphanVectors(
+  client: pg.PoolClient,
+  hashes: readonly string[],
+): Promise<void> {
+  if (hashes.length === 0) return;
+  const { rows } = await client.query<{ present: boolean }>(
+    "SELECT to_regclass('chunk_embeddings') IS NOT NULL AS present",
+  );
+  if (!rows[0]?.present) return;
+  await client.query(
+    `DELETE FROM chunk_embeddings e
+     WHERE e.content_hash = ANY($1::text[])
+       AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = e.content_hash)`,
+    [[...new Set(hashes)]],
+  );
 }
 
 const toVector = (vector: readonly number[]) => `[${vector.join(',')}]`;
