@@ -264,6 +264,7 @@ describe.each(VECTOR_SETUPS)('hybrid search, query rewriting and RAG_VERBOSE on 
       expect(lastToolOutput().retrieval).toBe('lexical');
       expect(lastToolOutput().hits.length).toBeGreaterThan(0);
       expect(embeddedTexts()).toEqual([]);
+      await parley.waitForLog((line) => /pgvector is not installed/.test(line.msg));
       await parley.waitForLog((line) => /no pgvector/.test(line.msg));
     });
   }
