@@ -5,6 +5,8 @@ import type { Db } from './database.ts';
 import { withTransaction } from './transaction.ts';
 
 const DDL_LOCK = 0x76656374; // "vect"
+/** HNSW candidates kept while searching (pgvector's default is 40): recall against speed. */
+const SEARCH_EF = 100;
 
 /**
  * Chunk vectors in pgvector, keyed by (embedding model, content hash): identical text is
@@ -61,6 +63,12 @@ export class VectorStore {
    * Nearest chunks the owners may see, by cosine similarity (score in [-1, 1]). A chunk whose
    * vector is zero has no direction: pgvector's cosine is NaN, reported as the floor, −1
    * (NaN sorts after every number in PostgreSQL, so such chunks come last).
+   *
+   * The owners' filter is inside the index scan, which pgvector (0.8) continues past the
+   * first candidates until `limit` rows pass it (iterative scan): taking the nearest vectors
+   * of every user first and filtering afterwards left a user with fewer hits, or none, when
+   * other users' texts were nearer. `ef_search` is raised to at least `limit` (at 40, its
+   * default, an HNSW scan returns at most 40 rows) and above it for recall (bench/RESULTS.md).
    */
   async search(
     model: string,
@@ -70,26 +78,36 @@ export class VectorStore {
   ): Promise<ChunkHit[]> {
     await this.#ensureIndex(model, vector.length);
     const dim = vector.length;
-    // The expression and predicate must match the partial index exactly for it to be used;
-    // both are literals built from our own model id and an integer.
-    const { rows } = await this.#db.$client.query<HitRow>(
-      `WITH nn AS (
-         SELECT content_hash, embedding::vector(${dim}) <=> $1::vector(${dim}) AS distance
-         FROM chunk_embeddings
-         WHERE model = ${literal(model)}
-         ORDER BY embedding::vector(${dim}) <=> $1::vector(${dim})
-         LIMIT $3
-       )
-       SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata,
-              coalesce(nullif(1 - nn.distance, 'NaN'), -1) AS score
-       FROM nn
-       JOIN chunks c ON c.content_hash = nn.content_hash AND c.owner = ANY($2::text[])
-       JOIN documents d ON d.id = c.document_id
-       ORDER BY nn.distance, c.id
-       LIMIT $3`,
-      [toVector(vector), owners, limit],
-    );
-    return rows.map(toHit);
+    const efSearch = Math.min(1_000, Math.max(SEARCH_EF, limit));
+    return withTransaction(this.#db.$client, async (client) => {
+      await client.query(
+        `SELECT set_config('hnsw.ef_search', $1, true),
+                set_config('hnsw.iterative_scan', 'relaxed_order', true)`,
+        [String(efSearch)],
+      );
+      // The expression and predicate must match the partial index exactly for it to be
+      // used; both are literals built from our own model id and an integer.
+      const { rows } = await client.query<HitRow>(
+        `WITH nn AS MATERIALIZED (
+           SELECT e.content_hash, e.embedding::vector(${dim}) <=> $1::vector(${dim}) AS distance
+           FROM chunk_embeddings e
+           WHERE e.model = ${literal(model)}
+             AND EXISTS (SELECT 1 FROM chunks c
+                         WHERE c.content_hash = e.content_hash AND c.owner = ANY($2::text[]))
+           ORDER BY e.embedding::vector(${dim}) <=> $1::vector(${dim})
+           LIMIT $3
+         )
+         SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata,
+                coalesce(nullif(1 - nn.distance, 'NaN'), -1) AS score
+         FROM nn
+         JOIN chunks c ON c.content_hash = nn.content_hash AND c.owner = ANY($2::text[])
+         JOIN documents d ON d.id = c.document_id
+         ORDER BY nn.distance, c.id
+         LIMIT $3`,
+        [toVector(vector), owners, limit],
+      );
+      return rows.map(toHit);
+    });
   }
 
   #ensureTable(): Promise<void> {

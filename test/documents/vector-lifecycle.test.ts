@@ -24,11 +24,18 @@ const OTTER = 'The sea otter floats on kelp beds while it eats.';
 const GRANITE = 'Granite cliffs rise above the harbour.';
 /** Each query shares no word with its text: only its vector finds it. */
 const VECTORS: [marker: string, vector: number[]][] = [
-  ['sea otter', [1, 0, 0, 0]],
-  ['floating mammals', [1, 0, 0, 0]],
+  ['sea otter', [0.9, 0.1, 0, 0]],
+  ['buoyant creatures', [1, 0, 0, 0]],
+  ['Kelp note', [1, 0, 0, 0]], // nearer to the query than the otter: another user's texts
   ['Granite', [0, 1, 0, 0]],
   ['hard stone', [0, 1, 0, 0]],
 ];
+/** More of bob's texts nearer to alice's query than hers than a search's depth (50). */
+const KELP = Array.from(
+  { length: 60 },
+  (_, i) =>
+    `Kelp note ${i}: the canopy number ${i} sways in the cold current while small fish shelter below its long fronds and wait for the tide to turn.`,
+);
 const embed = (text: string) =>
   VECTORS.find(([marker]) => text.includes(marker))?.[1] ?? [0, 0, 0, 1];
 
@@ -86,6 +93,9 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
         EMBEDDINGS_PROVIDER: 'openai',
         EMBEDDINGS_BASE_URL: llm.url,
         EMBEDDINGS_MODEL: 'fake-embed',
+        // One chunk per paragraph of bob's kelp notes.
+        CHUNK_MAX_TOKENS: '40',
+        CHUNK_OVERLAP_TOKENS: '0',
         QUERY_REWRITE_ENABLED: 'false',
         CRAG_ENABLED: 'false',
         ...storage.env,
@@ -111,7 +121,7 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
   it('finds an uploaded text by meaning once it is embedded', async () => {
     await upload(keys.alice as string, 'notes.txt', OTTER);
     await waitFor(() => embeddedTexts().includes(OTTER), 30_000);
-    const output = await search(keys.alice as string, 'floating mammals');
+    const output = await search(keys.alice as string, 'buoyant creatures');
     expect(texts(output)[0]).toContain('sea otter');
   });
 
@@ -124,10 +134,23 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
     expect(texts(stone)[0]).toContain('Granite');
     // Bob's copy of the same text is his alone.
     expect(stone.hits.map((hit) => hit.source)).not.toContain('harbour.txt');
-    const otter = await search(keys.alice as string, 'floating mammals');
+    const otter = await search(keys.alice as string, 'buoyant creatures');
     expect(texts(otter).join(' ')).not.toContain('sea otter');
     // The same text as bob's: embedded once, shared by content.
     expect(embeddedTexts().filter((text) => text === GRANITE)).toHaveLength(1);
+  });
+
+  it('finds a user’s own text by meaning though another user has more, nearer ones', async () => {
+    await upload(keys.bob as string, 'kelp.txt', KELP.join('\n\n'));
+    await waitFor(() => KELP.every((text) => embeddedTexts().includes(text)), 30_000);
+    await upload(keys.alice as string, 'otters.txt', OTTER);
+    await waitFor(
+      () => embeddedTexts().filter((text) => text === OTTER).length === 2, // once per version
+      30_000,
+    );
+    const output = await search(keys.alice as string, 'buoyant creatures');
+    expect(output.hits[0]).toMatchObject({ source: 'otters.txt' });
+    expect(output.hits.map((hit) => hit.source)).not.toContain('kelp.txt');
   });
 
   it('deletes a user with their vectors; another user’s copy of the same text keeps its own', async () => {
@@ -136,7 +159,7 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
     const stone = await search(keys.bob as string, 'hard stone');
     expect(stone.hits[0]).toMatchObject({ source: 'harbour.txt' });
 
-    // What is left in the database: one vector, bob's text's, and none without a chunk.
+    // What is left in the database: bob's texts' vectors, and none without a chunk.
     await parley.stop();
     const database = await openDatabase(
       { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: storage.env.DATABASE_URL },
@@ -149,7 +172,7 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
            AS content
          FROM chunk_embeddings e`,
       );
-      expect(rows.map((row) => row.content)).toEqual([GRANITE]);
+      expect(rows.map((row) => row.content).sort()).toEqual([GRANITE, ...KELP].sort());
     } finally {
       await database.close();
     }
