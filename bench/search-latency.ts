@@ -1,25 +1,33 @@
 /**
  * Benchmark 4: latency of document search at 100,000 chunks, lexical (no embedding time),
- * through DocumentService.search as `search_documents` calls it.
+ * through DocumentService.search as `search_documents` calls it; with `vectors`, hybrid too.
  *
- *   node bench/search-latency.ts [embedded|server] [chunks=100000] [queries=500] [caps=2000,1000,500]
+ *   node bench/search-latency.ts [embedded|server] [chunks=100000] [queries=500] [caps=2000,1000,500] [vectors]
 
  * `caps`: postings read per query term (POSTINGS_PER_TERM; the first is Parley's default),
  * each measured on the same stored chunks.
+ *
+ * `vectors`: every chunk is then embedded (a 384-d hashed bag of words, in-process, so no
+ * embedding time is measured) into the real vector store with its HNSW index, and measured:
+ * hybrid search as users get it, the vector search alone, its recall@10 against an exact
+ * scan, and the same vector search on an IVFFlat index instead (see vector-latency.ts).
  *
  * Chunks are generated from SciFact sentences shuffled into new texts (real English with its
  * real word frequencies), ~256 tokens each, stored as documents of 1,000 chunks through
  * DocumentService.ingest. Queries are SciFact's own claims.
  */
 import { readFileSync } from 'node:fs';
-import { openBenchStore } from './support/document-store.ts';
+import { embedAllChunks, fakeEmbedder, openBenchStore } from './support/document-store.ts';
 import { machineReport } from './support/machine.ts';
 import { summarize } from './support/stats.ts';
+import { measureVectorSearch } from './support/vector-latency.ts';
 
 const engine = (process.argv[2] ?? 'embedded') as 'embedded' | 'server';
 const total = Number(process.argv[3] ?? 100_000);
 const queryCount = Number(process.argv[4] ?? 500);
 const caps = (process.argv[5] ?? '2000,1000,500').split(',').map(Number);
+const withVectors = process.argv[6] === 'vectors';
+const VECTOR_DIMENSION = 384;
 const PER_DOCUMENT = 1_000;
 const CHUNK_CHARS = 1_000; // ~250 estimated tokens: one default-sized chunk
 
@@ -49,6 +57,8 @@ function chunkText(): string {
 
 // One chunk per paragraph at a chunk size that keeps each paragraph whole.
 const chunking = { maxTokens: 400, overlapTokens: 0 };
+const embedder = withVectors ? fakeEmbedder(VECTOR_DIMENSION) : undefined;
+// Without the embedding job: the chunks are embedded all at once after the lexical figures.
 const store = await openBenchStore(engine, chunking);
 try {
   const started = performance.now();
@@ -92,6 +102,20 @@ try {
       `cap ${cap}: p50 ${measured.at(-1)?.s.p50} p99 ${measured.at(-1)?.s.p99}\n`,
     );
   }
+  const vectorReport = embedder
+    ? await (async () => {
+        const embedStarted = performance.now();
+        await embedAllChunks(store, embedder);
+        const embedSeconds = (performance.now() - embedStarted) / 1000;
+        await store.database.db.$client.query('VACUUM ANALYZE chunk_embeddings');
+        return [
+          '',
+          `Then every chunk embedded (${VECTOR_DIMENSION}-d, saved with the HNSW index in place) in ${embedSeconds.toFixed(0)} s.`,
+          '',
+          ...(await measureVectorSearch(store.database, embedder, chunking, queries, queryCount)),
+        ];
+      })()
+    : [];
   const sizes = await store.database.db.$client.query<{ postings: string; bytes: string }>(
     `SELECT (SELECT count(*) FROM chunk_terms) AS postings,
             pg_total_relation_size('chunk_terms') AS bytes`,
@@ -113,6 +137,7 @@ try {
         ({ cap, s, empty }) =>
           `| ${cap} | ${s.p50.toFixed(2)} | ${s.p90.toFixed(2)} | ${s.p99.toFixed(2)} | ${s.max.toFixed(2)} | ${empty} | ${s.p99 <= 25 ? 'PASS' : 'FAIL'} |`,
       ),
+      ...vectorReport,
     ].join('\n'),
   );
 } finally {
