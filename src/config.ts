@@ -116,6 +116,11 @@ export const configSchema = z.object({
       .default('info'),
   ),
   API_TOKEN: text(),
+  /**
+   * Refuse to serve an address other than loopback without API_TOKEN (everyone who reached it
+   * would be the administrator). false serves it anyway, as Redis's protected mode does.
+   */
+  PROTECTED_MODE: flag(true),
   /** How long a web client's sign-in lasts (it ends sooner when its key expires or is revoked). */
   WEB_SESSION_HOURS: integer(168, 1, 8760),
   SHUTDOWN_GRACE_MS: integer(10_000, 0, 600_000),
@@ -428,6 +433,27 @@ export function workerCount(
     );
   }
   return count;
+}
+
+/**
+ * Protected mode: without API_TOKEN every request is the administrator's, so serving any
+ * address but loopback would hand the service to whoever can reach the machine. Refused at
+ * start, saying why and what to do, unless PROTECTED_MODE=false says the operator means it.
+ */
+export function assertProtected(
+  config: Pick<Config, 'HOST' | 'API_TOKEN' | 'PROTECTED_MODE'>,
+): void {
+  if (config.API_TOKEN || !config.PROTECTED_MODE || isLoopbackHost(config.HOST)) return;
+  throw new ConfigError(
+    `HOST=${config.HOST} serves other machines, and without API_TOKEN anyone who reaches it ` +
+      'is the administrator (every user, key and document). Set API_TOKEN to a long random ' +
+      'secret, serve 127.0.0.1 behind a proxy that authenticates, or set PROTECTED_MODE=false ' +
+      'if this network is trusted.',
+  );
+}
+
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
 /** Reads `.env` (or the file named by ENV_FILE) under the process environment, which wins. */

@@ -13,7 +13,7 @@ import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
 import { createJobEngine } from './background/job-engine.ts';
 import { withLease } from './background/job-lease.ts';
 import { JobRunner } from './background/job-runner.ts';
-import type { Config } from './config.ts';
+import { type Config, isLoopbackHost } from './config.ts';
 import { DocumentService } from './documents/document-service.ts';
 import { embeddingJob } from './documents/embedding-job.ts';
 import { IngestionService } from './documents/ingestion-service.ts';
@@ -398,10 +398,11 @@ export async function main(config: Config): Promise<void> {
     telegramWebhook: telegramDoor?.webhook,
   });
 
-  if (!config.API_TOKEN && !isLoopback(config.HOST)) {
+  if (!config.API_TOKEN && !isLoopbackHost(config.HOST)) {
+    // Only with PROTECTED_MODE=false (assertProtected refused it otherwise).
     logger.warn(
       { host: config.HOST },
-      'API_TOKEN is not set: anyone who can reach this address can use the service',
+      'PROTECTED_MODE is off and API_TOKEN is not set: anyone who can reach this address is the administrator',
     );
   }
 
@@ -466,8 +467,4 @@ export async function main(config: Config): Promise<void> {
     },
     'Parley is listening',
   );
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }

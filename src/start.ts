@@ -2,7 +2,13 @@ import cluster from 'node:cluster';
 import { rm } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, parseConfig, readEnvironment, workerCount } from './config.ts';
+import {
+  assertProtected,
+  ConfigError,
+  parseConfig,
+  readEnvironment,
+  workerCount,
+} from './config.ts';
 import { createLogger } from './logger.ts';
 import { serveClusterMetrics } from './metrics/cluster-metrics.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
@@ -15,6 +21,7 @@ import { superviseWorkers } from './workers.ts';
  */
 async function start(): Promise<void> {
   const config = parseConfig(readEnvironment());
+  assertProtected(config);
   if (!cluster.isWorker) await buildWebClientIfStale(config.LOG_LEVEL);
   const workers = workerCount(config, availableParallelism());
   if (workers === 1 || cluster.isWorker) {
