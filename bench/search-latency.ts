@@ -19,7 +19,7 @@
 import { readFileSync } from 'node:fs';
 import { embedAllChunks, fakeEmbedder, openBenchStore } from './support/document-store.ts';
 import { machineReport } from './support/machine.ts';
-import { summarize } from './support/stats.ts';
+import { seededRandom, summarize } from './support/stats.ts';
 import { measureVectorSearch } from './support/vector-latency.ts';
 
 const engine = (process.argv[2] ?? 'embedded') as 'embedded' | 'server';
@@ -41,11 +41,7 @@ const sentences = read('corpus.jsonl').flatMap((doc) => doc.text.split(/(?<=\.)\
 const queries = read('queries-train.jsonl').map((query) => query.text);
 
 /** A deterministic pseudo-random generator, so both engines get the same chunks. */
-let seed = 42;
-const random = () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
+const random = seededRandom(42);
 
 function chunkText(): string {
   let text = '';
