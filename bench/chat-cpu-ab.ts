@@ -10,6 +10,10 @@
  * printed as well as the totals.
  *
  *   node bench/chat-cpu-ab.ts <baselineDir> [engine=embedded|server] [rounds=10] [tokens=200] [parallel=20] [delayMs=5]
+ *
+ * Besides the means it prints each checkout's per-round median and range, the per-round ratio
+ * of the two (paired: both ran within seconds, so drift cancels) and the wall of the
+ * many-token rounds (with delayMs 0, how fast the answers stream).
  */
 import { pathToFileURL } from 'node:url';
 import { createTestDatabase } from '../test/support/postgres-server.ts';
@@ -38,28 +42,41 @@ const contenders = await Promise.all(
       root,
       env: { LLM_BASE_URL: fake.url, DATABASE_URL: database?.url },
     });
-    return { name, server, database, one: [] as number[], many: [] as number[] };
+    return {
+      name,
+      server,
+      database,
+      one: [] as number[],
+      many: [] as number[],
+      wall: [] as number[],
+    };
   }),
 );
 
 let user = 0;
-/** Server CPU per chat of one round of `PARALLEL` chats. */
-async function round(server: BenchServer, tokens: number): Promise<number> {
+/** Server CPU per chat of one round of `PARALLEL` chats, and the round's wall time. */
+async function round(server: BenchServer, tokens: number): Promise<{ cpu: number; wall: number }> {
   await fake.setReply({ tokens, delayMs: DELAY_MS });
   const before = cpuMsOf(server.pid);
+  const startedAt = performance.now();
   const results = await Promise.all(
     Array.from({ length: PARALLEL }, () => chat(server.url, `ab-${++user}`)),
   );
+  const wall = performance.now() - startedAt;
   if (!results.every(succeeded)) throw new Error('a chat failed');
-  return (cpuMsOf(server.pid) - before) / PARALLEL;
+  return { cpu: (cpuMsOf(server.pid) - before) / PARALLEL, wall };
 }
 
 for (const c of contenders) await round(c.server, TOKENS); // warm-up
 for (let r = 0; r < ROUNDS; r++) {
   // Who goes first alternates too.
   const order = r % 2 === 0 ? contenders : [...contenders].reverse();
-  for (const c of order) c.one.push(await round(c.server, 1));
-  for (const c of order) c.many.push(await round(c.server, TOKENS));
+  for (const c of order) c.one.push((await round(c.server, 1)).cpu);
+  for (const c of order) {
+    const { cpu, wall } = await round(c.server, TOKENS);
+    c.many.push(cpu);
+    c.wall.push(wall);
+  }
 }
 for (const c of contenders) {
   await c.server.stop();
@@ -83,13 +100,42 @@ console.log(`\`\`\`\n${machineReport()}\nbaseline: ${baselineDir}\n\`\`\`\n`);
 console.log(
   `${ROUNDS} alternating rounds of ${PARALLEL} chats each (1 token, then ${TOKENS} tokens, one every ${DELAY_MS} ms).\n`,
 );
-console.log('| checkout | CPU per chat (1 token) | CPU per paced token |');
-console.log('| --- | ---: | ---: |');
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  return sorted.length % 2
+    ? (sorted[Math.floor(middle)] as number)
+    : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
+};
+const rounds = (values: (c: typeof base, i: number) => number, c: typeof base) =>
+  Array.from({ length: ROUNDS }, (_, i) => values(c, i));
+/** `median (min–max)` of per-round figures, in the unit `format` gives. */
+const spread = (values: number[], format: (value: number) => string) =>
+  `${format(median(values))} (${format(Math.min(...values))}–${format(Math.max(...values))})`;
+const oneOf = (c: typeof base, i: number) => c.one[i] as number;
+const tokenOf = (c: typeof base, i: number) => perToken(c, i);
+const µs = (value: number) => value.toFixed(0);
+console.log(
+  '| checkout | CPU per chat (1 token), mean | per round: median (min–max) | CPU per paced token, mean | per round: median (min–max) |',
+);
+console.log('| --- | ---: | ---: | ---: | ---: |');
 for (const c of contenders) {
-  console.log(`| ${c.name} | ${ms(mean(c.one))} ms | ${perToken(c).toFixed(0)} µs |`);
+  console.log(
+    `| ${c.name} | ${ms(mean(c.one))} ms | ${spread(rounds(oneOf, c), ms)} ms | ${perToken(c).toFixed(0)} µs | ${spread(rounds(tokenOf, c), µs)} µs |`,
+  );
 }
 console.log(
   `\nthis checkout / baseline: per chat ${(mean(ours.one) / mean(base.one)).toFixed(2)}, per token ${(perToken(ours) / perToken(base)).toFixed(2)}`,
+);
+// With delayMs 0 the wall of a round is how fast the answers stream (the 2 cores shared).
+console.log(
+  `wall of a round of ${PARALLEL} chats of ${TOKENS} tokens, median (min–max): ${contenders.map((c) => `${c.name} ${spread(c.wall, ms)} ms`).join(', ')}`,
+);
+// Paired by round: both ran within seconds of each other, so drift of the machine cancels.
+const ratio = (values: (c: typeof base, i: number) => number) =>
+  Array.from({ length: ROUNDS }, (_, i) => values(ours, i) / values(base, i));
+console.log(
+  `per-round ratio this checkout / baseline, median (min–max): per chat ${spread(ratio(oneOf), (v) => v.toFixed(2))}, per token ${spread(ratio(tokenOf), (v) => v.toFixed(2))}`,
 );
 console.log(
   `rounds this checkout used less CPU: per chat ${wins((c, i) => c.one[i] as number)}/${ROUNDS}, per token ${wins(perToken)}/${ROUNDS}`,

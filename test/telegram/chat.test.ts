@@ -412,6 +412,53 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     );
   });
 
+  it('shows the model the photo with the most pixels when some sizes give no file_size', async () => {
+    await stack.link('ines', 514);
+    const fakePng = (body: string) =>
+      Buffer.concat([
+        Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+        Buffer.from(body),
+      ]);
+    // Telegram may leave file_size out of any size; its width and height are always there.
+    // A thumbnail's pixels (90 × 90) outnumber the original's bytes here, so comparing the one
+    // with the other would pick the thumbnail.
+    const thumb = stack.telegram.addFile(fakePng('the 90 by 90 thumbnail'), 'jpg');
+    const middle = stack.telegram.addFile(fakePng('the 320 by 320 size'), 'jpg');
+    const original = fakePng('the 800 by 800 original');
+    const large = stack.telegram.addFile(original, 'jpg');
+    stack.llm.enqueue(
+      reply.toolCalls([{ name: 'analyze_image', args: { question: 'What is written here?' } }]),
+      reply.text('It says hello.'),
+    );
+    stack.vision.enqueue(reply.text('The word hello.'));
+    const getFiles = stack.telegram.callsOf('getFile').length;
+    const from = stack.telegram.sentTo('514').length;
+    stack.telegram.pushUpdateMessage(514, {
+      caption: 'What is written here?',
+      photo: [
+        { file_id: thumb.fileId, file_unique_id: 't', width: 90, height: 90 },
+        { file_id: middle.fileId, file_unique_id: 'm', width: 320, height: 320 },
+        {
+          file_id: large.fileId,
+          file_unique_id: 'o',
+          width: 800,
+          height: 800,
+          file_size: large.size,
+        },
+      ],
+    });
+    const answer = await stack.answerAfter(514, from);
+    expect(answer.at(-1)?.visible).toBe('It says hello.');
+    expect(
+      stack.telegram
+        .callsOf('getFile')
+        .slice(getFiles)
+        .map((c) => c.body.file_id),
+    ).toEqual([large.fileId]);
+    const visionRequest = stack.vision.chats.at(-1)?.body as ChatCompletionRequest;
+    expect(seen(visionRequest)).toContain(`data:image/png;base64,${original.toString('base64')}`);
+  });
+
   it('makes a PDF the user sends searchable by that user only', async () => {
     const judy = await stack.link('judy', 510);
     const kim = await stack.link('kim', 511);
