@@ -363,6 +363,7 @@ export async function main(config: Config): Promise<void> {
     limits,
     userData,
     failedJobs: new FailedJobRepository(db),
+    backups: { dir: join(config.DATA_DIR, 'backups'), write: database.backup },
     logger,
     ping: () => database.ping(),
     chats,

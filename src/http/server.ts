@@ -31,6 +31,7 @@ import { installErrorHandling } from './error-handler.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
 import { registerAccountRoutes } from './routes/account.ts';
 import { type FailedJobs, registerAdminRoutes } from './routes/admin.ts';
+import { type Backups, registerBackupRoute } from './routes/backup.ts';
 import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
 import { registerDocumentRoutes } from './routes/documents.ts';
 import { registerFeedbackRoutes } from './routes/feedback.ts';
@@ -60,6 +61,7 @@ export interface HttpDependencies {
   userData: UserDataRepository;
   /** Background jobs given up for good (GET /admin/jobs). */
   failedJobs: FailedJobs;
+  backups: Backups;
   /** Ways in besides the Authorization header (tests); the web client's session is added. */
   authenticateOther?: AuthSettings['authenticateOther'];
   /** The web client's sessions (a cookie made from a key), and how long one lasts. */
@@ -200,6 +202,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerMemoryRoutes(app, deps.memory);
   registerAccountRoutes(app, deps.limits, deps.userData);
   registerAdminRoutes(app, deps.accounts, deps.failedJobs);
+  registerBackupRoute(app, deps.backups);
   registerHistoryRoutes(app, deps.conversations);
   if (deps.web) {
     registerSessionRoutes(app, deps.web.sessions, deps.web.lifetimeMs, deps.now);

@@ -26,6 +26,11 @@ export interface Database {
    * replica on the same database runs its own; the migrations already ran this way.
    */
   readonly serializeStartup: StartupSerializer;
+  /**
+   * The embedded engine only: writes a consistent copy of the data directory (a gzipped tar)
+   * to `path` while serving; resolves with its size. A PostgreSQL server has pg_dump.
+   */
+  readonly backup: ((path: string) => Promise<number>) | undefined;
   /** True when the database answers a trivial query within the timeout. */
   ping(timeoutMs?: number): Promise<boolean>;
   close(): Promise<void>;
@@ -110,6 +115,7 @@ export async function openDatabase(
       engine,
       capabilities,
       serializeStartup,
+      backup: embedded && ((path) => embedded.backup(path)),
       ping: async (timeoutMs = 2_000) => !engineDown && (await ping(pool, timeoutMs)),
       close,
     };

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { lockDataDir } from './data-dir-lock.ts';
 import { createDataDirFromSeed, hasSeed } from './embedded-seed.ts';
-import type { PgliteWorkerData, PgliteWorkerMessage } from './pglite-worker.ts';
+import type { BackupRequest, PgliteWorkerData, PgliteWorkerMessage } from './pglite-worker.ts';
 
 /** The port number only names the socket file (`.s.PGSQL.<port>`), as libpq does. */
 const SOCKET_PORT = 5432;
@@ -17,6 +17,11 @@ export interface EmbeddedEngine {
   exited: Promise<number>;
   /** Resolves with the reason if PGlite itself stops working (it then serves nothing more). */
   failed: Promise<string>;
+  /**
+   * Writes a consistent copy of the data directory, a gzipped tar, to `path` while the engine
+   * serves (see pglite-worker.ts); resolves with its size.
+   */
+  backup(path: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -57,10 +62,25 @@ export async function startEmbeddedEngine(
         if (message.type === 'engine-failed') resolve(message.message);
       });
     });
+    let backups = 0;
     return {
       connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
       exited,
       failed,
+      backup(path) {
+        const id = ++backups;
+        const done = new Promise<number>((resolve, reject) => {
+          const onMessage = (message: PgliteWorkerMessage) => {
+            if (!('id' in message) || message.id !== id) return;
+            worker.off('message', onMessage);
+            if (message.type === 'backup-done') resolve(message.bytes);
+            else reject(new Error(`the backup failed: ${message.message}`));
+          };
+          worker.on('message', onMessage);
+        });
+        worker.postMessage({ type: 'backup', id, path } satisfies BackupRequest);
+        return done;
+      },
       async stop() {
         await stopWorker(worker);
         await cleanup();

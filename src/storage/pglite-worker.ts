@@ -1,3 +1,4 @@
+import { writeFile } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { pgliteOptions } from './pglite-options.ts';
@@ -18,8 +19,17 @@ export interface PgliteWorkerData {
   sharedBuffers: string;
 }
 
+/** Asks the worker for a backup of the data directory, written as a gzipped tar to `path`. */
+export interface BackupRequest {
+  type: 'backup';
+  id: number;
+  path: string;
+}
+
 export type PgliteWorkerMessage =
   | { type: 'ready' }
+  | { type: 'backup-done'; id: number; bytes: number }
+  | { type: 'backup-failed'; id: number; message: string }
   | { type: 'failed'; message: string }
   /** PGlite stopped working while serving; it answers no more connections. */
   | { type: 'engine-failed'; message: string };
@@ -41,6 +51,10 @@ try {
   await server.listen(socketPath);
 
   port.on('message', async (message: unknown) => {
+    if (isBackupRequest(message)) {
+      port.postMessage(await backup(db, message));
+      return;
+    }
     if (message !== 'close') return;
     await server.close();
     await db.close(); // flushes and closes the data directory cleanly
@@ -49,4 +63,28 @@ try {
   port.postMessage({ type: 'ready' } satisfies PgliteWorkerMessage);
 } catch (error) {
   port.postMessage({ type: 'failed', message: describe(error) } satisfies PgliteWorkerMessage);
+}
+
+function isBackupRequest(message: unknown): message is BackupRequest {
+  return (message as BackupRequest | null)?.type === 'backup';
+}
+
+/**
+ * A live backup: PGlite copies its data directory's files in one synchronous pass, between two
+ * protocol messages of the session it serves, so no statement runs during the copy. What it
+ * copies is what a crash at that moment would leave: every committed transaction is in the
+ * write-ahead log, and opening the copy replays it (a transaction still open is rolled back).
+ */
+async function backup(
+  db: PGlite,
+  request: BackupRequest,
+): Promise<Extract<PgliteWorkerMessage, { id: number }>> {
+  try {
+    const archive = await db.dumpDataDir('gzip');
+    const bytes = new Uint8Array(await archive.arrayBuffer());
+    await writeFile(request.path, bytes, { mode: 0o600 });
+    return { type: 'backup-done', id: request.id, bytes: bytes.byteLength };
+  } catch (error) {
+    return { type: 'backup-failed', id: request.id, message: describe(error) };
+  }
 }

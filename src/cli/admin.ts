@@ -1,0 +1,208 @@
+import { createWriteStream } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ConfigError, parseConfig, readEnvironment } from '../config.ts';
+import { restoreBackup } from './restore-backup.ts';
+
+/**
+ * `npm run admin -- <command>`: what an operator does by hand, through the running Parley's
+ * admin routes with API_TOKEN (from the environment or .env, as `npm start` reads them). So
+ * it works on both engines and with replicas, and never opens the embedded engine's data
+ * directory beside the process that owns it; `restore` alone works offline, into a new one.
+ */
+const USAGE = `Usage: npm run admin -- <command> [--url URL] [--json]
+
+  users                                  list users, their limits and keys
+  create-user <user_id>                  create a user and print their key (shown once)
+  create-key <user_id> [days]            give a user another key (expiring after [days])
+  revoke-key <key_id>                    revoke a key
+  set-limits <user_id> <name>=<n|default> ...
+                                         override limits (chats_per_minute, tokens_per_day,
+                                         ingest_mb_per_day, storage_mb; 0 = no limit)
+  delete-user <user_id> --yes            delete a user and everything of theirs
+  failed-jobs                            background jobs given up for good
+  backup <file.tar.gz>                   a live backup of the embedded database
+  restore <file.tar.gz> <new-data-dir>   restore a backup into a new data directory
+
+Parley must be running (npm start) for every command but restore; --url names it when it
+is not at http://127.0.0.1:$PORT.`;
+
+class UsageError extends Error {}
+
+type Json = Record<string, unknown>;
+
+async function run(argv: string[]): Promise<void> {
+  const json = argv.includes('--json');
+  const urlAt = argv.indexOf('--url');
+  const explicitUrl = urlAt >= 0 ? argv[urlAt + 1] : undefined;
+  const words = argv.filter(
+    (word, i) => word !== '--json' && (urlAt < 0 || (i !== urlAt && i !== urlAt + 1)),
+  );
+  const [command, ...args] = words;
+  if (!command || command === 'help' || command === '--help') {
+    console.log(USAGE);
+    return;
+  }
+  if (command === 'restore') {
+    const [archive, dataDir] = args;
+    if (!archive || !dataDir)
+      throw new UsageError('restore needs a backup file and a new data directory');
+    const root = await restoreBackup(archive, dataDir);
+    console.log(`Restored into ${root}. Start Parley on it: DATA_DIR=${root} npm start`);
+    return;
+  }
+
+  const config = parseConfig(readEnvironment());
+  const host = ['0.0.0.0', '::', ''].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+  const base = explicitUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
+  const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
+    let response: Response;
+    try {
+      response = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          ...(config.API_TOKEN ? { authorization: `Bearer ${config.API_TOKEN}` } : {}),
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    } catch {
+      throw new Error(
+        `Parley is not answering at ${base}: start it (npm start), or name it with --url`,
+      );
+    }
+    if (!response.ok) {
+      const detail = (await response.json().catch(() => ({}))) as { detail?: unknown };
+      throw new Error(
+        `${method} ${path}: ${response.status} ${JSON.stringify(detail.detail ?? detail)}`,
+      );
+    }
+    return response;
+  };
+  const callJson = async (method: string, path: string, body?: unknown) =>
+    (await (await call(method, path, body)).json()) as Json;
+  const show = (value: Json, text: () => string) =>
+    console.log(json ? JSON.stringify(value, null, 2) : text());
+  const need = (value: string | undefined, what: string) => {
+    if (!value) throw new UsageError(`${command} needs ${what}`);
+    return value;
+  };
+  const user = (id: string) => `/admin/users/${encodeURIComponent(id)}`;
+
+  switch (command) {
+    case 'users': {
+      const listed = await callJson('GET', '/admin/users');
+      const users = listed.users as {
+        user_id: string;
+        limits: Json;
+        keys: { key_id: string; prefix: string }[];
+      }[];
+      show(
+        listed,
+        () =>
+          users
+            .map(
+              (u) =>
+                `${u.user_id}\tkeys: ${u.keys.map((k) => `${k.prefix}… (${k.key_id})`).join(', ') || 'none'}\tlimits: ${JSON.stringify(u.limits)}`,
+            )
+            .join('\n') || 'No users.',
+      );
+      return;
+    }
+    case 'create-user': {
+      const created = await callJson('POST', '/admin/users', {
+        user_id: need(args[0], 'a user id'),
+      });
+      show(created, () => `Created ${created.user_id}. Their key (shown once): ${created.key}`);
+      return;
+    }
+    case 'create-key': {
+      const days = args[1] === undefined ? undefined : Number(args[1]);
+      if (days !== undefined && !Number.isInteger(days))
+        throw new UsageError('days must be a whole number');
+      const issued = await callJson(
+        'POST',
+        `${user(need(args[0], 'a user id'))}/keys`,
+        days ? { expires_in_days: days } : {},
+      );
+      show(
+        issued,
+        () =>
+          `New key (shown once): ${issued.key}${issued.expires_at ? `, expires ${issued.expires_at}` : ''}`,
+      );
+      return;
+    }
+    case 'revoke-key': {
+      const revoked = await callJson(
+        'DELETE',
+        `/admin/keys/${encodeURIComponent(need(args[0], 'a key id'))}`,
+      );
+      show(revoked, () => `Revoked ${revoked.revoked}.`);
+      return;
+    }
+    case 'set-limits': {
+      const limits: Record<string, number | null> = {};
+      for (const pair of args.slice(1)) {
+        const [name, value] = pair.split('=');
+        if (!name || value === undefined) throw new UsageError(`${pair}: write name=value`);
+        limits[name] = value === 'default' ? null : Number(value);
+      }
+      if (Object.keys(limits).length === 0) throw new UsageError('set-limits needs name=value');
+      const changed = await callJson('PATCH', user(need(args[0], 'a user id')), { limits });
+      show(changed, () => `Limits of ${changed.user_id}: ${JSON.stringify(changed.limits)}`);
+      return;
+    }
+    case 'delete-user': {
+      const id = need(args[0], 'a user id');
+      if (!args.includes('--yes'))
+        throw new UsageError(`delete-user deletes everything of ${id}: add --yes`);
+      const deleted = await callJson('DELETE', user(id));
+      show(deleted, () => `Deleted ${deleted.deleted} and everything of theirs.`);
+      return;
+    }
+    case 'failed-jobs': {
+      const failed = await callJson('GET', '/admin/jobs?state=failed&limit=500');
+      const jobs = failed.jobs as Json[];
+      show(
+        failed,
+        () =>
+          jobs
+            .map(
+              (j) =>
+                `${j.failed_at}\t${j.kind}\t${j.id}\t${j.user_id}\t${j.attempts} tries\t${j.error_kind ?? ''}`,
+            )
+            .join('\n') || 'No failed jobs.',
+      );
+      return;
+    }
+    case 'backup': {
+      const file = need(args[0], 'a file to write');
+      const response = await call('GET', '/admin/backup');
+      try {
+        await pipeline(
+          Readable.fromWeb(response.body as never),
+          createWriteStream(file, { flags: 'wx', mode: 0o600 }),
+        );
+      } catch (error) {
+        if ((error as { code?: string }).code !== 'EEXIST') await rm(file, { force: true });
+        throw error;
+      }
+      console.log(
+        `Backup written to ${file}. Restore it with: npm run admin -- restore ${file} <new-data-dir>`,
+      );
+      return;
+    }
+    default:
+      throw new UsageError(`unknown command ${command}`);
+  }
+}
+
+run(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError)
+    process.stderr.write(`parley admin: ${error.message}\n\n${USAGE}\n`);
+  else if (error instanceof ConfigError || error instanceof Error)
+    process.stderr.write(`parley admin: ${error.message}\n`);
+  else process.stderr.write(`parley admin: ${String(error)}\n`);
+  process.exit(error instanceof UsageError ? 2 : 1);
+});

@@ -1,0 +1,31 @@
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { x as extract } from 'tar';
+import { lockDataDir } from '../storage/data-dir-lock.ts';
+
+/**
+ * Restores a backup of the embedded engine (`GET /admin/backup`, `npm run admin -- backup`)
+ * into a new data directory, which Parley then starts on (`DATA_DIR=<dir> npm start`). Never
+ * over existing data: the directory must be new or empty, and nothing may hold its lock.
+ */
+export async function restoreBackup(archive: string, dataDir: string): Promise<string> {
+  if (!existsSync(archive)) throw new Error(`no backup at ${archive}`);
+  const root = resolve(dataDir);
+  if (existsSync(root) && readdirSync(root).length > 0) {
+    throw new Error(`${root} is not empty: restore into a new data directory`);
+  }
+  mkdirSync(root, { recursive: true, mode: 0o700 });
+  const lock = await lockDataDir(root);
+  try {
+    const target = join(root, 'pg');
+    mkdirSync(target, { mode: 0o700 });
+    // The archive holds the engine's directory under one top-level name.
+    await extract({ file: archive, cwd: target, strip: 1 });
+    if (!existsSync(join(target, 'PG_VERSION'))) {
+      throw new Error(`${archive} is not a backup of Parley's embedded database`);
+    }
+    return root;
+  } finally {
+    await lock.release();
+  }
+}
