@@ -38,6 +38,7 @@ import { fileClock, systemClock } from './reminders/clock.ts';
 import { NOTICE_POLICY, noticeJob } from './reminders/notice-job.ts';
 import { ProfileService } from './reminders/profile-service.ts';
 import { ReminderService } from './reminders/reminder-service.ts';
+import { stopOnSignals } from './shutdown.ts';
 import { AccountRepository } from './storage/account-repository.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
 import { ChatTurnRepository } from './storage/chat-turn-repository.ts';
@@ -407,48 +408,48 @@ export async function main(config: Config): Promise<void> {
     );
   }
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal, graceMs: config.SHUTDOWN_GRACE_MS }, 'shutting down');
-    // Open streams get the grace period to finish; then they are stopped (their partial
-    // answers are stored as interrupted) and any connection left is cut.
-    const force = setTimeout(() => {
+  stopOnSignals({
+    graceMs: config.SHUTDOWN_GRACE_MS,
+    logger,
+    // Open streams are stopped (their partial answers are stored as interrupted), and any
+    // connection left is cut a second later; jobs under way are told to stop (their rows
+    // keep the work for the next start).
+    endGrace: () => {
       shutdownSignal.abort();
       setTimeout(() => app.server.closeAllConnections(), 1_000).unref();
-    }, config.SHUTDOWN_GRACE_MS);
-    force.unref();
-    // A client's keep-alive connection goes idle when its stream ends; closing it then (not
-    // at the grace period's end) lets the process exit as soon as the last stream is done.
-    const idle = setInterval(() => app.server.closeIdleConnections(), 100);
-    idle.unref();
-    try {
-      await app.close();
-      clearInterval(idle);
-      // Telegram answers in progress finish (or are stopped with the grace period) first.
-      await telegramDoor?.stop();
-      ingestion.stop();
-      // Jobs under way finish (a memory decision is abandoned, and done after the restart).
-      await jobs.stop();
-      telegram?.close();
-      await model.dispose?.();
-      await langSmith?.flush();
-      await database.close();
-      logger.info('stopped');
-      process.exitCode = 0;
-    } catch (error) {
-      logger.error({ err: error }, 'unclean shutdown');
-      process.exitCode = 1;
-    } finally {
-      clearTimeout(force);
-      clearInterval(idle);
-      // A cluster worker's channel to the primary would keep it alive; the primary sees it exit.
-      cluster.worker?.disconnect();
-    }
-  };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+    },
+    stages: [
+      {
+        requests: async () => {
+          // A client's keep-alive connection goes idle when its stream ends; closing it then
+          // (not at the grace period's end) lets the process exit as soon as the last stream
+          // is done.
+          const idle = setInterval(() => app.server.closeIdleConnections(), 100);
+          idle.unref();
+          try {
+            await app.close();
+          } finally {
+            clearInterval(idle);
+          }
+          // Telegram answers in progress finish (or are stopped with the grace period) first.
+          await telegramDoor?.stop();
+          ingestion.stop();
+        },
+        // No job starts from now on (a memory decision queued meanwhile is done after the
+        // restart); one under way has the grace period to finish.
+        jobs: () =>
+          jobs.stop({ interrupt: shutdownSignal.signal, graceMs: config.SHUTDOWN_GRACE_MS }),
+      },
+      {
+        telegram: () => telegram?.close(),
+        model: () => model.dispose?.(),
+        langsmith: () => langSmith?.flush(),
+      },
+      { database: () => database.close() },
+    ],
+    // A cluster worker's channel to the primary would keep it alive; the primary sees it exit.
+    finally: () => cluster.worker?.disconnect(),
+  });
 
   await app.listen({ host: config.HOST, port: config.PORT });
   // Work queued before a restart (feedback, memory decisions, chunks without vectors while

@@ -5,6 +5,9 @@ import { retryStartupRace, type StartupSerializer } from '../storage/startup-loc
 import type { Job, JobKindDefinition } from './job-kind.ts';
 import { KindQueue } from './kind-queue.ts';
 
+/** How long a job told to stop may take to return before pg-boss stops waiting for it. */
+export const RETURN_MS = 2_000;
+
 /**
  * Every kind of background work (feedback forwarding, memory decisions, embedding backfill,
  * reminder notices) runs on one job engine, pg-boss, on both database engines: a queue per
@@ -86,9 +89,28 @@ export class JobRunner {
     return this.#kinds.get(kind)?.sweepNow() ?? Promise.resolve();
   }
 
-  /** Stops sweeping and taking jobs; the jobs under way are told (their signal) and awaited. */
-  async stop(): Promise<void> {
-    await Promise.all([...this.#kinds.values()].map((kind) => kind.stopSweeping()));
-    if (this.#started) await this.#boss.stop({ graceful: true, close: false, timeout: 10_000 });
+  /**
+   * Stops sweeping and taking jobs at once. The jobs under way may finish until `interrupt`
+   * aborts (the end of the grace period, `graceMs` from now; at once without one): then their
+   * signal aborts, and their rows keep the work for the next start. pg-boss waits for them;
+   * one that has not returned RETURN_MS after it was told is failed by pg-boss (retried after
+   * its back-off) and no longer waited for.
+   */
+  async stop(options: { interrupt?: AbortSignal; graceMs?: number } = {}): Promise<void> {
+    const { interrupt = AbortSignal.abort(), graceMs = 0 } = options;
+    const kinds = [...this.#kinds.values()];
+    const tell = () => {
+      for (const kind of kinds) kind.interrupt();
+    };
+    if (interrupt.aborted) tell();
+    else interrupt.addEventListener('abort', tell, { once: true });
+    try {
+      await Promise.all(kinds.map((kind) => kind.close()));
+      if (this.#started) {
+        await this.#boss.stop({ graceful: true, close: false, timeout: graceMs + RETURN_MS });
+      }
+    } finally {
+      interrupt.removeEventListener('abort', tell);
+    }
   }
 }

@@ -38,7 +38,10 @@ export class KindQueue<J extends Job> {
   readonly #metrics: JobMetrics | undefined;
   readonly #queue: string;
   readonly #sweeps: DrainLoop;
-  readonly #stopping = new AbortController();
+  /** Aborted by close(): no sweep and no job starts after it. */
+  readonly #closed = new AbortController();
+  /** Aborted by interrupt(): the signal of the jobs under way (the grace period is over). */
+  readonly #interrupted = new AbortController();
   #workerId: string | undefined;
   #started = false;
   /** After a rate limit (or while the kind cannot run), no job starts before this instant. */
@@ -156,10 +159,19 @@ export class KindQueue<J extends Job> {
     return queued;
   }
 
-  async stopSweeping(): Promise<void> {
-    this.#stopping.abort();
+  /**
+   * No sweep and no job starts after this (a job fetched and not yet started leaves its row
+   * due); resolves once the sweep under way has ended. The jobs under way go on.
+   */
+  async close(): Promise<void> {
+    this.#closed.abort();
     clearTimeout(this.#pauseTimer);
     await this.#sweeps.stop();
+  }
+
+  /** The jobs under way are told to stop (their signal aborts); their rows keep the work. */
+  interrupt(): void {
+    this.#interrupted.abort();
   }
 
   #now(): number {
@@ -187,7 +199,12 @@ export class KindQueue<J extends Job> {
       await source.startSweep?.();
       let again = false;
       // Every page: the rows a sweep leaves would wait for the next one (the interval's).
-      for (let offset = 0; !this.#paused(); offset += policy.batch) {
+      // Stopping ends the sweep at the next page: the rows it has not read wait for the next start.
+      for (
+        let offset = 0;
+        !this.#paused() && !this.#closed.signal.aborted;
+        offset += policy.batch
+      ) {
         const ids = await source.pending(policy.batch, offset);
         const open = await this.#openRows(ids);
         const queued = await this.#queueRows(ids.filter((id) => !open.has(id)));
@@ -226,7 +243,7 @@ export class KindQueue<J extends Job> {
       return job?.state === 'created' || job?.state === 'active';
     };
     let open = jobIds;
-    while (open.length > 0 && Date.now() < deadline && !this.#stopping.signal.aborted) {
+    while (open.length > 0 && Date.now() < deadline && !this.#closed.signal.aborted) {
       if (!(await isOpen(open[open.length - 1] as string))) {
         const states = await Promise.all(open.map(isOpen));
         open = open.filter((_, i) => states[i]);
@@ -263,7 +280,7 @@ export class KindQueue<J extends Job> {
   /** Runs one job; a failure pg-boss should retry is thrown, without the error's text. */
   async #handle(job: BossJob<RowJob>): Promise<void> {
     const { source, run, policy } = this.#definition;
-    if (this.#paused() || this.#stopping.signal.aborted) return; // the row stays due
+    if (this.#paused() || this.#closed.signal.aborted) return; // the row stays due
     let claimed: J | undefined;
     try {
       claimed = await source.claim(job.data.id);
@@ -273,14 +290,19 @@ export class KindQueue<J extends Job> {
       return;
     }
     if (claimed === undefined) return;
-    const stopping = this.#stopping.signal;
-    const signal = AbortSignal.any([stopping, job.signal, AbortSignal.timeout(policy.budgetMs)]);
+    if (this.#closed.signal.aborted) {
+      // Stopping began while the row was read: the job does not start, and the row stays due.
+      await source.release?.(claimed);
+      return;
+    }
+    const interrupted = this.#interrupted.signal;
+    const signal = AbortSignal.any([interrupted, job.signal, AbortSignal.timeout(policy.budgetMs)]);
     try {
       await run(claimed, signal);
     } catch (error) {
       // Stopped under way, or its hold lost (pg-boss aborts the job's signal): not the job's
       // failure; it is done after the restart, or elsewhere.
-      if (stopping.aborted || job.signal.aborted) {
+      if (interrupted.aborted || job.signal.aborted) {
         await source.release?.(claimed);
         return;
       }
@@ -337,7 +359,7 @@ export class KindQueue<J extends Job> {
 
   /** One timer for the pause, whatever its length: the rows stay due, and it sweeps them then. */
   #wakeAtPauseEnd(): void {
-    if (this.#stopping.signal.aborted) return;
+    if (this.#closed.signal.aborted) return;
     clearTimeout(this.#pauseTimer);
     this.#pauseTimer = setTimeout(
       () => {

@@ -44,7 +44,11 @@ export function embeddingJob(options: {
       maxAttempts: Number.POSITIVE_INFINITY,
     },
     source: {
-      async pending() {
+      async pending(_limit, offset) {
+        // The one row is the whole of the first page, and there is no other: a sweep reads
+        // pages until one comes back short, so answering it on every page never ended a sweep
+        // while chunks were missing (it queried without pause, and held shutdown for ever).
+        if (offset > 0) return [];
         // No chunks, nothing to embed and no query to serve: do not load a model for nothing.
         if (!(await vectors.hasChunks())) return [];
         if (!(await embedder.ready())) throw new JobsUnavailable(retryMs);

@@ -76,10 +76,13 @@ export function localEmbedder(options: LocalEmbedderOptions): Embedder {
     }
   };
 
-  const run = async (texts: string[]): Promise<number[][]> => {
+  const run = async (texts: string[], signal?: AbortSignal): Promise<number[][]> => {
     if (!extractor) throw new Error('the embedding model is not loaded');
     const vectors: number[][] = [];
     for (let i = 0; i < texts.length; i += options.batchSize) {
+      // A forward pass cannot be stopped: a job told to stop (shutdown, its budget) stops
+      // between them.
+      signal?.throwIfAborted();
       const output = await extractor(texts.slice(i, i + options.batchSize), {
         pooling: 'mean',
         normalize: true,
@@ -101,7 +104,11 @@ export function localEmbedder(options: LocalEmbedderOptions): Embedder {
       loading = load();
       return loading;
     },
-    embedDocuments: (texts) => run(texts.map((text) => prefixes.passage + text)),
-    embedQuery: async (text) => (await run([prefixes.query + text]))[0] as number[],
+    embedDocuments: (texts, signal) =>
+      run(
+        texts.map((text) => prefixes.passage + text),
+        signal,
+      ),
+    embedQuery: async (text, signal) => (await run([prefixes.query + text], signal))[0] as number[],
   };
 }

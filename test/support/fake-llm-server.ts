@@ -8,7 +8,7 @@ import {
   type UnexpectedRequest,
 } from './fake-http.ts';
 import { estimateTokens, turnChunks, turnCompletion } from './fake-llm/chat-completion.ts';
-import { embeddingsResponse } from './fake-llm/embeddings.ts';
+import { embeddingInputs, embeddingsResponse } from './fake-llm/embeddings.ts';
 import { foldRecording, loadRecording } from './fake-llm/recording.ts';
 import { type ErrorReply, openAiError, type Reply } from './fake-llm/reply.ts';
 import { type WriteControl, writeJson, writeSse } from './fake-llm/stream-writer.ts';
@@ -28,6 +28,12 @@ export interface ChatCompletionRequest {
 
 /** How one chat request ended: the client hanging up early is what abort tests look for. */
 export type ChatOutcome = 'completed' | 'client-closed' | 'server-disconnected';
+
+/** One embeddings request: `client-closed` when the client hung up before the answer came. */
+export interface EmbeddingsCall {
+  input: string[];
+  outcome: 'pending' | 'answered' | 'client-closed' | 'server-disconnected';
+}
 
 export interface ChatExchange {
   request: RecordedRequest;
@@ -59,6 +65,8 @@ export interface FakeLlmServer {
   requests: RecordedRequest[];
   unexpected: UnexpectedRequest[];
   chats: ChatExchange[];
+  /** Every valid embeddings request, in order, with its texts and how it ended. */
+  embeddingsCalls: EmbeddingsCall[];
   /** Chat requests whose client closed the connection before the response finished. */
   readonly closedEarly: ChatExchange[];
   /** Scripted replies not consumed yet. */
@@ -69,6 +77,8 @@ export interface FakeLlmServer {
   respond(source: ReplySource): void;
   /** Makes the next embeddings request(s) fail with these errors, one each. */
   failEmbeddings(...errors: ErrorReply[]): void;
+  /** Answers embeddings requests this long after they arrive (a busy model server); 0: at once. */
+  delayEmbeddings(ms: number): void;
   /** Resolves with the first chat request the client closed early; rejects after `timeoutMs`. */
   waitForClientClose(timeoutMs?: number): Promise<ChatExchange>;
   assertNoUnexpected(): void;
@@ -83,6 +93,8 @@ export async function startFakeLlmServer(
   const requests: RecordedRequest[] = [];
   const unexpected: UnexpectedRequest[] = [];
   const chats: ChatExchange[] = [];
+  const embeddingsCalls: EmbeddingsCall[] = [];
+  let embeddingsDelayMs = 0;
   const queue: ReplySource[] = [];
   const embeddingErrors: ErrorReply[] = [];
   const closeWaiters = new Set<(exchange: ChatExchange) => void>();
@@ -192,7 +204,20 @@ export async function startFakeLlmServer(
     }
     const failure = embeddingErrors.shift();
     if (failure) return sendJson(res, failure.status, failure.body, failure.headers);
-    sendJson(res, 200, answer);
+    const call: EmbeddingsCall = {
+      input: embeddingInputs((request.body as { input?: unknown }).input) ?? [],
+      outcome: 'pending',
+    };
+    embeddingsCalls.push(call);
+    const timer = setTimeout(() => sendJson(res, 200, answer), embeddingsDelayMs);
+    res.on('close', () => {
+      clearTimeout(timer);
+      call.outcome = res.writableFinished
+        ? 'answered'
+        : shuttingDown
+          ? 'server-disconnected'
+          : 'client-closed';
+    });
   }
 
   const server = await listen(handle, (req, error) => {
@@ -208,6 +233,7 @@ export async function startFakeLlmServer(
     requests,
     unexpected,
     chats,
+    embeddingsCalls,
     get closedEarly() {
       return chats.filter((exchange) => exchange.outcome === 'client-closed');
     },
@@ -222,6 +248,9 @@ export async function startFakeLlmServer(
     },
     failEmbeddings: (...errors) => {
       embeddingErrors.push(...errors);
+    },
+    delayEmbeddings: (ms) => {
+      embeddingsDelayMs = ms;
     },
     waitForClientClose: (timeoutMs = 2000) => {
       const closed = chats.find((exchange) => exchange.outcome === 'client-closed');

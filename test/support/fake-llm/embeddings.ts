@@ -63,7 +63,7 @@ function toBase64(vector: readonly number[]): string {
 }
 
 /** Normalises the `input` field (a string, strings, or token arrays) to one text per item. */
-function embeddingInputs(input: unknown): string[] | undefined {
+export function embeddingInputs(input: unknown): string[] | undefined {
   if (typeof input === 'string') return [input];
   if (!Array.isArray(input) || input.length === 0) return undefined;
   if (input.every((item) => typeof item === 'number')) return [input.join(' ')];
