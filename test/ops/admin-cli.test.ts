@@ -1,0 +1,109 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const run = promisify(execFile);
+const ROOT = new URL('../../', import.meta.url).pathname;
+const TOKEN = 'admin-cli-token';
+
+/** `npm run admin -- …` against the running server, with API_TOKEN from the environment. */
+async function admin(port: string, ...args: string[]) {
+  try {
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [join(ROOT, 'src/cli/admin.ts'), ...args],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          ENV_FILE: '/nonexistent/.env',
+          API_TOKEN: TOKEN,
+          PORT: port,
+        },
+      },
+    );
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  let parley: RunningParley;
+  let port: string;
+  const asUser = (key: string) => parley.fetch('/documents', { token: key });
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    storage = await engineEnv(engine);
+    parley = await startParley({
+      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, ...storage.env },
+    });
+    port = new URL(parley.url).port;
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  it('creates a user and prints a key that works, lists users, gives and revokes keys', async () => {
+    const created = await admin(port, 'create-user', 'erin');
+    expect(created.code).toBe(0);
+    const key = created.stdout.match(/pk_[\w-]+/)?.[0] as string;
+    expect((await asUser(key)).status).toBe(200);
+
+    const listed = await admin(port, 'users', '--json');
+    const users = JSON.parse(listed.stdout).users as {
+      user_id: string;
+      keys: { key_id: string }[];
+    }[];
+    expect(users.map((user) => user.user_id)).toContain('erin');
+
+    const second = await admin(port, 'create-key', 'erin', '30');
+    expect(second.stdout).toMatch(/New key \(shown once\): pk_[\w-]+, expires /);
+    const keyId = users.find((user) => user.user_id === 'erin')?.keys[0]?.key_id as string;
+    expect((await admin(port, 'revoke-key', keyId)).stdout).toContain(`Revoked ${keyId}.`);
+    await expect.poll(async () => (await asUser(key)).status, { timeout: 5_000 }).toBe(401);
+  });
+
+  it("sets a user's limits and puts one back to the default", async () => {
+    const set = await admin(port, 'set-limits', 'erin', 'chats_per_minute=3', 'storage_mb=0');
+    expect(set.stdout).toContain('"chats_per_minute":3');
+    expect(set.stdout).toContain('"storage_mb":0');
+    const back = await admin(port, 'set-limits', 'erin', 'chats_per_minute=default');
+    expect(back.stdout).not.toContain('"chats_per_minute":3');
+  });
+
+  it('lists failed jobs, and deletes a user only when told --yes', async () => {
+    expect((await admin(port, 'failed-jobs')).stdout).toContain('No failed jobs.');
+    const refused = await admin(port, 'delete-user', 'erin');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('add --yes');
+    const deleted = await admin(port, 'delete-user', 'erin', '--yes');
+    expect(deleted.stdout).toContain('Deleted erin');
+    expect((await admin(port, 'users')).stdout).not.toContain('erin');
+  });
+
+  it('says what is wrong: an unknown command, a refused request, a server that is not running', async () => {
+    const unknown = await admin(port, 'frobnicate');
+    expect(unknown).toMatchObject({ code: 2 });
+    expect(unknown.stderr).toContain('unknown command frobnicate');
+    expect(unknown.stderr).toContain('Usage: npm run admin');
+
+    const missing = await admin(port, 'delete-user', 'nobody-here', '--yes');
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('404');
+
+    const down = await admin('1', 'users');
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain('Parley is not answering at http://127.0.0.1:1');
+  });
+});

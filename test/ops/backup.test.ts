@@ -1,0 +1,164 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { PGlite } from '@electric-sql/pglite';
+import { amcheck } from '@electric-sql/pglite/contrib/amcheck';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pgliteOptions } from '../../src/storage/pglite-options.ts';
+import { readChat } from '../support/chat-stream.ts';
+import { engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+const run = promisify(execFile);
+const ROOT = new URL('../../', import.meta.url).pathname;
+const TOKEN = 'backup-admin-token';
+const USERS = ['ann', 'ben', 'cai'];
+
+/** `npm run admin -- …` as an operator types it, against the server at `parley`. */
+function admin(parley: RunningParley | undefined, ...args: string[]) {
+  return run(process.execPath, [join(ROOT, 'src/cli/admin.ts'), ...args], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ENV_FILE: '/nonexistent/.env',
+      API_TOKEN: TOKEN,
+      ...(parley ? { PORT: new URL(parley.url).port } : {}),
+    },
+  });
+}
+
+/**
+ * A live backup of the embedded engine, taken with the admin command line while users chat:
+ * restored into a new data directory, the database passes its own consistency check, and
+ * Parley started on it has every answer acknowledged before the backup began.
+ */
+describe('a live backup of the embedded engine during a chat load', () => {
+  let llm: FakeLlmServer;
+  let parley: RunningParley | undefined;
+  const dirs: string[] = [];
+  const dir = (prefix: string) => {
+    const made = mkdtempSync(join(tmpdir(), prefix));
+    dirs.push(made);
+    return made;
+  };
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    llm.respond(reply.text('noted, with thanks', { delayMs: 5 }));
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    for (const made of dirs) rmSync(made, { recursive: true, force: true });
+  });
+
+  it('restores every acknowledged answer into a database that passes its consistency check', async () => {
+    const env = { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0' };
+    parley = await startParley({ dataDir: dir('parley-backup-live-'), env });
+    const live = parley;
+    /** run_id → when its `__done` arrived: the answer was acknowledged then. */
+    const acknowledged = new Map<string, { user: string; at: number }>();
+    let loading = true;
+    const chatLoop = async (user: string) => {
+      for (let i = 0; loading; i++) {
+        const stream = await readChat(
+          await live.fetch('/chat', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ user_id: user, message: `note ${i} from ${user}` }),
+          }),
+        );
+        expect(stream.error).toBeUndefined();
+        if (stream.runId) acknowledged.set(stream.runId, { user, at: performance.now() });
+      }
+    };
+    const load = Promise.all(USERS.map(chatLoop));
+    await waitUntil(() => acknowledged.size >= 15);
+
+    const archive = join(dir('parley-backup-file-'), 'parley.tar.gz');
+    const backupStarted = performance.now();
+    const { stdout } = await admin(live, 'backup', archive);
+    expect(stdout).toContain(`Backup written to ${archive}`);
+    const afterBackup = acknowledged.size;
+    await waitUntil(() => acknowledged.size >= afterBackup + 6); // the load went on meanwhile
+    loading = false;
+    await load;
+    await live.stop();
+    parley = undefined;
+
+    const restored = join(dir('parley-backup-restored-'), 'data');
+    const restoredOut = await admin(undefined, 'restore', archive, restored);
+    expect(restoredOut.stdout).toContain(`Restored into ${restored}`);
+
+    // PostgreSQL's own check of every B-tree index against its table, on the restored files.
+    const db = await PGlite.create(join(restored, 'pg'), {
+      ...pgliteOptions('16MB'),
+      extensions: { ...pgliteOptions('16MB').extensions, amcheck },
+    });
+    try {
+      await db.exec('CREATE EXTENSION IF NOT EXISTS amcheck');
+      const checked = await db.query<{ checked: number }>(
+        `SELECT count(bt_index_check(c.oid, true))::int AS checked
+           FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+           JOIN pg_am a ON a.oid = c.relam
+          WHERE a.amname = 'btree' AND c.relkind = 'i' AND c.relpersistence = 'p' AND i.indisvalid`,
+      );
+      expect(checked.rows[0]?.checked).toBeGreaterThan(20);
+    } finally {
+      await db.close();
+    }
+
+    parley = await startParley({ dataDir: restored, env });
+    const before = [...acknowledged].filter(([, ack]) => ack.at < backupStarted);
+    expect(before.length).toBeGreaterThanOrEqual(15);
+    const stored = new Set<string>();
+    for (const user of USERS) {
+      const response = await parley.fetch(`/users/${user}/history?limit=100`);
+      expect(response.status).toBe(200);
+      const body = (await response.json()) as { turns: { run_id: string }[] };
+      for (const turn of body.turns) stored.add(turn.run_id);
+    }
+    expect(before.filter(([runId]) => !stored.has(runId))).toEqual([]);
+  }, 180_000);
+
+  it('says how to back up a PostgreSQL server instead, with the admin command line too', async () => {
+    const storage = await engineEnv('server');
+    const server = await startParley({
+      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, ...storage.env },
+    });
+    try {
+      const response = await server.fetch('/admin/backup');
+      expect(response.status).toBe(409);
+      expect(JSON.stringify(await response.json())).toContain('pg_dump');
+      const archive = join(dir('parley-backup-server-'), 'parley.tar.gz');
+      const failed = await admin(server, 'backup', archive).catch(
+        (error: { stderr: string; code: number }) => error,
+      );
+      expect(failed).toMatchObject({ code: 1 });
+      expect((failed as { stderr: string }).stderr).toContain('pg_dump');
+      // A user's key is refused.
+      const created = await server.fetch('/admin/users', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: 'dora' }),
+      });
+      const { key } = (await created.json()) as { key: string };
+      expect((await server.fetch('/admin/backup', { token: key })).status).toBe(403);
+    } finally {
+      await server.stop();
+      await storage.cleanup();
+    }
+  });
+});
+
+async function waitUntil(condition: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
