@@ -367,6 +367,7 @@ export async function main(config: Config): Promise<void> {
     backups: { dir: join(config.DATA_DIR, 'backups'), write: database.backup },
     logger,
     ping: () => database.ping(),
+    modelStatus: () => model.status(),
     chats,
     chatSettings: {
       messageMaxChars: config.MESSAGE_MAX_CHARS,
@@ -468,5 +469,15 @@ export async function main(config: Config): Promise<void> {
       startupMs: Math.round(performance.now() - startedAt),
     },
     'Parley is listening',
+  );
+  // A first run starts the embedded model's download now, not at the first chat, and says
+  // where to follow it.
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const host = ['0.0.0.0', '::'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+  model.prepare?.(() =>
+    logger.info(
+      { url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/` },
+      'the embedded model is downloading in the background: open the URL to follow it',
+    ),
   );
 }

@@ -10,7 +10,13 @@ import type { FinishReason, ModelMessage } from 'ai';
 export type ChatEvent =
   | { type: 'text'; text: string }
   | { type: 'reasoning'; text: string }
-  | { type: 'error'; code: ChatErrorCode; message: string }
+  | {
+      type: 'error';
+      code: ChatErrorCode;
+      message: string;
+      /** model_downloading: how far the download is, for a door to say in its own words. */
+      percent?: number;
+    }
   | { type: 'done'; runId: string; end?: AnswerEnd | undefined };
 
 /** How a completed answer ended (absent after an error): why the model stopped, and its usage. */
@@ -25,6 +31,7 @@ export interface AnswerEnd {
 
 export type ChatErrorCode =
   | 'model_not_configured'
+  | 'model_downloading'
   | 'model_unreachable'
   | 'model_error'
   | 'model_timeout'

@@ -1,5 +1,6 @@
 import { APICallError, NoContentGeneratedError, RetryError } from 'ai';
 import { ModelNotConfiguredError } from '../models/chat-model.ts';
+import { ModelDownloadingError } from '../models/model-status.ts';
 import { isDatabaseUnavailable } from '../storage/database-errors.ts';
 import type { ChatErrorCode } from './chat-events.ts';
 
@@ -8,7 +9,14 @@ import type { ChatErrorCode } from './chat-events.ts';
  * stream's `__error` event. Messages are written for the user; upstream bodies, stacks and
  * URLs stay in the log.
  */
-export function describeChatError(thrown: unknown): { code: ChatErrorCode; message: string } {
+export function describeChatError(thrown: unknown): {
+  code: ChatErrorCode;
+  message: string;
+  percent?: number;
+} {
+  if (thrown instanceof ModelDownloadingError) {
+    return { code: 'model_downloading', message: thrown.message, percent: thrown.percent };
+  }
   if (thrown instanceof ModelNotConfiguredError) {
     return { code: 'model_not_configured', message: thrown.message };
   }

@@ -19,6 +19,7 @@ import type { FeedbackService } from '../feedback/feedback-service.ts';
 import type { GraphService } from '../graph/graph-service.ts';
 import type { ConversationMemory } from '../memory/conversation-memory.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import type { ModelStatus } from '../models/model-status.ts';
 import type { ProfileService } from '../reminders/profile-service.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
 import type { UserDataRepository } from '../storage/user-data-repository.ts';
@@ -68,6 +69,8 @@ export interface HttpDependencies {
   web?: { sessions: WebSessions; lifetimeMs: number; files: WebClientFiles | undefined };
   logger: FastifyBaseLogger;
   ping: () => Promise<boolean>;
+  /** The chat model's state for /health (the embedded model's first download). */
+  modelStatus: () => ModelStatus;
   chats: ChatService;
   chatSettings: ChatRouteSettings;
   conversations: ConversationService;
@@ -189,7 +192,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () =>
     app.swagger(),
   );
-  registerHealthRoutes(app, deps.ping);
+  registerHealthRoutes(app, deps.ping, deps.modelStatus);
   registerChatRoutes(app, deps.chats, deps.chatSettings);
   await registerOpenAiRoutes(app, deps.chats, deps.chatSettings);
   registerResetRoutes(app, deps.conversations);

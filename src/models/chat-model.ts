@@ -1,4 +1,5 @@
 import type { LanguageModel } from 'ai';
+import type { ModelStatus } from './model-status.ts';
 
 /**
  * The text model that answers chats. `get()` may do slow work on first use (loading or
@@ -15,6 +16,13 @@ export interface ChatModel {
    * reads (reasoning-tag-splitter.ts). Default: `get()`, no tag.
    */
   getForChat?(): Promise<{ model: LanguageModel; reasoningTag?: string }>;
+  /** Where the model stands (GET /health): ready, downloading, failed. */
+  status(): ModelStatus;
+  /**
+   * Starts what the first chat would otherwise wait for (the embedded model's download), in
+   * the background, and returns at once; `onDownloading` is called if a download begins.
+   */
+  prepare?(onDownloading?: () => void): void;
   /** Frees what `get` loaded (embedded weights), at shutdown. */
   dispose?(): Promise<void>;
 }

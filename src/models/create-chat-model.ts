@@ -5,7 +5,8 @@ import type { Config } from '../config.ts';
 import { type ChatModel, ModelNotConfiguredError } from './chat-model.ts';
 import { createEmbeddedLlamaModel } from './embedded-llama-model.ts';
 import { createLlamaModelLoader } from './llama/llama-model-loader.ts';
-import { DEFAULT_MODEL_URI, ensureModel } from './model-download.ts';
+import { DEFAULT_MODEL_URI } from './model-download.ts';
+import { ModelFetch } from './model-fetch.ts';
 import { createOpenAICompatibleModel } from './openai-compatible-model.ts';
 
 type ModelConfig = Pick<
@@ -37,18 +38,19 @@ function createEmbeddedChatModel(config: ModelConfig, logger: Logger): ChatModel
   const path = config.LLM_MODEL_PATH ? resolve(config.LLM_MODEL_PATH) : undefined;
   const uri = config.LLM_MODEL ?? DEFAULT_MODEL_URI;
   const name = path ?? uri;
+  const missingFile = () =>
+    `LLM_MODEL_PATH is ${path}, which does not exist. Point it at a GGUF file, ` +
+    'or set LLM_BASE_URL to an OpenAI-compatible server.';
+  const fetch = path
+    ? undefined
+    : new ModelFetch({ uri, dir: join(config.DATA_DIR, 'models'), logger });
   const loader = createLlamaModelLoader({
     modelPath: path
       ? async () => {
-          if (!existsSync(path)) {
-            throw new ModelNotConfiguredError(
-              `LLM_MODEL_PATH is ${path}, which does not exist. Point it at a GGUF file, ` +
-                'or set LLM_BASE_URL to an OpenAI-compatible server.',
-            );
-          }
+          if (!existsSync(path)) throw new ModelNotConfiguredError(missingFile());
           return path;
         }
-      : (signal) => ensureModel({ uri, dir: join(config.DATA_DIR, 'models'), logger, signal }),
+      : () => (fetch as ModelFetch).path(),
     logger,
     ...(config.LLM_THREADS ? { threads: config.LLM_THREADS } : {}),
   });
@@ -71,6 +73,19 @@ function createEmbeddedChatModel(config: ModelConfig, logger: Logger): ChatModel
       }
       return model;
     },
-    dispose: () => loader.dispose(),
+    status: () =>
+      fetch
+        ? fetch.status()
+        : existsSync(path as string)
+          ? { source: 'file', state: 'ready' }
+          : { source: 'file', state: 'failed', reason: missingFile() },
+    prepare(onDownloading) {
+      if (!fetch) return;
+      fetch.start(onDownloading).catch(() => {}); // its status says why; a chat tries again
+    },
+    dispose: async () => {
+      fetch?.stop();
+      await loader.dispose();
+    },
   };
 }

@@ -33,6 +33,8 @@ export type EnsureModelOptions = {
   connectTimeoutMs?: number;
   /** Give up when no byte arrives for this long (default 60 s). */
   stallTimeoutMs?: number;
+  /** Bytes on disk so far and the file's size, as the download goes (resumed bytes count). */
+  onProgress?: (downloadedBytes: number, totalBytes: number) => void;
 };
 
 const unavailable = (uri: string, reason: string, cause?: unknown) =>
@@ -150,6 +152,7 @@ async function download(options: EnsureModelOptions): Promise<string> {
         deleteTempFileOnCancel: false,
         onProgress: ({ totalSize, downloadedSize }) => {
           lastProgressAt = Date.now();
+          options.onProgress?.(downloadedSize, totalSize);
           const percent = totalSize > 0 ? Math.floor((downloadedSize / totalSize) * 10) * 10 : 0;
           if (percent <= lastLogged) return;
           lastLogged = percent;
@@ -173,6 +176,7 @@ async function download(options: EnsureModelOptions): Promise<string> {
   }
   await writeFile(partial.origin, JSON.stringify(started));
   const resumedFrom = downloader.downloadedSize;
+  options.onProgress?.(resumedFrom, downloader.totalSize);
   logger.info(
     { uri, file: downloader.entrypointFilePath, totalSize: downloader.totalSize, resumedFrom },
     resumedFrom > 0 ? 'model download resumed' : 'model download started',

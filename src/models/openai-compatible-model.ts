@@ -45,5 +45,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     get: async () => model,
     // The chat's loop splits the tags itself, on the provider's own stream.
     getForChat: async () => ({ model: chatModel, reasoningTag: 'think' }),
+    // As configured: the server is not probed (a chat that cannot reach it says so).
+    status: () => ({ source: 'server', state: 'ready' }),
   };
 }

@@ -50,6 +50,7 @@ export class InvalidRequest extends AppError {
 export function chatErrorStatus(code: ChatErrorCode): 500 | 503 {
   switch (code) {
     case 'model_not_configured':
+    case 'model_downloading':
     case 'model_unreachable':
     case 'database_unavailable':
     case 'shutting_down':

@@ -31,6 +31,8 @@ export interface AnswerStreamOptions {
   signal: AbortSignal;
   /** When the user's message arrived, for the time to the first draft. */
   receivedAt: number;
+  /** The user's words for an error the assistant reported (default: its English message). */
+  errorText?: (error: Extract<ChatEvent, { type: 'error' }>) => string;
 }
 
 export interface StreamedAnswer {
@@ -83,7 +85,7 @@ export class AnswerStream {
           this.#text += event.text;
           this.#schedule();
         } else if (event.type === 'error') {
-          this.#error = event.message;
+          this.#error = this.#o.errorText?.(event) ?? event.message;
         } else if (event.type === 'done') {
           runId = event.runId;
         } // reasoning is never sent to Telegram

@@ -103,6 +103,10 @@ export class ChatDoor {
         logger: log,
         signal: AbortSignal.any([sending.signal, AbortSignal.timeout(30 * 60_000)]),
         receivedAt: incoming.receivedAt,
+        errorText: (error) =>
+          error.code === 'model_downloading'
+            ? t.modelDownloading(error.percent ?? 0)
+            : error.message,
       });
       const sent = await stream.run(events);
       log.info(

@@ -48,6 +48,8 @@ const TEXTS = {
         `Your documents would take more than your ${n} MB: delete some first.`,
     },
     busy: 'Something went wrong on our side; please try again in a moment.',
+    modelDownloading: (percent: number) =>
+      `The assistant's model is still downloading (${percent} %). Please try again when it is done; the web client shows its progress.`,
   },
   ko: {
     linkHint:
@@ -91,6 +93,8 @@ const TEXTS = {
         `문서가 내 저장 공간 ${n} MB를 넘게 됩니다. 먼저 일부를 지워 주세요.`,
     },
     busy: '서버에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.',
+    modelDownloading: (percent: number) =>
+      `어시스턴트의 모델을 아직 내려받는 중입니다 (${percent} %). 다 받은 뒤에 다시 시도해 주세요. 웹 클라이언트에서 진행 상황을 볼 수 있습니다.`,
   },
 } as const;
 

@@ -65,7 +65,10 @@ describe.each(ENGINES)('endpoints on the %s engine', (engine) => {
   it('reports health with the database reachable', async () => {
     const response = await parley.fetch('/health');
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ status: 'ok', version: '1.0', database: 'ok' });
+    // The spec's three fields as they were, and the model's state beside them.
+    const { model, ...spec } = (await response.json()) as Record<string, unknown>;
+    expect(spec).toEqual({ status: 'ok', version: '1.0', database: 'ok' });
+    expect(model).toMatchObject({ source: expect.any(String), state: expect.any(String) });
   });
 
   it('lists document sources in order', async () => {

@@ -20,6 +20,8 @@ export type FakeFileOptions = {
   /** The first ranged GET sends bytes up to this file offset, then `fault` happens. */
   faultAt?: number;
   fault?: 'drop' | 'stall';
+  /** Every ranged GET that reaches `faultAt` faults, not only the first: never completes. */
+  faultEvery?: boolean;
 };
 
 function parseRange(header: string | undefined, size: number): [number, number] | undefined {
@@ -58,7 +60,12 @@ export async function serveFile(
       'content-length': end - start + 1,
       ...(parsed ? { 'content-range': `bytes ${start}-${end}/${bytes.length}` } : {}),
     });
-    if (parsed && options.faultAt !== undefined && !faulted && options.faultAt > start) {
+    if (
+      parsed &&
+      options.faultAt !== undefined &&
+      options.faultAt > start &&
+      (options.faultEvery ? options.faultAt <= end : !faulted)
+    ) {
       faulted = true;
       res.write(bytes.subarray(start, options.faultAt));
       if (options.fault === 'stall') return; // headers and part of the body, then silence

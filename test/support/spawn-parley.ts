@@ -33,6 +33,13 @@ const START = startCommand();
  * operator runs, with only the environment given here: never the caller's, never a
  * developer's `.env`.
  */
+/**
+ * Where a test's Parley looks for the embedded model when the test names no model: nothing
+ * listens there. A first run starts downloading the default model at once, and a test must
+ * never reach a host off this machine.
+ */
+export const NO_MODEL_URL = 'http://127.0.0.1:9/parley-tests-have-no-model.gguf';
+
 export function spawnParley(
   env: Record<string, string | undefined>,
   stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
@@ -47,6 +54,9 @@ export function spawnParley(
       HOME: process.env.HOME,
       HOST: '127.0.0.1',
       ENV_FILE: '/nonexistent/.env',
+      ...(env.LLM_BASE_URL || env.LLM_MODEL || env.LLM_MODEL_PATH
+        ? {}
+        : { LLM_MODEL: NO_MODEL_URL }),
       ...env,
     },
     stdio,

@@ -25,6 +25,10 @@ const en = {
   attachedImage: 'Attached image',
   imageTooLarge: 'The image is larger than 10 MB.',
   notAnImage: 'That file is not an image.',
+  modelDownload: 'Model download',
+  modelDownloading: (percent: number) =>
+    `Downloading the assistant's model: ${percent} %. Chats can start when it is done.`,
+  modelFailed: "The assistant's model could not be had",
   newConversation: 'New conversation',
   confirmNew: 'Start a new conversation? The current one will be cleared.',
   showThinking: 'Show reasoning',
@@ -119,6 +123,10 @@ const ko: Strings = {
   attachedImage: '첨부한 이미지',
   imageTooLarge: '이미지가 10MB보다 큽니다.',
   notAnImage: '이미지 파일이 아닙니다.',
+  modelDownload: '모델 내려받기',
+  modelDownloading: (percent: number) =>
+    `어시스턴트의 모델을 내려받는 중입니다: ${percent} %. 다 받으면 대화를 시작할 수 있습니다.`,
+  modelFailed: '어시스턴트의 모델을 가져올 수 없습니다',
   newConversation: '새 대화',
   confirmNew: '새 대화를 시작할까요? 지금 대화는 지워집니다.',
   showThinking: '추론 보기',

@@ -1,20 +1,41 @@
 import { z } from 'zod';
+import type { ModelStatus } from '../../models/model-status.ts';
 import { APP_VERSION } from '../../version.ts';
 import type { App } from '../app-types.ts';
+
+const modelSchema = z
+  .object({
+    source: z
+      .enum(['server', 'file', 'download'])
+      .describe('A model server (LLM_BASE_URL), a file (LLM_MODEL_PATH), or downloaded'),
+    state: z
+      .enum(['checking', 'downloading', 'ready', 'failed'])
+      .describe('A model server is ready as configured; it is not probed'),
+    downloaded_bytes: z.number().int().optional(),
+    total_bytes: z.number().int().optional().describe('0 until the host has said'),
+    percent: z.number().int().optional(),
+    reason: z.string().optional().describe('Why it failed, and what to set'),
+  })
+  .describe('The chat model (not in the spec): its first download, or why it cannot be had');
 
 const healthSchema = z.object({
   status: z.enum(['ok', 'unavailable']),
   version: z.string(),
   database: z.enum(['ok', 'unreachable']),
+  model: modelSchema,
 });
 
-export function registerHealthRoutes(app: App, ping: () => Promise<boolean>): void {
+export function registerHealthRoutes(
+  app: App,
+  ping: () => Promise<boolean>,
+  modelStatus: () => ModelStatus,
+): void {
   app.get(
     '/health',
     {
       config: { public: true },
       schema: {
-        summary: 'Liveness and database reachability (no authentication)',
+        summary: 'Liveness, database reachability and the model’s state (no authentication)',
         tags: ['service'],
         response: { 200: healthSchema, 503: healthSchema },
       },
@@ -25,7 +46,25 @@ export function registerHealthRoutes(app: App, ping: () => Promise<boolean>): vo
         status: up ? 'ok' : 'unavailable',
         version: APP_VERSION,
         database: up ? 'ok' : 'unreachable',
+        model: modelBody(modelStatus()),
       });
     },
   );
+}
+
+function modelBody(status: ModelStatus): z.infer<typeof modelSchema> {
+  switch (status.state) {
+    case 'downloading':
+      return {
+        source: status.source,
+        state: status.state,
+        downloaded_bytes: status.downloadedBytes,
+        total_bytes: status.totalBytes,
+        percent: status.percent,
+      };
+    case 'failed':
+      return { source: status.source, state: status.state, reason: status.reason };
+    default:
+      return { source: status.source, state: status.state };
+  }
 }
