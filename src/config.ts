@@ -70,6 +70,17 @@ const integer = (fallback: number, min: number, max: number) =>
       .max(max, { message: `accepts a whole number from ${min} to ${max}` })
       .default(fallback),
   );
+/** A whole number with no default (unset: the component's own choice). */
+const optionalInteger = (min: number, max: number) =>
+  z.preprocess(
+    emptyAsUndefined,
+    z.coerce
+      .number({ message: `accepts a whole number from ${min} to ${max}` })
+      .int({ message: `accepts a whole number from ${min} to ${max}` })
+      .min(min, { message: `accepts a whole number from ${min} to ${max}` })
+      .max(max, { message: `accepts a whole number from ${min} to ${max}` })
+      .optional(),
+  );
 const decimal = (fallback: number, min: number, max: number) =>
   z.preprocess(
     emptyAsUndefined,
@@ -235,7 +246,7 @@ export const configSchema = z.object({
   LLM_MODEL: text(),
   LLM_MODEL_PATH: text(),
   /** CPU threads of the embedded model (default: llama.cpp's choice, the physical cores). */
-  LLM_THREADS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(256).optional()),
+  LLM_THREADS: optionalInteger(1, 256),
   /** Abort a model call when the first token, or any next one, takes longer than this. */
   LLM_CHUNK_TIMEOUT_MS: integer(120_000, 1_000, 3_600_000),
   /** Retries of a model call that failed before streaming (HTTP 429/5xx, connection refused). */

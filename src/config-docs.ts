@@ -1,0 +1,243 @@
+/**
+ * What each setting does, in the words of docs/configuration.md, which `node scripts/config-doc.ts`
+ * writes from this and the schema (the default and what a setting accepts come from the schema
+ * itself); a test fails when the page is not what the schema says. The type makes every setting
+ * of the schema need an entry here. `unset`: what an absent setting means.
+ */
+import type { configSchema } from './config.ts';
+
+export interface SettingDoc {
+  /** What an unset setting means, where the schema has no default value to show. */
+  unset?: string;
+  doc: string;
+}
+
+export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> = {
+  HOST: {
+    doc: 'Address to listen on. Set `0.0.0.0` to serve other machines, with `API_TOKEN` set: without it Parley refuses to start (protected mode).',
+  },
+  PORT: { doc: 'Port (0 picks a free one).' },
+  LOG_LEVEL: { doc: '`fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.' },
+  API_TOKEN: {
+    unset: 'unset',
+    doc: "The administrator's bearer token; unset or empty = no authentication (development mode: anyone reaching the port is the administrator).",
+  },
+  PROTECTED_MODE: {
+    doc: 'Refuse to start on an address other than loopback (`127.x`, `::1`, `localhost`) without `API_TOKEN`, since everyone who reached it would be the administrator; the error says why. `false` serves it anyway (a trusted network), with a warning in the log.',
+  },
+  WEB_SESSION_HOURS: {
+    doc: 'How long a web client sign-in lasts (it ends sooner when its key expires or is revoked).',
+  },
+  SHUTDOWN_GRACE_MS: {
+    doc: 'How long open streams and background jobs under way may finish after SIGTERM.',
+  },
+  REQUEST_TIMEOUT_MS: {
+    doc: "Longest a client may take to send a whole request, an upload included; then 408 and the connection is closed (a stalled upload's partial file is removed). Streamed answers are not limited by it.",
+  },
+  TRUST_PROXY: {
+    unset: 'unset',
+    doc: "The reverse proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` Parley believes: a hop count (`1` = the nearest one), or a comma list of addresses, ranges (`10.0.0.0/8` or `10.0.0.0/255.0.0.0`) and `loopback`, `linklocal`, `uniquelocal` (what Fastify's `trustProxy` accepts; anything else stops the start with an error naming `TRUST_PROXY`). Used for the client's address (the sign-in and bearer throttles, logs; an IPv6 client counts as its /64). Unset: the connection's own address, so a client cannot choose the address it is counted under. Prefer a hop count: a range trusts every address in it, so a client inside the range (a LAN, a VPN) can name any address it likes in `X-Forwarded-For`. A hop count believes whatever reaches Parley directly, so Parley must then be reachable only through that proxy (the compose file publishes no port of Parley's).",
+  },
+  PARLEY_WORKERS: {
+    doc: "Server processes sharing the port (node:cluster): a number (1–256) or `auto` (one per core: Node's `os.availableParallelism()`; under a container CPU limit, set a number). More than one needs `DATABASE_URL`; with the embedded engine Parley refuses to start and says so. A worker that dies is replaced (at once, then after 1 s, 2 s … up to 30 s while workers keep dying within 30 s of starting).",
+  },
+  LIMIT_CHATS_PER_MINUTE: {
+    doc: 'Chats a user may start in any minute, over every door; `0` = no limit. Per-user overrides: `PATCH /admin/users/{user_id}`.',
+  },
+  LIMIT_TOKENS_PER_DAY: {
+    doc: 'Model input + output tokens a user may use per day of their timezone; `0` = no limit.',
+  },
+  LIMIT_INGEST_MB_PER_DAY: {
+    doc: 'Megabytes a user may upload to `/ingest` per day of their timezone; `0` = no limit.',
+  },
+  LIMIT_STORAGE_MB: { doc: 'Megabytes of private documents a user may keep; `0` = no limit.' },
+  LIMITS_APPLY_TO_ADMIN: {
+    doc: "Also refuse requests made with `API_TOKEN` over the named user's limits. Off, a trusted server in front holding the token works exactly as before (its requests still count for the user named).",
+  },
+  METRICS_ENABLED: {
+    doc: 'Serve `GET /metrics` (Prometheus text format); otherwise it answers 404.',
+  },
+  METRICS_TOKEN: {
+    unset: 'unset',
+    doc: 'Bearer token for `/metrics` instead of `API_TOKEN` (which `/metrics` then refuses); this token opens nothing else. Unset: `/metrics` takes the API token like any route.',
+  },
+  DATA_DIR: { doc: 'Embedded database (and, later, models and uploads).' },
+  DATABASE_URL: {
+    unset: 'unset',
+    doc: '`postgres://…` to use a PostgreSQL server instead of the embedded one.',
+  },
+  DB_POOL_MAX: {
+    doc: 'Connections to a PostgreSQL server (the embedded engine has one). Under load a query waits up to 60 s for a free one rather than failing; a server that takes more than 5 s to accept a new connection counts as unavailable (503 / `database_unavailable`).',
+  },
+  CHAT_TURN_TTL_SECONDS: {
+    doc: "With `DATABASE_URL`: the longest a replica that died holding a user's chat turn keeps that user waiting (see Running several replicas). 2–300.",
+  },
+  JOB_LEASE_SECONDS: {
+    unset: "(each kind's: 300 for feedback, 600 for embeddings, 120 for the others)",
+    doc: "How long a process that died holding a background job delays it: the job's heartbeat (a live process keeps beating however long the job takes), and a reminder notice's claim on its row (see Background jobs). A notice's send may take at most half of it. 10–3600.",
+  },
+  EMBEDDED_DB_SHARED_BUFFERS: {
+    doc: 'Postgres `shared_buffers` of the embedded engine; memory it keeps for good (the OS still caches the files).',
+  },
+  MESSAGE_MAX_CHARS: { doc: 'Longest chat message.' },
+  INGEST_MAX_BYTES: { doc: 'Largest upload to `/ingest`; more is answered 413.' },
+  IMAGE_MAX_BYTES: { doc: 'Largest image in a chat (decoded).' },
+  LLM_BASE_URL: {
+    unset: 'unset',
+    doc: 'OpenAI-compatible server, e.g. `http://127.0.0.1:11434/v1`.',
+  },
+  LLM_API_KEY: { unset: 'unset', doc: 'Its API key, if it needs one.' },
+  LLM_MODEL: {
+    unset: '`default` / the default GGUF',
+    doc: 'Model name sent to that server; without `LLM_BASE_URL`, the GGUF to download (`hf:owner/repo:QUANT` or an `https://` URL), default `hf:unsloth/Qwen3.5-4B-GGUF:Q4_K_M`.',
+  },
+  LLM_MODEL_PATH: { unset: 'unset', doc: 'A local GGUF for the embedded model (no download).' },
+  LLM_THREADS: {
+    unset: "llama.cpp's",
+    doc: 'CPU threads of the embedded model; `1` is much faster on a busy shared machine.',
+  },
+  LLM_CHUNK_TIMEOUT_MS: {
+    doc: 'A model call is abandoned when the first token, or any next one, takes longer. The first is counted from the request (a server that never answers, not even with headers, is timed out too); the wait before a retry is not counted.',
+  },
+  LLM_MAX_RETRIES: {
+    doc: 'Retries of a model call that failed before streaming (429, 5xx, refused).',
+  },
+  TOOL_TIMEOUT_MS: { doc: 'Longest a tool may run.' },
+  CHAT_MAX_STEPS: { doc: "Model calls per chat (the tool loop's limit)." },
+  HISTORY_MAX_TOKENS: { doc: 'History budget per chat (see above).' },
+  SSE_KEEPALIVE_MS: { doc: 'Silence before a `: ping` keep-alive.' },
+  GRAPH_ENABLED: {
+    doc: 'Knowledge graph: `add_relation`, `query_entity` and a summary in every prompt (see Tools).',
+  },
+  CONV_RAG_ENABLED: {
+    doc: "After each answer, the model decides in the background whether to remember the exchange; memories are found by that user's `search_documents` (see Tools).",
+  },
+  MEMORY_RETRY_MS: {
+    doc: 'First delay before a failed memory decision is tried again; doubles, and the decision is given up after its 5th failure. Whole seconds, 1000–3600000.',
+  },
+  CRAG_ENABLED: {
+    doc: 'When `search_documents` finds nothing, run one web search for the same query in that step (needs `WEB_SEARCH_PROVIDER`).',
+  },
+  VISION_ENABLED: {
+    doc: 'Image understanding: `image_base64` accepted, `analyze_image` offered with it.',
+  },
+  VISION_MODEL_ID: {
+    unset: 'unset',
+    doc: 'Vision model name at `VISION_BASE_URL` (required for images).',
+  },
+  VISION_MAX_TOKENS: { doc: 'Longest vision answer (`max_tokens`).' },
+  QUERY_REWRITE_ENABLED: {
+    doc: "Before `search_documents` searches, the chat model rewrites the query into a standalone one using the conversation (one extra model call; not on a conversation's first message).",
+  },
+  RAG_VERBOSE: {
+    doc: "Log document searches: the query, its rewrite, and each hit's source, page, score and first 200 characters.",
+  },
+  RAG_SHOW_SOURCES: {
+    doc: 'End an answer that used `search_documents` with a short sources list (source and page), streamed as ordinary text fragments.',
+  },
+  LANGGRAPH_VERBOSE: { doc: 'Log every step of the agent loop and every tool result.' },
+  THINK_VERBOSE: { doc: "Log the model's reasoning." },
+  WEB_SEARCH_PROVIDER: { doc: '`searxng`, `tavily`, `brave`, or `none` (no `web_search` tool).' },
+  SEARXNG_URL: {
+    unset: 'unset',
+    doc: 'SearXNG instance, e.g. `http://127.0.0.1:8888` (its `search.formats` must include `json`). Required for `searxng`.',
+  },
+  TAVILY_API_KEY: { unset: 'unset', doc: 'Required for `tavily`.' },
+  TAVILY_BASE_URL: { doc: 'Tavily API (or a compatible proxy).' },
+  BRAVE_API_KEY: { unset: 'unset', doc: 'Brave Search subscription token. Required for `brave`.' },
+  BRAVE_BASE_URL: { doc: 'Brave Search API (or a compatible proxy).' },
+  WEB_SEARCH_MAX_RESULTS: { doc: 'Results handed to the model per search (1–20).' },
+  WEB_SEARCH_SNIPPET_CHARS: { doc: 'Longest snippet per result (titles: 200).' },
+  WEB_SEARCH_TIMEOUT_MS: { doc: 'A search taking longer is abandoned; the model is told.' },
+  VISION_BASE_URL: { doc: 'OpenAI-compatible server of the vision model.' },
+  VISION_API_KEY: {
+    unset: 'unset',
+    doc: 'Its key (with `VISION_BASE_URL` unset, `LLM_API_KEY` is used).',
+  },
+  GRAPH_MAX_TRIPLES: { doc: 'Relations kept per user; `add_relation` refuses more.' },
+  GRAPH_PROMPT_MAX_CHARS: { doc: 'Longest graph summary in the system prompt.' },
+  LANGSMITH_API_KEY: {
+    unset: 'unset',
+    doc: 'Enables tracing and feedback forwarding to LangSmith.',
+  },
+  LANGSMITH_ENDPOINT: { unset: "LangSmith's", doc: 'Another LangSmith-compatible endpoint.' },
+  LANGSMITH_PROJECT: { doc: 'Project the traces go to.' },
+  FEEDBACK_RETRY_MS: {
+    doc: 'First delay before retrying feedback LangSmith refused; doubles up to 1 h. Whole seconds, rounded up.',
+  },
+  EMBEDDINGS_PROVIDER: {
+    doc: '`local` (a sentence-embedding model run in-process), `openai` (any OpenAI-compatible `/v1/embeddings`) or `none` (lexical retrieval only).',
+  },
+  EMBEDDINGS_BASE_URL: {
+    unset: 'unset',
+    doc: 'For `openai`: the server, e.g. `http://127.0.0.1:11434/v1` (required).',
+  },
+  EMBEDDINGS_API_KEY: { unset: 'unset', doc: 'For `openai`: its API key, if it needs one.' },
+  EMBEDDINGS_MODEL: {
+    doc: 'The model: a Hugging Face id with ONNX weights for `local` (downloaded into `DATA_DIR/models`), the model name for `openai`.',
+  },
+  EMBEDDINGS_MODEL_HOST: {
+    unset: 'the Hugging Face Hub',
+    doc: 'For `local`: where the model is downloaded from (a mirror, or a hub of your own with the same layout).',
+  },
+  EMBEDDINGS_BATCH_SIZE: {
+    doc: 'Texts per embeddings request (or per forward pass of the local model).',
+  },
+  EMBEDDINGS_MAX_RETRIES: {
+    doc: 'Retries of an embeddings request that failed (429, 5xx, refused), with backoff.',
+  },
+  EMBEDDINGS_RETRY_MS: {
+    doc: 'After the embedding model could not be had (offline) or a batch failed, how long before trying again.',
+  },
+  CHUNK_MAX_TOKENS: { doc: 'Largest chunk, in estimated tokens (see why).' },
+  CHUNK_OVERLAP_TOKENS: {
+    doc: "Tokens of a chunk's last sentences repeated at the start of the next.",
+  },
+  HYBRID_VECTOR_WEIGHT: {
+    doc: "The vector scores' share of the fused score, BM25's being the rest (0–1; 0 keeps search lexical, 1 vectors only). See why.",
+  },
+  SEARCH_TOP_K: { doc: 'Passages `search_documents` returns.' },
+  INGEST_TIMEOUT_MS: { doc: "Longest one upload's extraction (OCR included) may take; then 422." },
+  INGEST_MEMORY_MB: { doc: 'Resident memory of one extraction process; above it, 422.' },
+  INGEST_PROCESS_IDLE_MS: {
+    doc: 'How long an extraction process waits for the next upload before it exits; `0` starts one per upload.',
+  },
+  INGEST_CONCURRENCY: { doc: 'Extractions at once; more uploads wait their turn.' },
+  OCR_ENABLED: { doc: 'Read scanned PDF pages with Tesseract (English, Korean).' },
+  DEFAULT_TIMEZONE: {
+    doc: 'Timezone (IANA) of users whose profile names none: their "today", their reminders\' days.',
+  },
+  REMINDER_INTERVAL_SECONDS: { doc: 'How often the reminder scheduler wakes (1–3600).' },
+  TELEGRAM_BOT_TOKEN: {
+    unset: 'unset',
+    doc: "The bot's token from @BotFather. Unset: the scheduler does not run and Parley says so at start; once it is set, the catch-up rule of Reminders and Telegram applies.",
+  },
+  TELEGRAM_API_BASE: { doc: 'Bot API address (a local Bot API server, or a test fake).' },
+  TELEGRAM_DEFAULT_CHAT_ID: {
+    unset: 'unset',
+    doc: 'Chat for users who linked none (single-user installs).',
+  },
+  TELEGRAM_POLLING: {
+    doc: "Read the bot's messages (`getUpdates` long polling): linking with `/start <code>` and chatting. One replica polls at a time. Ignored when `TELEGRAM_WEBHOOK_URL` is set.",
+  },
+  TELEGRAM_POLL_TIMEOUT_SECONDS: { doc: "How long one `getUpdates` waits on Telegram's side." },
+  TELEGRAM_BOT_USERNAME: {
+    unset: 'unset',
+    doc: "The bot's @name without `@`, for the `t.me` deep link in `POST /users/{user_id}/telegram-link`.",
+  },
+  TELEGRAM_WEBHOOK_URL: {
+    unset: 'unset',
+    doc: 'Webhook mode (replicas behind a load balancer): the public URL of `/telegram/webhook`; every replica calls `setWebhook` with it at start.',
+  },
+  TELEGRAM_WEBHOOK_SECRET: {
+    unset: 'derived from the token',
+    doc: "The webhook's `X-Telegram-Bot-Api-Secret-Token` (32–256 of `A-Z a-z 0-9 _ -`: a shorter one could be guessed, and it lets whoever has it speak as any linked chat; wrong ones count in the bearer throttle).",
+  },
+  TELEGRAM_STREAM_INTERVAL_MS: {
+    doc: 'Least time between two updates (draft or edit) of an answer growing in a chat; Telegram allows about one a second.',
+  },
+  PARLEY_TEST_CLOCK_FILE: {
+    unset: 'unset',
+    doc: '**For tests only.** A file holding an ISO instant that Parley takes as the current time (chat dates, reminders, the scheduler), re-read on every use; the tests rewrite it to move time. Parley warns at start when it is set. Never set it in production.',
+  },
+};
