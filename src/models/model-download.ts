@@ -33,8 +33,11 @@ export type EnsureModelOptions = {
   connectTimeoutMs?: number;
   /** Give up when no byte arrives for this long (default 60 s). */
   stallTimeoutMs?: number;
-  /** Bytes on disk so far and the file's size, as the download goes (resumed bytes count). */
-  onProgress?: (downloadedBytes: number, totalBytes: number) => void;
+  /**
+   * Bytes on disk so far and the file's size, as the download goes; `resumedFrom` is what an
+   * earlier, interrupted attempt had fetched (0 for a fresh download).
+   */
+  onProgress?: (downloadedBytes: number, totalBytes: number, resumedFrom: number) => void;
 };
 
 const unavailable = (uri: string, reason: string, cause?: unknown) =>
@@ -141,6 +144,7 @@ async function download(options: EnsureModelOptions): Promise<string> {
   const fileName = localFileName(uri);
   let lastLogged = -1;
   let lastProgressAt = Date.now();
+  let resumedFrom = 0;
   const create = () =>
     withTimeout(
       createModelDownloader({
@@ -152,7 +156,7 @@ async function download(options: EnsureModelOptions): Promise<string> {
         deleteTempFileOnCancel: false,
         onProgress: ({ totalSize, downloadedSize }) => {
           lastProgressAt = Date.now();
-          options.onProgress?.(downloadedSize, totalSize);
+          options.onProgress?.(downloadedSize, totalSize, resumedFrom);
           const percent = totalSize > 0 ? Math.floor((downloadedSize / totalSize) * 10) * 10 : 0;
           if (percent <= lastLogged) return;
           lastLogged = percent;
@@ -175,8 +179,8 @@ async function download(options: EnsureModelOptions): Promise<string> {
     downloader = await create();
   }
   await writeFile(partial.origin, JSON.stringify(started));
-  const resumedFrom = downloader.downloadedSize;
-  options.onProgress?.(resumedFrom, downloader.totalSize);
+  resumedFrom = downloader.downloadedSize;
+  options.onProgress?.(resumedFrom, downloader.totalSize, resumedFrom);
   logger.info(
     { uri, file: downloader.entrypointFilePath, totalSize: downloader.totalSize, resumedFrom },
     resumedFrom > 0 ? 'model download resumed' : 'model download started',

@@ -70,7 +70,7 @@ export class ModelFetch {
       const path = await ensureModel({
         ...this.#options,
         signal: this.#stop.signal,
-        onProgress: (downloadedBytes, totalBytes) => {
+        onProgress: (downloadedBytes, totalBytes, resumedFromBytes) => {
           if (!announced) {
             announced = true;
             onDownloading?.();
@@ -84,6 +84,7 @@ export class ModelFetch {
             // soon as it has all the chunks under way, which can still stall or fail.
             percent:
               totalBytes > 0 ? Math.min(99, Math.floor((downloadedBytes / totalBytes) * 100)) : 0,
+            resumedFromBytes,
           };
         },
       });

@@ -15,6 +15,8 @@ export type ModelStatus =
       /** 0 until the host has said how large the file is. */
       totalBytes: number;
       percent: number;
+      /** What an interrupted download had already fetched: it goes on from there. */
+      resumedFromBytes: number;
     }
   | { source: 'file' | 'download'; state: 'failed'; reason: string };
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { type FakeFileServer, serveFile } from '../support/fake-file-server.ts';
+import { waitForSavedChunks } from '../support/model-download/partial-progress.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { startTelegramStack, type TelegramStack } from '../support/telegram-stack.ts';
 import { buildTinyGguf } from '../support/tiny-gguf/make-tiny-gguf.ts';
@@ -18,6 +19,7 @@ interface ModelHealth {
   downloaded_bytes?: number;
   total_bytes?: number;
   percent?: number;
+  resumed_from_bytes?: number;
   reason?: string;
 }
 
@@ -141,6 +143,21 @@ describe('the first run of the embedded model', () => {
     } finally {
       await browser.close();
     }
+  });
+
+  it('resumes a download a restart cut short, and /health says from where', async () => {
+    const model = buildTinyGguf({ script: ANSWER, paddingBytes: 2 * CHUNK + 4_321 });
+    host = await serveFile(model, { faultAt: CHUNK + 1_000_000, fault: 'stall', faultEvery: true });
+    const dir = dataDir();
+    const env = { LLM_MODEL: host.url, LLM_THREADS: '1', SHUTDOWN_GRACE_MS: '300' };
+    parley = await startParley({ dataDir: dir, env });
+    await waitForSavedChunks(join(dir, 'models', 'tiny.gguf.ipull'), model.length);
+    expect(await parley.stop()).toBe(0);
+
+    parley = await startParley({ dataDir: dir, env });
+    const resumed = await waitForModel(parley, (state) => state.state === 'downloading', 15_000);
+    expect(resumed.resumed_from_bytes).toBeGreaterThan(0);
+    expect(resumed.total_bytes).toBe(model.length);
   });
 
   it('becomes ready once downloaded, and then answers', async () => {

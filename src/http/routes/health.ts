@@ -14,6 +14,11 @@ const modelSchema = z
     downloaded_bytes: z.number().int().optional(),
     total_bytes: z.number().int().optional().describe('0 until the host has said'),
     percent: z.number().int().optional(),
+    resumed_from_bytes: z
+      .number()
+      .int()
+      .optional()
+      .describe('Downloading: what an interrupted download had fetched (it goes on from there)'),
     reason: z.string().optional().describe('Why it failed, and what to set'),
   })
   .describe('The chat model (not in the spec): its first download, or why it cannot be had');
@@ -61,6 +66,7 @@ function modelBody(status: ModelStatus): z.infer<typeof modelSchema> {
         downloaded_bytes: status.downloadedBytes,
         total_bytes: status.totalBytes,
         percent: status.percent,
+        resumed_from_bytes: status.resumedFromBytes,
       };
     case 'failed':
       return { source: status.source, state: status.state, reason: status.reason };
