@@ -47,6 +47,15 @@ export class ConversationMemory {
     }));
   }
 
+  /** Deletes the memories taken from these runs (a conversation deleted); how many went. */
+  forgetRuns(userId: string, runIds: readonly string[]): Promise<number> {
+    return this.#options.documents.deleteForUser(
+      userId,
+      'conversation',
+      runIds.map((runId) => SOURCE_PREFIX + runId),
+    );
+  }
+
   /** Deletes one memory, or all of the user's; returns how many went. */
   delete(userId: string, memoryId?: string): Promise<number> {
     return this.#options.documents.deleteForUser(

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Principal } from '../accounts/principal.ts';
 import { SHUTDOWN } from '../assistant/chat-events.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
-import type { ConversationService } from '../assistant/conversation-service.ts';
+import type { ConversationService } from '../conversations/conversation-service.ts';
 import { AppError } from '../errors.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
 import { isUuid } from '../is-uuid.ts';

@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { UsageLimits } from '../accounts/usage-limits.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
-import type { ConversationService } from '../assistant/conversation-service.ts';
 import type { Config } from '../config.ts';
+import type { ConversationService } from '../conversations/conversation-service.ts';
 import type { IngestionService } from '../documents/ingestion-service.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
 import {
