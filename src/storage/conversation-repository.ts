@@ -113,8 +113,8 @@ export class ConversationRepository {
     return rows.length === 1;
   }
 
-  /** A new conversation, which becomes the current one. */
-  async create(userId: string, title: string | undefined): Promise<Conversation> {
+  /** A new conversation, which becomes the current one unless `current` is false. */
+  async create(userId: string, title: string | undefined, current = true): Promise<Conversation> {
     const id = randomUUID();
     await this.#db.$client.query(
       `WITH created AS (
@@ -122,9 +122,9 @@ export class ConversationRepository {
          RETURNING id
        )
        INSERT INTO current_conversations (user_id, conversation_id)
-       SELECT $1, id FROM created
+       SELECT $1, id FROM created WHERE $5
        ON CONFLICT (user_id) DO UPDATE SET conversation_id = EXCLUDED.conversation_id`,
-      [userId, id, title ?? '', title === undefined ? 'question' : 'user'],
+      [userId, id, title ?? '', title === undefined ? 'question' : 'user', current],
     );
     const created = await this.get(userId, id);
     if (!created) throw new Error('a conversation just made was not found');
