@@ -50,7 +50,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   LIMIT_INGEST_MB_PER_DAY: {
     doc: 'Megabytes a user may upload to `/ingest` per day of their timezone; `0` = no limit.',
   },
-  LIMIT_STORAGE_MB: { doc: 'Megabytes of private documents a user may keep; `0` = no limit.' },
+  LIMIT_STORAGE_MB: {
+    doc: 'Megabytes of private documents and conversations (every version) a user may keep; `0` = no limit.',
+  },
   LIMITS_APPLY_TO_ADMIN: {
     doc: "Also refuse requests made with `API_TOKEN` over the named user's limits. Off, a trusted server in front holding the token works exactly as before (its requests still count for the user named).",
   },
@@ -108,6 +110,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   SSE_KEEPALIVE_MS: { doc: 'Silence before a `: ping` keep-alive.' },
   GRAPH_ENABLED: {
     doc: 'Knowledge graph: `add_relation`, `query_entity` and a summary in every prompt (see Tools).',
+  },
+  CONVERSATION_TITLES: {
+    doc: "`model`: after a conversation's first answer, the chat model writes its title in the background; `question`: the question's first words stay (no model call).",
   },
   CONV_RAG_ENABLED: {
     doc: "After each answer, the model decides in the background whether to remember the exchange; memories are found by that user's `search_documents` (see Tools).",

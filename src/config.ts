@@ -266,6 +266,14 @@ export const configSchema = z.object({
    * then it is given up). Whole seconds, rounded up.
    */
   MEMORY_RETRY_MS: integer(5_000, 1_000, 3_600_000),
+  /**
+   * Who titles a conversation: `model` asks the chat model after the first answer, in the
+   * background (the question's first words until then); `question` keeps its first words.
+   */
+  CONVERSATION_TITLES: z.preprocess(
+    emptyAsUndefined,
+    z.enum(['model', 'question'], { message: 'accepts model or question' }).default('model'),
+  ),
   CRAG_ENABLED: flag(false),
   VISION_ENABLED: flag(false),
   VISION_MODEL_ID: text(),

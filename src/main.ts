@@ -5,8 +5,7 @@ import { AccountService } from './accounts/account-service.ts';
 import { defaultLimits } from './accounts/limits.ts';
 import { UsageLimits } from './accounts/usage-limits.ts';
 import { WebSessions } from './accounts/web-sessions.ts';
-import { ChatService } from './assistant/chat-service.ts';
-import { ConversationService } from './assistant/conversation-service.ts';
+import { type AnsweredTurn, ChatService } from './assistant/chat-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
 import { SharedUserChatLock } from './assistant/shared-user-chat-lock.ts';
 import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
@@ -14,6 +13,9 @@ import { createJobEngine } from './background/job-engine.ts';
 import { withLease } from './background/job-lease.ts';
 import { JobRunner } from './background/job-runner.ts';
 import { type Config, isLoopbackHost } from './config.ts';
+import { ConversationService } from './conversations/conversation-service.ts';
+import { conversationTitleJob, TITLE_POLICY } from './conversations/title-job.ts';
+import { createTitleWriter } from './conversations/title-writer.ts';
 import { DocumentService } from './documents/document-service.ts';
 import { embeddingJob } from './documents/embedding-job.ts';
 import { IngestionService } from './documents/ingestion-service.ts';
@@ -42,6 +44,8 @@ import { stopOnSignals } from './shutdown.ts';
 import { AccountRepository } from './storage/account-repository.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
 import { ChatTurnRepository } from './storage/chat-turn-repository.ts';
+import { ConversationRepository } from './storage/conversation-repository.ts';
+import { ConversationSearchRepository } from './storage/conversation-search-repository.ts';
 import { openDatabase } from './storage/database.ts';
 import { DocumentRepository } from './storage/document-repository.ts';
 import { FailedJobRepository } from './storage/failed-job-repository.ts';
@@ -50,11 +54,12 @@ import { GraphRepository } from './storage/graph-repository.ts';
 import { HistoryRepository } from './storage/history-repository.ts';
 import { LeaseRepository } from './storage/lease-repository.ts';
 import { MemoryQueueRepository } from './storage/memory-queue-repository.ts';
-import { MessageRepository } from './storage/message-repository.ts';
 import { NoticeRepository } from './storage/notice-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
 import { RunRepository } from './storage/run-repository.ts';
 import { TelegramRepository } from './storage/telegram-repository.ts';
+import { TitleRequestRepository } from './storage/title-request-repository.ts';
+import { TurnRepository } from './storage/turn-repository.ts';
 import { UsageRepository } from './storage/usage-repository.ts';
 import { UserDataRepository } from './storage/user-data-repository.ts';
 import { UserRepository } from './storage/user-repository.ts';
@@ -210,6 +215,7 @@ export async function main(config: Config): Promise<void> {
   if (config.CRAG_ENABLED && !searchWeb) {
     logger.warn('CRAG_ENABLED is set but WEB_SEARCH_PROVIDER is none: there is no web fallback');
   }
+  const conversationRepository = new ConversationRepository(db);
   // The decision uses the chat model; what it keeps is searched by search_documents.
   const memoryQueue = new MemoryQueueRepository(db);
   const memory = config.CONV_RAG_ENABLED
@@ -217,6 +223,8 @@ export async function main(config: Config): Promise<void> {
         queue: memoryQueue,
         documents,
         queued: () => jobs.kick('memory_decision'),
+        conversationsOf: (userId, runIds) =>
+          conversationRepository.conversationsOfRuns(userId, runIds),
       })
     : undefined;
   if (memory) {
@@ -230,19 +238,53 @@ export async function main(config: Config): Promise<void> {
       }),
     );
   }
+  // One process owns the embedded engine's data, so its own lock is exact there.
+  const chatLock =
+    database.engine === 'server'
+      ? new SharedUserChatLock({
+          queue: new ChatTurnRepository(db),
+          logger: logger.child({ component: 'chat-turns' }),
+          ttlMs: config.CHAT_TURN_TTL_SECONDS * 1000,
+        })
+      : new LocalUserChatLock();
+  // Titles by the model after a conversation's first answer, in the background.
+  const titleRequests =
+    config.CONVERSATION_TITLES === 'model' ? new TitleRequestRepository(db) : undefined;
+  if (titleRequests) {
+    jobs.add(
+      conversationTitleJob({
+        requests: titleRequests,
+        conversations: conversationRepository,
+        write: createTitleWriter(model),
+        logger: logger.child({ component: 'conversations' }),
+        policy: withLease(TITLE_POLICY, lease),
+      }),
+    );
+  }
+  const onAnswered = async (turn: AnsweredTurn) => {
+    const { runId, userId, conversationId, question, answer } = turn;
+    await Promise.all([
+      memory?.enqueue({ runId, userId, question, answer }),
+      conversationId &&
+        titleRequests?.request(conversationId).then((queued) => {
+          if (queued) jobs.kick('conversation_title');
+        }),
+    ]);
+  };
+  const conversations = new ConversationService({
+    conversations: conversationRepository,
+    history: new HistoryRepository(db),
+    turns: new TurnRepository(db),
+    search: new ConversationSearchRepository(db),
+    lock: chatLock,
+    forgetMemories: memory && ((userId, runIds) => memory.forgetRuns(userId, runIds)),
+  });
   const chats = new ChatService({
     model,
     contexts: new ChatContextRepository(db),
     runs,
-    // One process owns the embedded engine's data, so its own lock is exact there.
-    lock:
-      database.engine === 'server'
-        ? new SharedUserChatLock({
-            queue: new ChatTurnRepository(db),
-            logger: logger.child({ component: 'chat-turns' }),
-            ttlMs: config.CHAT_TURN_TTL_SECONDS * 1000,
-          })
-        : new LocalUserChatLock(),
+    lock: chatLock,
+    conversations,
     tools: ({ userId, image, afterAnswer }) => ({
       ...reminderTools({ userId, reminders }),
       ...profileTools({ userId, users }),
@@ -266,7 +308,7 @@ export async function main(config: Config): Promise<void> {
     tracer: metrics
       ? meteredTracer(langSmith?.tracer ?? noTracing, metrics)
       : (langSmith?.tracer ?? noTracing),
-    onAnswered: memory ? (turn) => memory.enqueue(turn) : undefined,
+    onAnswered: memory || titleRequests ? onAnswered : undefined,
     logger,
     clock,
     defaultTimezone: config.DEFAULT_TIMEZONE,
@@ -326,10 +368,6 @@ export async function main(config: Config): Promise<void> {
     authenticateKey: (key) => accounts.authenticate(key),
     lifetimeMs: webSessionLifetimeMs,
   });
-  const conversations = new ConversationService(
-    new MessageRepository(db),
-    new HistoryRepository(db),
-  );
   const feedbackService = new FeedbackService(feedbackRepository, () =>
     jobs.kick('feedback_forward'),
   );

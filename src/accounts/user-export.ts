@@ -12,6 +12,7 @@ export async function* exportUserData(
   const [profile] = await userData.rows('profile', userId);
   yield `{"user_id":${JSON.stringify(userId)},"exported_at":${JSON.stringify(now.toISOString())}`;
   yield `,"profile":${JSON.stringify(profile ?? null)}`;
+  yield `,"conversations":${JSON.stringify(await userData.rows('conversations', userId))}`;
   for (const table of ['messages', 'runs'] as const) {
     yield `,${JSON.stringify(table)}:[`;
     let first = true;

@@ -59,6 +59,17 @@ export interface ChatRequest {
    * history, and the turn is recorded as a run without being added to that history.
    */
   conversation?: ClientConversation | undefined;
+  /**
+   * The conversation the turn goes to (already checked to be the user's); default: the user's
+   * current one. Ignored with `conversation`.
+   */
+  conversationId?: string | undefined;
+  /**
+   * The turn the question follows (an edited question, a regenerated answer: a new version
+   * beside the turn that followed it before), null for a new first question; default: the
+   * conversation's leaf. Already checked to be a turn of that conversation.
+   */
+  parentRunId?: string | null | undefined;
   /** Limits the client set on each model call. */
   callSettings?: CallSettings | undefined;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type ModelMessage, pruneMessages, type ToolSet } from 'ai';
 import { resolveLanguageModel } from 'ai/internal';
 import type { Logger } from 'pino';
+import { questionTitle } from '../conversations/question-title.ts';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
 import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-repository.ts';
@@ -75,15 +76,28 @@ export interface ChatServiceDependencies {
   defaultTimezone?: string;
   /**
    * Called once an answer is stored, before its `__done` is sent (CONV_RAG_ENABLED queues
-   * the exchange here). Should be quick; a failure is logged and the chat still succeeds.
+   * the exchange here, and a conversation's title is asked for). Should be quick; a failure
+   * is logged and the chat still succeeds.
    */
   onAnswered?: (turn: AnsweredTurn) => Promise<void>;
+  /** Where a stored turn goes: the user's conversations and their trees of turns. */
+  conversations: ChatConversations;
+}
+
+/** What a chat needs of the user's conversations. */
+export interface ChatConversations {
+  /** The user's current conversation, made when they have none. */
+  current(userId: string): Promise<string>;
+  /** Makes the path through a turn the active one (the chat then continues from it). */
+  activate(conversationId: string, runId: string): Promise<unknown>;
 }
 
 /** A completed exchange, as stored. */
 export interface AnsweredTurn {
   runId: string;
   userId: string;
+  /** Undefined for a conversation the client keeps (the OpenAI door). */
+  conversationId: string | undefined;
   question: string;
   answer: string;
 }
@@ -123,8 +137,16 @@ export class ChatService {
       const described = describeChatError(error);
       log.warn({ err: error, code: described.code }, 'chat failed before its turn');
       const run = { id: runId, userId: request.userId, model: this.#deps.model.id };
+      // The conversation's leaf as the question is stored (no chat of the user can run now).
+      const turn = request.conversationId
+        ? {
+            conversationId: request.conversationId,
+            parentRunId: request.parentRunId,
+            title: questionTitle(request.message),
+          }
+        : undefined;
       await this.#record(
-        { ...run, startedAt: new Date() },
+        { ...run, startedAt: new Date(), turn },
         kept(request, [{ role: 'user', content: request.message }]),
         { status: 'failed', toolsUsed: [], errorCode: described.code },
         log,
@@ -168,11 +190,27 @@ export class ChatService {
         input: request.message,
       });
       const { conversation } = request;
-      // A client that keeps its own conversation gets it instead of the stored history.
-      const { profile, history: stored } = await contexts.load(
-        request.userId,
-        conversation ? 0 : HISTORY_ROWS,
-      );
+      // A client that keeps its own conversation gets it instead of the stored history; else
+      // the history is the path the question continues, in the conversation it goes to.
+      const conversationId = conversation
+        ? undefined
+        : (request.conversationId ?? (await this.#deps.conversations.current(request.userId)));
+      if (conversationId && request.parentRunId) {
+        await this.#deps.conversations.activate(conversationId, request.parentRunId);
+      }
+      const path = conversationId && { conversationId, parentRunId: request.parentRunId };
+      const {
+        profile,
+        history: stored,
+        leafRunId,
+      } = await contexts.load(request.userId, HISTORY_ROWS, path || undefined);
+      if (conversationId) {
+        run.turn = {
+          conversationId,
+          parentRunId: request.parentRunId === undefined ? leafRunId : request.parentRunId,
+          title: questionTitle(request.message),
+        };
+      }
       const now = this.#deps.clock?.now() ?? new Date();
       const timezone = resolveTimezone(profile?.timezone ?? this.#deps.defaultTimezone);
       const afterAnswer: AfterAnswer[] = [];
@@ -339,7 +377,13 @@ export class ChatService {
       );
       trace.end({ status: 'completed', answer });
       await this.#deps
-        .onAnswered?.({ runId, userId: request.userId, question: request.message, answer })
+        .onAnswered?.({
+          runId,
+          userId: request.userId,
+          conversationId: run.turn?.conversationId,
+          question: request.message,
+          answer,
+        })
         .catch((error: unknown) => log.warn({ err: error }, 'after-answer work not queued'));
       log.info(
         { ms: Date.now() - run.startedAt.getTime(), tools: [...toolsUsed] },

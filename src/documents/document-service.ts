@@ -76,8 +76,12 @@ export class DocumentService {
     return this.#deps.documents.listOwned(userId, kind);
   }
 
-  /** Deletes one of a user's own sources, or all of that kind; returns how many went. */
-  deleteForUser(userId: string, kind: 'conversation', source?: string): Promise<number> {
+  /** Deletes one or several of a user's own sources, or all of that kind; returns how many went. */
+  deleteForUser(
+    userId: string,
+    kind: 'conversation',
+    source?: string | readonly string[],
+  ): Promise<number> {
     return this.#deps.documents.deleteOwned(userId, kind, source);
   }
 

@@ -12,7 +12,7 @@ import type { AccountService } from '../accounts/account-service.ts';
 import type { UsageLimits } from '../accounts/usage-limits.ts';
 import type { WebSessions } from '../accounts/web-sessions.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
-import type { ConversationService } from '../assistant/conversation-service.ts';
+import type { ConversationService } from '../conversations/conversation-service.ts';
 import type { DocumentService } from '../documents/document-service.ts';
 import type { IngestionService } from '../documents/ingestion-service.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
@@ -34,6 +34,8 @@ import { registerAccountRoutes } from './routes/account.ts';
 import { type FailedJobs, registerAdminRoutes } from './routes/admin.ts';
 import { type Backups, registerBackupRoute } from './routes/backup.ts';
 import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
+import { registerConversationSearchRoutes } from './routes/conversation-search.ts';
+import { registerConversationRoutes } from './routes/conversations.ts';
 import { registerDocumentRoutes } from './routes/documents.ts';
 import { registerFeedbackRoutes } from './routes/feedback.ts';
 import { registerGraphRoutes } from './routes/graph.ts';
@@ -193,7 +195,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     app.swagger(),
   );
   registerHealthRoutes(app, deps.ping, deps.modelStatus);
-  registerChatRoutes(app, deps.chats, deps.chatSettings);
+  registerChatRoutes(app, deps.chats, deps.conversations, deps.chatSettings);
   await registerOpenAiRoutes(app, deps.chats, deps.chatSettings);
   registerResetRoutes(app, deps.conversations);
   registerDocumentRoutes(app, deps.documents);
@@ -207,6 +209,8 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerAdminRoutes(app, deps.accounts, deps.failedJobs);
   registerBackupRoute(app, deps.backups);
   registerHistoryRoutes(app, deps.conversations);
+  registerConversationRoutes(app, deps.conversations);
+  registerConversationSearchRoutes(app, deps.conversations);
   if (deps.web) {
     registerSessionRoutes(app, deps.web.sessions, deps.web.lifetimeMs, deps.now);
     registerWebClient(app, deps.web.files);

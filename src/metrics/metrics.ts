@@ -11,6 +11,7 @@ import type { ChatErrorCode } from '../assistant/chat-events.ts';
 export type JobKind =
   | 'feedback_forward'
   | 'memory_decision'
+  | 'conversation_title'
   | 'embedding_batch'
   | 'reminder_notice';
 /** `failed`: an attempt failed and the job will be tried again; `buried`: failed for good. */

@@ -5,8 +5,17 @@ import type { Db } from './database.ts';
 export interface ChatContext {
   /** Undefined for a user who has never told the assistant anything about themselves. */
   profile: UserProfile | undefined;
-  /** The user's latest messages, oldest first. */
+  /** The latest messages of the path continued, oldest first. */
   history: ModelMessage[];
+  /** The conversation's turn being continued (null before the first). */
+  leafRunId: string | null;
+}
+
+/** Which path of a conversation a chat continues. */
+export interface ChatPath {
+  conversationId: string;
+  /** The turn the question follows: undefined for the leaf, null for a first question. */
+  parentRunId: string | null | undefined;
 }
 
 /**
@@ -21,10 +30,15 @@ const LOAD = {
       (SELECT json_build_object(
           'displayName', display_name, 'timezone', timezone, 'locale', locale, 'facts', facts)
          FROM users WHERE user_id = $1) AS profile,
+      (SELECT leaf_run_id FROM conversations WHERE id = $3) AS leaf,
       COALESCE(
         (SELECT json_agg(content ORDER BY id)
            FROM (SELECT id, content FROM messages
-                  WHERE user_id = $1 ORDER BY id DESC LIMIT $2) AS recent),
+                  WHERE conversation_id = $3 AND on_path AND NOT $5
+                    AND ($4::uuid IS NULL OR id <= (
+                          SELECT max(p.id) FROM messages p
+                           WHERE p.run_id = $4 AND p.conversation_id = $3))
+                  ORDER BY id DESC LIMIT $2) AS recent),
         '[]'::json) AS history`,
 };
 
@@ -39,12 +53,30 @@ export class ChatContextRepository {
     this.#db = db;
   }
 
-  async load(userId: string, historyRows: number): Promise<ChatContext> {
+  /**
+   * The history is the active path up to the turn continued (the path must run through it:
+   * see TurnRepository.activate); none without a path (a conversation the client keeps).
+   */
+  async load(userId: string, historyRows: number, path?: ChatPath): Promise<ChatContext> {
     const { rows } = await this.#db.$client.query<{
       profile: UserProfile | null;
       history: ModelMessage[];
-    }>({ ...LOAD, values: [userId, historyRows] });
+      leaf: string | null;
+    }>({
+      ...LOAD,
+      values: [
+        userId,
+        path ? historyRows : 0,
+        path?.conversationId ?? null,
+        path?.parentRunId ?? null,
+        path?.parentRunId === null,
+      ],
+    });
     const row = rows[0];
-    return { profile: row?.profile ?? undefined, history: row?.history ?? [] };
+    return {
+      profile: row?.profile ?? undefined,
+      history: row?.history ?? [],
+      leafRunId: row?.leaf ?? null,
+    };
   }
 }

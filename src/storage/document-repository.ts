@@ -113,17 +113,23 @@ export class DocumentRepository {
   }
 
   /**
-   * Deletes a user's own sources of one kind: one (`source`) or all of them. Returns how many
-   * went.
+   * Deletes a user's own sources of one kind: one (`source`), several, or all of them. Returns
+   * how many went.
    */
-  deleteOwned(owner: string, kind: NewDocument['kind'], source?: string): Promise<number> {
+  deleteOwned(
+    owner: string,
+    kind: NewDocument['kind'],
+    source?: string | readonly string[],
+  ): Promise<number> {
     if (owner === SHARED) throw new Error('owned sources belong to a user');
+    const sources = source === undefined ? null : typeof source === 'string' ? [source] : source;
+    if (sources?.length === 0) return Promise.resolve(0);
     return withTransaction(this.#db.$client, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
       const { rows } = await client.query<{ source: string }>(
         `SELECT source FROM documents WHERE owner = $1 AND kind = $2
-         AND ($3::text IS NULL OR source = $3) ORDER BY id`,
-        [owner, kind, source ?? null],
+         AND ($3::text[] IS NULL OR source = ANY($3::text[])) ORDER BY id`,
+        [owner, kind, sources],
       );
       const removed: string[] = [];
       for (const row of rows)

@@ -2,7 +2,7 @@ import type { Db } from './database.ts';
 
 /** A background job given up for good, as the administrator sees it: no user's words. */
 export interface FailedJob {
-  kind: 'feedback_forward' | 'memory_decision' | 'reminder_notice';
+  kind: 'feedback_forward' | 'memory_decision' | 'conversation_title' | 'reminder_notice';
   id: string;
   userId: string;
   attempts: number;
@@ -41,6 +41,11 @@ export class FailedJobRepository {
          SELECT 'memory_decision', m.run_id::text, m.user_id, m.attempts, m.error_kind, m.failed_at
            FROM memory_decisions m
           WHERE m.failed_at IS NOT NULL
+         UNION ALL
+         SELECT 'conversation_title', t.conversation_id::text, t.user_id, t.attempts, t.error_kind,
+                t.failed_at
+           FROM title_requests t
+          WHERE t.failed_at IS NOT NULL
          UNION ALL
          SELECT 'reminder_notice', n.reminder_id::text || '/D-' || n.days_before, r.user_id,
                 n.attempts, n.error_kind, n.failed_at

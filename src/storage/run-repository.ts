@@ -23,6 +23,17 @@ export interface RunRecord {
   startedAt: Date;
   /** The shared lock's ticket: the run is stored only while it still holds the user's turn. */
   ticket?: number | undefined;
+  /** Where the turn goes; none for a conversation the client keeps (the OpenAI door). */
+  turn?: TurnPlace | undefined;
+}
+
+/** A turn's place in its conversation's tree. */
+export interface TurnPlace {
+  conversationId: string;
+  /** The turn it follows: null for a first question, undefined for the conversation's leaf. */
+  parentRunId: string | null | undefined;
+  /** The conversation's title if it has none yet: the question's first words. */
+  title: string;
 }
 
 interface PendingRecord {
@@ -49,27 +60,60 @@ const RECORD = {
   text: `
     WITH stored_runs AS (
       INSERT INTO chat_runs (id, user_id, status, model, input_tokens, output_tokens,
-                             tools_used, error_code, started_at, finished_at, answer)
+                             tools_used, error_code, started_at, finished_at, answer,
+                             conversation_id)
       SELECT id, user_id, status, model, input_tokens, output_tokens,
-             tools_used, error_code, started_at, finished_at, answer
+             tools_used, error_code, started_at, finished_at, answer, conversation_id
       FROM json_to_recordset($1::json) AS r(
         id uuid, user_id text, status text, model text, input_tokens int, output_tokens int,
         tools_used jsonb, error_code text, started_at timestamptz, finished_at timestamptz,
-        ticket bigint, answer text)
+        ticket bigint, answer text, conversation_id uuid)
       WHERE r.ticket IS NULL OR EXISTS (
         SELECT 1 FROM chat_turn_locks l
          WHERE l.user_id = r.user_id AND l.ticket = r.ticket
            FOR SHARE)
       RETURNING id
     ),
+    turns AS (
+      SELECT t.id AS run_id, t.conversation_id, t.title,
+             CASE WHEN t.follows_leaf
+                  THEN (SELECT leaf_run_id FROM conversations WHERE id = t.conversation_id)
+                  ELSE t.parent_run_id END AS parent_run_id
+      FROM json_to_recordset($1::json) AS t(
+        id uuid, conversation_id uuid, parent_run_id uuid, follows_leaf boolean, title text)
+      WHERE t.conversation_id IS NOT NULL AND t.id IN (SELECT id FROM stored_runs)
+        AND EXISTS (SELECT 1 FROM json_array_elements($2::json) AS e(message)
+                     WHERE (e.message ->> 'run_id')::uuid = t.id)
+    ),
     stored_messages AS (
-      INSERT INTO messages (user_id, run_id, role, content, interrupted)
-      SELECT m.user_id, m.run_id, m.role, m.content, m.interrupted
+      INSERT INTO messages (user_id, run_id, role, content, interrupted, conversation_id,
+                            parent_run_id)
+      SELECT m.user_id, m.run_id, m.role, m.content, m.interrupted, t.conversation_id,
+             t.parent_run_id
       FROM json_array_elements($2::json) WITH ORDINALITY AS e(message, position),
            json_to_record(e.message) AS m(
              user_id text, run_id uuid, role text, content jsonb, interrupted boolean)
-      WHERE m.run_id IN (SELECT id FROM stored_runs)
+      JOIN turns t ON t.run_id = m.run_id
       ORDER BY e.position
+      RETURNING conversation_id, octet_length(content::text) AS bytes
+    ),
+    -- A question that does not follow the leaf (an edit, a regeneration) starts a branch: the
+    -- turns after the one it follows leave the active path (they stay, as other versions).
+    left_path AS (
+      UPDATE messages o SET on_path = false FROM turns t
+       WHERE o.conversation_id = t.conversation_id AND o.on_path
+         AND o.id > coalesce((SELECT max(p.id) FROM messages p
+                               WHERE p.run_id = t.parent_run_id
+                                 AND p.conversation_id = t.conversation_id), 0)
+    ),
+    touched AS (
+      UPDATE conversations c
+         SET updated_at = now(), leaf_run_id = t.run_id,
+             bytes = c.bytes + (SELECT coalesce(sum(s.bytes), 0) FROM stored_messages s
+                                 WHERE s.conversation_id = c.id),
+             title = CASE WHEN c.title = '' AND c.title_source = 'question'
+                          THEN t.title ELSE c.title END
+        FROM turns t WHERE c.id = t.conversation_id
     )
     SELECT id FROM stored_runs`,
 };
@@ -143,6 +187,10 @@ export class RunRepository {
       ticket: run.ticket ?? null,
       // PostgreSQL cannot store U+0000 in text (as for the messages' JSON).
       answer: outcome.answer?.replaceAll('\u0000', '\uFFFD') ?? null,
+      conversation_id: run.turn?.conversationId ?? null,
+      parent_run_id: run.turn?.parentRunId ?? null,
+      follows_leaf: run.turn !== undefined && run.turn.parentRunId === undefined,
+      title: run.turn?.title.replaceAll('\u0000', '\uFFFD') ?? null,
     }));
     const messages = batch.flatMap(({ run, outcome, turn }) =>
       turnRows(run.userId, run.id, turn, outcome.status === 'interrupted').map((row) => ({

@@ -5,7 +5,9 @@ const {
   bigint,
   bigserial,
   boolean,
+  customType,
   date,
+  foreignKey,
   doublePrecision,
   index,
   integer,
@@ -30,6 +32,9 @@ const {
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 
+/** Full-text search terms (conversation search); written by the database, never read back. */
+const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
+
 /** The user profile: what the assistant knows about the person, injected into prompts. */
 export const users = pgTable('users', {
   userId: text('user_id').primaryKey(),
@@ -47,8 +52,69 @@ export const users = pgTable('users', {
 });
 
 /**
+ * A user's conversation: its turns are `messages` rows. `leaf_run_id` is the turn being
+ * continued (the newest of the active path; null before the first). The title is the
+ * question's first words until the model writes one (`title_source` 'model') or the user
+ * renames it ('user'), which nothing overwrites.
+ */
+export const conversations = pgTable(
+  'conversations',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    title: text('title').notNull().default(''),
+    titleSource: text('title_source')
+      .$type<'question' | 'model' | 'user'>()
+      .notNull()
+      .default('question'),
+    pinned: boolean('pinned').notNull().default(false),
+    createdAt: createdAt(),
+    /** The newest activity: the last turn stored (renaming or pinning is not activity). */
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+    leafRunId: uuid('leaf_run_id'),
+    /** What its messages take, every version (the user's `storage_mb` counts it). */
+    bytes: bigint('bytes', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [index('conversations_list_idx').on(t.userId, t.pinned, t.updatedAt, t.id)],
+);
+
+/** The conversation a chat without `conversation_id` goes to, per user (web and REST). */
+export const currentConversations = pgTable('current_conversations', {
+  userId: text('user_id').primaryKey(),
+  conversationId: uuid('conversation_id')
+    .notNull()
+    .references(() => conversations.id, { onDelete: 'cascade' }),
+});
+
+/**
+ * Conversations waiting for the model to title them, after their first answer (a background
+ * job; see src/conversations/title-job.ts). Deleted once titled; kept, emptied, when given up.
+ */
+export const titleRequests = pgTable(
+  'title_requests',
+  {
+    conversationId: uuid('conversation_id')
+      .primaryKey()
+      .references(() => conversations.id, { onDelete: 'cascade' }),
+    userId: text('user_id').notNull(),
+    attempts: integer('attempts').notNull().default(0),
+    createdAt: createdAt(),
+    failedAt: timestamp('failed_at', { withTimezone: true }),
+    errorKind: text('error_kind'),
+  },
+  (t) => [index('title_requests_due_idx').on(t.createdAt).where(sql`${t.failedAt} IS NULL`)],
+);
+
+/**
  * Conversation history: one row per model message (AI SDK `ModelMessage` JSON), in `id` order.
  * Reasoning is never stored. `interrupted` marks an answer cut short by a client disconnect.
+ *
+ * A turn is one run's rows (the question, then its answer). Turns form a tree per
+ * conversation: `parent_run_id` is the turn a question followed (null for a first question),
+ * so an edited question or a regenerated answer is a sibling of the turn it replaces, and
+ * every version stays. `on_path` marks the rows of the active path (the branch being
+ * continued), so reading it, a page or the model's history, is one range of one index.
+ * `search` is the row's words for the conversations' search (migration 0012's function).
  */
 export const messages = pgTable(
   'messages',
@@ -60,8 +126,22 @@ export const messages = pgTable(
     content: jsonb('content').notNull(),
     interrupted: boolean('interrupted').notNull().default(false),
     createdAt: createdAt(),
+    conversationId: uuid('conversation_id').notNull(),
+    parentRunId: uuid('parent_run_id'),
+    onPath: boolean('on_path').notNull().default(true),
+    search: tsvector('search').generatedAlwaysAs(sql`parley_search_vector(role, content)`),
   },
-  (t) => [index('messages_user_id_idx').on(t.userId, t.id)],
+  (t) => [
+    index('messages_user_id_idx').on(t.userId, t.id),
+    index('messages_conversation_idx').on(t.conversationId, t.id),
+    index('messages_path_idx').on(t.conversationId, t.id).where(sql`${t.onPath}`),
+    index('messages_run_idx').on(t.runId),
+    index('messages_parent_idx').on(t.conversationId, t.parentRunId).where(sql`${t.role} = 'user'`),
+    index('messages_search_idx').using('gin', t.search),
+    foreignKey({ columns: [t.conversationId], foreignColumns: [conversations.id] }).onDelete(
+      'cascade',
+    ),
+  ],
 );
 
 /** A chat run: one `POST /chat`, identified by the `run_id` sent at the end of the stream. */
@@ -81,6 +161,8 @@ export const chatRuns = pgTable(
     errorCode: text('error_code'),
     /** The answer of a run whose conversation the client keeps (OpenAI door); else null. */
     answer: text('answer'),
+    /** The conversation the run's turn went to (none for the OpenAI door): its memory's too. */
+    conversationId: uuid('conversation_id'),
     startedAt: timestamp('started_at', { withTimezone: true }).notNull().defaultNow(),
     finishedAt: timestamp('finished_at', { withTimezone: true }),
   },
@@ -313,6 +395,10 @@ export const telegramChats = pgTable(
   {
     chatId: text('chat_id').primaryKey(),
     userId: text('user_id'),
+    /** The chat's own current conversation (`/new`, `/chats`); null: the user's shared one. */
+    conversationId: uuid('conversation_id').references(() => conversations.id, {
+      onDelete: 'set null',
+    }),
     linkedAt: timestamp('linked_at', { withTimezone: true }),
     hintedAt: timestamp('hinted_at', { withTimezone: true }),
   },

@@ -40,6 +40,9 @@ export class UserDataRepository {
       let count = 0;
       for (const statement of [
         'DELETE FROM messages WHERE user_id = $1',
+        // Their current pointers and pending titles cascade.
+        'DELETE FROM conversations WHERE user_id = $1',
+        'DELETE FROM title_requests WHERE user_id = $1',
         'DELETE FROM chat_runs WHERE user_id = $1', // feedback cascades
         'DELETE FROM memory_decisions WHERE user_id = $1',
         'DELETE FROM graph_triples WHERE user_id = $1',
@@ -83,6 +86,11 @@ export class UserDataRepository {
 }
 
 const EXPORT_QUERIES = {
+  conversations: `SELECT c.id, c.title, c.title_source, c.pinned, c.created_at, c.updated_at,
+                         c.leaf_run_id,
+                         EXISTS (SELECT 1 FROM current_conversations k
+                                  WHERE k.user_id = c.user_id AND k.conversation_id = c.id) AS current
+                    FROM conversations c WHERE c.user_id = $1 ORDER BY c.created_at, c.id`,
   profile: `SELECT display_name, timezone, locale, telegram_chat_id, facts, created_at, updated_at
               FROM users WHERE user_id = $1`,
   memories: `SELECT d.source, d.created_at,
@@ -102,7 +110,8 @@ const EXPORT_QUERIES = {
 export type ExportTable = keyof typeof EXPORT_QUERIES;
 
 const PAGED_QUERIES = {
-  messages: `SELECT id AS cursor, run_id, role, content, interrupted, created_at FROM messages
+  messages: `SELECT id AS cursor, conversation_id, run_id, parent_run_id, role, content,
+                    interrupted, on_path, created_at FROM messages
               WHERE user_id = $1 AND ($2::bigint IS NULL OR id > $2) ORDER BY id LIMIT $3`,
   runs: `SELECT r.started_at::text || '|' || r.id AS cursor, r.id AS run_id, r.status, r.model,
                 r.input_tokens, r.output_tokens, r.tools_used, r.error_code, r.started_at, r.finished_at,

@@ -63,6 +63,8 @@ interface Call {
 
 interface Fixture {
   runOf: Record<Target, string>;
+  /** The conversation each target's run is in. */
+  conversationOf: Record<Target, string>;
   memoryOf: Record<Target, string>;
   spareKeyId(): Promise<string>;
 }
@@ -86,7 +88,12 @@ type Rule =
       status: number;
       other: 200 | 403 | 404;
       call: (target: Target, f: Fixture) => Call;
+      /** Walked after every other route: it deletes what they use. */
+      last?: true;
     };
+
+/** An id no conversation has. */
+const NO_CONVERSATION = '00000000-0000-4000-8000-00000000c0de';
 
 const chat = (target: Target): Call => ({
   method: 'POST',
@@ -263,6 +270,72 @@ const RULES: Record<string, Rule> = {
     other: 403,
     call: (t) => ({ method: 'GET', path: `/users/${t}/export` }),
   },
+  'POST /users/{user_id}/conversations': {
+    kind: 'user',
+    status: 201,
+    other: 403,
+    call: (t) => ({ method: 'POST', path: `/users/${t}/conversations`, json: {} }),
+  },
+  'GET /users/{user_id}/conversations': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/conversations` }),
+  },
+  'DELETE /users/{user_id}/conversations': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'DELETE', path: `/users/${t}/conversations` }),
+    last: true,
+  },
+  'GET /users/{user_id}/conversations/{conversation_id}': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t, f) => ({ method: 'GET', path: `/users/${t}/conversations/${f.conversationOf[t]}` }),
+  },
+  'PATCH /users/{user_id}/conversations/{conversation_id}': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t, f) => ({
+      method: 'PATCH',
+      path: `/users/${t}/conversations/${f.conversationOf[t]}`,
+      json: { pinned: true },
+    }),
+  },
+  'DELETE /users/{user_id}/conversations/{conversation_id}': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({ method: 'DELETE', path: `/users/${t}/conversations/${NO_CONVERSATION}` }),
+  },
+  'POST /users/{user_id}/conversations/{conversation_id}/select': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t, f) => ({
+      method: 'POST',
+      path: `/users/${t}/conversations/${f.conversationOf[t]}/select`,
+      json: { run_id: f.runOf[t] },
+    }),
+  },
+  'GET /users/{user_id}/conversations/search': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/conversations/search?q=hello` }),
+  },
+  'GET /users/{user_id}/conversations/{conversation_id}/export': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t, f) => ({
+      method: 'GET',
+      path: `/users/${t}/conversations/${f.conversationOf[t]}/export?format=json`,
+    }),
+  },
   'GET /metrics': { kind: 'admin', status: 200, call: () => ({ method: 'GET', path: '/metrics' }) },
   'POST /admin/users': {
     kind: 'admin',
@@ -312,6 +385,11 @@ const RULES: Record<string, Rule> = {
     status: 404,
     call: () => ({ method: 'DELETE', path: '/admin/users/nobody-at-all' }),
   },
+};
+
+const isLast = (route: string) => {
+  const rule = RULES[route];
+  return rule?.kind === 'user' && rule.last === true;
 };
 
 describe.each(ENGINES)('authorization of every route on the %s engine', (engine) => {
@@ -408,15 +486,21 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
     writeFileSync(clockFile, new Date(Date.now() + 2 * 86_400_000).toISOString());
 
     const runOf = {} as Record<Target, string>;
+    const conversationOf = {} as Record<Target, string>;
     for (const target of ['alice', 'bob'] as const) {
       const response = await send(target, chat(target));
       const stream = await readChat(new Response(response.text));
       expect(stream.runId).toBeDefined();
       runOf[target] = stream.runId as string;
+      const listed = await admin('GET', `/users/${target}/conversations`);
+      conversationOf[target] = (listed.conversations as { id: string }[])[0]?.id as string;
+      // No longer current: POST /reset and the walk's chats go to another one.
+      await admin('POST', `/users/${target}/conversations`, {});
     }
     for (const caller of Object.keys(WEB_CALLERS) as WebCaller[]) await signIn(caller);
     fixture = {
       runOf,
+      conversationOf,
       memoryOf: {
         alice: '00000000-0000-4000-8000-0000000000a1',
         bob: '00000000-0000-4000-8000-0000000000b0',
@@ -430,15 +514,44 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
     await storage?.cleanup();
   });
 
+  it("answers 404 to a key reaching another user's conversation under its own user", async () => {
+    const failures: string[] = [];
+    for (const caller of ['alice', 'alice-web'] as const) {
+      const theirs = fixture.conversationOf.bob;
+      const calls: Call[] = [
+        { method: 'GET', path: `/users/alice/conversations/${theirs}` },
+        { method: 'PATCH', path: `/users/alice/conversations/${theirs}`, json: { title: 'x' } },
+        { method: 'DELETE', path: `/users/alice/conversations/${theirs}` },
+        { method: 'GET', path: `/users/alice/conversations/${theirs}/export` },
+        {
+          method: 'POST',
+          path: `/users/alice/conversations/${theirs}/select`,
+          json: { run_id: fixture.runOf.bob },
+        },
+        { method: 'POST', path: '/chat', json: { message: 'hi', conversation_id: theirs } },
+        // Bob's turn named in Alice's own conversation is as unknown.
+        { method: 'POST', path: '/chat', json: { message: 'hi', parent: fixture.runOf.bob } },
+      ];
+      for (const call of calls) {
+        const { status } = await send(caller, call);
+        if (status !== 404) failures.push(`${call.method} ${call.path} as ${caller}: ${status}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    // Bob's conversation is untouched.
+    const bob = await admin('GET', `/users/bob/conversations/${fixture.conversationOf.bob}`);
+    expect((bob.conversation as { title: string }).title).toBe('hello');
+  });
+
   it('has a rule for every route it serves, and every route keeps it', async () => {
     const document = JSON.parse(
       (await send('none', { method: 'GET', path: '/openapi.json' })).text,
     );
-    const routes = Object.entries(
-      document.paths as Record<string, Record<string, unknown>>,
-    ).flatMap(([path, operations]) =>
-      Object.keys(operations).map((m) => `${m.toUpperCase()} ${path}`),
-    );
+    const routes = Object.entries(document.paths as Record<string, Record<string, unknown>>)
+      .flatMap(([path, operations]) =>
+        Object.keys(operations).map((m) => `${m.toUpperCase()} ${path}`),
+      )
+      .sort((a, b) => Number(isLast(a)) - Number(isLast(b)));
     const unruled = routes.filter((route) => !(route in RULES));
     expect(unruled, 'routes without an authorization rule').toEqual([]);
     expect(routes.length).toBeGreaterThan(20);

@@ -52,6 +52,9 @@ export async function startParley(options: StartOptions = {}): Promise<RunningPa
     PORT: '0',
     DATA_DIR: dataDir,
     LOG_LEVEL: 'info',
+    // The model titles conversations in the background: a request no test scripted. Tests of
+    // titles ask for it.
+    CONVERSATION_TITLES: 'question',
     ...options.env,
   });
 

@@ -52,7 +52,10 @@ export function registerAccountRoutes(
       user_id: z.string(),
       exported_at: z.string(),
       profile: z.record(z.string(), z.unknown()).nullable(),
-      messages: rows,
+      conversations: rows.describe('Each with its title and which one is current'),
+      messages: rows.describe(
+        'Every version of every turn: its conversation_id, run_id, parent_run_id and on_path',
+      ),
       runs: rows.describe('With their feedback'),
       memories: rows,
       graph: rows,
@@ -66,7 +69,7 @@ export function registerAccountRoutes(
       schema: {
         summary: 'Everything kept about a user, as one JSON document (streamed)',
         description:
-          'profile, messages (the history), runs with their feedback, memories, graph, ' +
+          'profile, conversations, messages (every version of every turn), runs with their feedback, memories, graph, ' +
           'reminders with their notices, and the list of the user’s private documents.',
         tags: ['users'],
         params,

@@ -41,7 +41,7 @@ const userSchema = z.object({
 });
 const userParams = z.object({ user_id: userIdSchema });
 const failedJobSchema = z.object({
-  kind: z.enum(['feedback_forward', 'memory_decision', 'reminder_notice']),
+  kind: z.enum(['feedback_forward', 'memory_decision', 'conversation_title', 'reminder_notice']),
   id: z.string().describe('The row: a feedback_id, a run_id, or reminder id / notice'),
   user_id: z.string(),
   attempts: z.number().int(),

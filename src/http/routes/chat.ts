@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { actingUser, type Principal } from '../../accounts/principal.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
+import type { ConversationService } from '../../conversations/conversation-service.ts';
 import { meteredChat } from '../../metrics/metered-chat.ts';
 import type { Metrics } from '../../metrics/metrics.ts';
 import { decodeImage, imageMaxChars as maxImageChars } from '../../vision/decode-image.ts';
@@ -30,6 +31,7 @@ export interface ChatRouteSettings {
 export function registerChatRoutes(
   app: App,
   chats: ChatService,
+  conversations: ConversationService,
   settings: ChatRouteSettings,
 ): void {
   const imageMaxChars = maxImageChars(settings.imageMaxBytes);
@@ -59,6 +61,29 @@ export function registerChatRoutes(
         'A PNG, JPEG, GIF or WebP image, plain base64 or a `data:image/…;base64,` URL, for the ' +
           'analyze_image tool of this request only',
       ),
+    conversation_id: z
+      .uuid({ message: 'must be a conversation id (a UUID)' })
+      .optional()
+      .describe(
+        "The user's conversation to continue (it becomes the current one); default: the " +
+          'current one. Another user’s, or an unknown one, is a 404.',
+      ),
+    parent: z
+      .uuid({ message: 'must be a run_id of the conversation' })
+      .nullable()
+      .optional()
+      .describe(
+        'The turn (run_id) the question follows, to branch the conversation there (editing a ' +
+          'later question); null for a new first question. Default: the last turn of the ' +
+          'active path. The turns after it stay, as other versions.',
+      ),
+    regenerate: z
+      .uuid({ message: 'must be a run_id of the conversation' })
+      .optional()
+      .describe(
+        'A turn (run_id) this question is a new version of: send its question again for ' +
+          'another answer, or an edited one. The new turn follows what that turn followed.',
+      ),
   });
 
   app.post(
@@ -73,17 +98,27 @@ export function registerChatRoutes(
           'the stream has started is sent as `data: {"__error": {"code", "message"}}` before ' +
           'the two end events. Lines starting with `:` are keep-alives. The `X-Parley-Run-Id` ' +
           'response header carries the same run_id from the start, so an answer the client ' +
-          'stops early can still be rated.',
+          'stops early can still be rated. `X-Parley-Conversation-Id` names the conversation ' +
+          'the turn goes to.',
         tags: ['chat'],
-        body,
+        body: body.refine((value) => value.parent === undefined || value.regenerate === undefined, {
+          message: 'send parent or regenerate, not both',
+          path: ['regenerate'],
+        }),
         produces: ['text/event-stream'],
-        response: errorResponses(401, 403, 413, 415, 422, 429),
+        response: errorResponses(401, 403, 404, 413, 415, 422, 429),
       },
     },
     async (request, reply) => {
       const userId = actingUser(request.principal, request.body.user_id);
       // Before the stream starts: over a limit is a 429 with Retry-After, never a cut answer.
       await settings.admit(request.principal, userId);
+      // Before the stream too: an unknown conversation or turn is a 404.
+      const place = await conversations.placeChat(userId, {
+        conversationId: request.body.conversation_id,
+        parent: request.body.parent,
+        regenerate: request.body.regenerate,
+      });
       const abort = abortWithExchange(reply.raw, settings.shutdown);
 
       const upload = request.body.image_base64;
@@ -91,10 +126,13 @@ export function registerChatRoutes(
       // Named before the answer starts, so a client that stops it still knows what to rate.
       const runId = randomUUID();
       reply.header('x-parley-run-id', runId);
+      reply.header('x-parley-conversation-id', place.conversationId);
       const answer = chats.chat(
         {
           runId,
           userId,
+          conversationId: place.conversationId,
+          parentRunId: place.parentRunId,
           message: request.body.message,
           showThinking: request.body.show_thinking,
           image,

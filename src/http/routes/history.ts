@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ConversationService } from '../../assistant/conversation-service.ts';
+import type { ConversationService } from '../../conversations/conversation-service.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
@@ -23,7 +23,8 @@ export function registerHistoryRoutes(app: App, conversations: ConversationServi
     '/users/:user_id/history',
     {
       schema: {
-        summary: "A user's conversation, newest turn first, a page at a time",
+        summary:
+          "A user's current conversation (its active path), newest turn first, a page at a time",
         description:
           'Pass the `next_before` of one page as `before` to get the turns before it; ' +
           '`next_before` is null on the last page. `POST /reset` clears it.',
@@ -49,7 +50,7 @@ export function registerHistoryRoutes(app: App, conversations: ConversationServi
     async (request) => {
       const { user_id: userId } = request.params;
       const { before, limit } = request.query;
-      const turns = await conversations.turns(userId, before, limit);
+      const turns = await conversations.currentTurns(userId, before, limit);
       return {
         user_id: userId,
         turns: turns.map((turn) => ({

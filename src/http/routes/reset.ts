@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { actingUser } from '../../accounts/principal.ts';
-import type { ConversationService } from '../../assistant/conversation-service.ts';
+import type { ConversationService } from '../../conversations/conversation-service.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
@@ -10,7 +10,7 @@ export function registerResetRoutes(app: App, conversations: ConversationService
     '/reset',
     {
       schema: {
-        summary: "Clear a user's conversation history",
+        summary: "Clear a user's conversation history (the current conversation's turns)",
         tags: ['chat'],
         querystring: z.object({
           user_id: userIdSchema

@@ -1,0 +1,15 @@
+/** The longest title a conversation has, written by anyone. */
+export const TITLE_MAX_CHARS = 60;
+
+/**
+ * A conversation's title until the model writes one: the question's first words, whitespace
+ * collapsed, cut at a word's end when it is longer than TITLE_MAX_CHARS (with an ellipsis).
+ */
+export function questionTitle(question: string): string {
+  const words = question.replace(/\s+/gu, ' ').trim();
+  const chars = [...words];
+  if (chars.length <= TITLE_MAX_CHARS) return words;
+  const cut = chars.slice(0, TITLE_MAX_CHARS - 1).join('');
+  const space = cut.lastIndexOf(' ');
+  return `${space >= 20 ? cut.slice(0, space) : cut}…`;
+}

@@ -1,0 +1,54 @@
+import { generateText } from 'ai';
+import type { ChatModel } from '../models/chat-model.ts';
+import type { TitleRequest } from '../storage/title-request-repository.ts';
+import { TITLE_MAX_CHARS } from './question-title.ts';
+
+/** How much of each side of the first exchange the model is shown. */
+const EXCHANGE_MAX_CHARS = 2_000;
+
+const INSTRUCTIONS =
+  'You name a conversation between a user and an assistant from its first exchange. Answer ' +
+  'with the title only: at most 6 words, in the language the user wrote in, no quotes, no ' +
+  'final punctuation.';
+
+/** Writes a conversation's title; undefined when the model gave nothing usable. */
+export type TitleWriter = (
+  request: TitleRequest,
+  signal: AbortSignal,
+) => Promise<string | undefined>;
+
+/** Asks the chat model for a short title, and keeps its first line, trimmed to the limit. */
+export function createTitleWriter(model: ChatModel): TitleWriter {
+  return async (request, signal) => {
+    const { text } = await generateText({
+      model: await model.get(),
+      system: INSTRUCTIONS,
+      prompt:
+        `User: ${request.question.slice(0, EXCHANGE_MAX_CHARS)}\n\n` +
+        `Assistant: ${request.answer.slice(0, EXCHANGE_MAX_CHARS)}`,
+      maxRetries: 0,
+      abortSignal: signal,
+    });
+    return cleanTitle(text);
+  };
+}
+
+/** The model's answer as a title: reasoning, quotes, a "Title:" label and line breaks removed. */
+export function cleanTitle(text: string): string | undefined {
+  const line = text
+    .replace(/<think>[\s\S]*?<\/think>/gu, '')
+    .split('\n')
+    .map((part) => part.trim())
+    .find((part) => part !== '');
+  if (line === undefined) return undefined;
+  const title = line
+    .replace(/^(title|제목)\s*[:：]\s*/iu, '')
+    .replace(/^["'“‘«「*]+|["'”’»」*.。]+$/gu, '')
+    .replace(/\p{Cc}/gu, '')
+    .trim();
+  const chars = [...title];
+  if (chars.length === 0) return undefined;
+  return chars.length <= TITLE_MAX_CHARS
+    ? title
+    : `${chars.slice(0, TITLE_MAX_CHARS - 1).join('')}…`;
+}
