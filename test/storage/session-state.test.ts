@@ -82,7 +82,7 @@ describe.each(ENGINES)('a database session on the %s engine', (engine) => {
       client.release();
     }
     const context = await new ChatContextRepository(database.db).load('session-probe', 10);
-    expect(context).toEqual({ profile: undefined, history: [] });
+    expect(context).toEqual({ profile: undefined, history: [], leafRunId: null });
     expect(await database.ping()).toBe(true);
   };
 
