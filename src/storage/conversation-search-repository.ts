@@ -64,7 +64,8 @@ export class ConversationSearchRepository {
     // The window's rows, newest first, tested as they are read: it stops at the page's end.
     const recent = await client.query<HitRow>(
       `SELECT ${COLUMNS}
-         FROM (SELECT * FROM messages
+         FROM (SELECT id, conversation_id, run_id, role, content, on_path, created_at, search
+                 FROM messages
                 WHERE user_id = $1 AND ($3::bigint IS NULL OR id < $3::bigint)
                 ORDER BY id DESC LIMIT ${RECENT_WINDOW}) m
          JOIN conversations c ON c.id = m.conversation_id
