@@ -40,7 +40,12 @@ const contenders = await Promise.all(
     const database = engine === 'server' ? await createTestDatabase() : undefined;
     const server = await startServer({
       root,
-      env: { LLM_BASE_URL: fake.url, DATABASE_URL: database?.url },
+      // BENCH_ENV (JSON): settings for both, e.g. '{"CONVERSATION_TITLES":"question"}'.
+      env: {
+        LLM_BASE_URL: fake.url,
+        DATABASE_URL: database?.url,
+        ...(JSON.parse(process.env.BENCH_ENV ?? '{}') as Record<string, string>),
+      },
     });
     return {
       name,
@@ -54,13 +59,17 @@ const contenders = await Promise.all(
 );
 
 let user = 0;
+/** BENCH_USERS=n: chats cycle over n users (their conversations grow); default a new user each. */
+const USERS = Number(process.env.BENCH_USERS ?? 0);
 /** Server CPU per chat of one round of `PARALLEL` chats, and the round's wall time. */
 async function round(server: BenchServer, tokens: number): Promise<{ cpu: number; wall: number }> {
   await fake.setReply({ tokens, delayMs: DELAY_MS });
   const before = cpuMsOf(server.pid);
   const startedAt = performance.now();
   const results = await Promise.all(
-    Array.from({ length: PARALLEL }, () => chat(server.url, `ab-${++user}`)),
+    Array.from({ length: PARALLEL }, () =>
+      chat(server.url, `ab-${USERS > 0 ? ++user % USERS : ++user}`),
+    ),
   );
   const wall = performance.now() - startedAt;
   if (!results.every(succeeded)) throw new Error('a chat failed');

@@ -143,6 +143,7 @@ export class ChatService {
             conversationId: request.conversationId,
             parentRunId: request.parentRunId,
             title: questionTitle(request.message),
+            branches: request.parentRunId !== undefined,
           }
         : undefined;
       await this.#record(
@@ -209,6 +210,7 @@ export class ChatService {
           conversationId,
           parentRunId: request.parentRunId === undefined ? leafRunId : request.parentRunId,
           title: questionTitle(request.message),
+          branches: request.parentRunId !== undefined,
         };
       }
       const now = this.#deps.clock?.now() ?? new Date();

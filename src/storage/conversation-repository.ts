@@ -50,6 +50,23 @@ const COLUMNS = `c.id, c.title, c.title_source, c.pinned, c.created_at, c.update
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A chat naming its conversation: checked to be the user's, and made current, at once. */
+const MAKE_CURRENT = {
+  name: 'parley-make-conversation-current',
+  text: `WITH own AS (SELECT id FROM conversations WHERE id = $2 AND user_id = $1),
+              pointed AS (
+                INSERT INTO current_conversations (user_id, conversation_id)
+                SELECT $1, id FROM own
+                ON CONFLICT (user_id) DO UPDATE SET conversation_id = EXCLUDED.conversation_id
+                WHERE current_conversations.conversation_id <> EXCLUDED.conversation_id)
+         SELECT 1 FROM own`,
+};
+
+const CURRENT = {
+  name: 'parley-current-conversation',
+  text: 'SELECT conversation_id AS id FROM current_conversations WHERE user_id = $1',
+};
+
 /** The characters of a preview: enough for a line of a list. */
 const PREVIEW_CHARS = 160;
 
@@ -65,10 +82,14 @@ export class ConversationRepository {
   }
 
   /**
-   * The user's current conversation, made (empty, and current) when they have none. One
-   * statement: of two chats racing to make it, one pointer wins and the other reads it.
+   * The user's current conversation, made (empty, and current) when they have none. Read by a
+   * named statement first (every chat without `conversation_id` asks: planned once per
+   * connection); made by one statement, in which of two chats racing to make it one pointer
+   * wins and the other reads it.
    */
   async current(userId: string): Promise<string> {
+    const existing = await this.currentId(userId);
+    if (existing !== undefined) return existing;
     for (let attempt = 0; ; attempt++) {
       const { rows } = await this.#db.$client.query<{ id: string }>(
         `WITH pointed AS (
@@ -91,25 +112,16 @@ export class ConversationRepository {
 
   /** The current conversation's id, if the user has one (it is not made). */
   async currentId(userId: string): Promise<string | undefined> {
-    const { rows } = await this.#db.$client.query<{ id: string }>(
-      'SELECT conversation_id AS id FROM current_conversations WHERE user_id = $1',
-      [userId],
-    );
+    const { rows } = await this.#db.$client.query<{ id: string }>({
+      ...CURRENT,
+      values: [userId],
+    });
     return rows[0]?.id;
   }
 
   /** Makes one of the user's conversations the current one; false when it is not theirs. */
   async makeCurrent(userId: string, id: string): Promise<boolean> {
-    const { rows } = await this.#db.$client.query(
-      `WITH own AS (SELECT id FROM conversations WHERE id = $2 AND user_id = $1),
-            pointed AS (
-              INSERT INTO current_conversations (user_id, conversation_id)
-              SELECT $1, id FROM own
-              ON CONFLICT (user_id) DO UPDATE SET conversation_id = EXCLUDED.conversation_id
-              WHERE current_conversations.conversation_id <> EXCLUDED.conversation_id)
-       SELECT 1 FROM own`,
-      [userId, id],
-    );
+    const { rows } = await this.#db.$client.query({ ...MAKE_CURRENT, values: [userId, id] });
     return rows.length === 1;
   }
 

@@ -34,6 +34,11 @@ export interface TurnPlace {
   parentRunId: string | null | undefined;
   /** The conversation's title if it has none yet: the question's first words. */
   title: string;
+  /**
+   * It may not follow the leaf (an edit, a regeneration): the turns after its parent then
+   * leave the active path. False for a question that continues the conversation.
+   */
+  branches?: boolean | undefined;
 }
 
 interface PendingRecord {
@@ -75,15 +80,15 @@ const RECORD = {
       RETURNING id
     ),
     turns AS (
-      SELECT t.id AS run_id, t.conversation_id, t.title,
+      SELECT t.id AS run_id, t.conversation_id, t.title, t.branches,
              CASE WHEN t.follows_leaf
                   THEN (SELECT leaf_run_id FROM conversations WHERE id = t.conversation_id)
                   ELSE t.parent_run_id END AS parent_run_id
       FROM json_to_recordset($1::json) AS t(
-        id uuid, conversation_id uuid, parent_run_id uuid, follows_leaf boolean, title text)
-      WHERE t.conversation_id IS NOT NULL AND t.id IN (SELECT id FROM stored_runs)
-        AND EXISTS (SELECT 1 FROM json_array_elements($2::json) AS e(message)
-                     WHERE (e.message ->> 'run_id')::uuid = t.id)
+        id uuid, conversation_id uuid, parent_run_id uuid, follows_leaf boolean, title text,
+        has_messages boolean, branches boolean)
+      WHERE t.conversation_id IS NOT NULL AND t.has_messages
+        AND t.id IN (SELECT id FROM stored_runs)
     ),
     stored_messages AS (
       INSERT INTO messages (user_id, run_id, role, content, interrupted, conversation_id,
@@ -101,7 +106,7 @@ const RECORD = {
     -- turns after the one it follows leave the active path (they stay, as other versions).
     left_path AS (
       UPDATE messages o SET on_path = false FROM turns t
-       WHERE o.conversation_id = t.conversation_id AND o.on_path
+       WHERE t.branches AND o.conversation_id = t.conversation_id AND o.on_path
          AND o.id > coalesce((SELECT max(p.id) FROM messages p
                                WHERE p.run_id = t.parent_run_id
                                  AND p.conversation_id = t.conversation_id), 0)
@@ -173,7 +178,7 @@ export class RunRepository {
 
   /** Writes a batch; answers the ids of the runs stored (a fenced-off run is not). */
   async #write(batch: readonly PendingRecord[]): Promise<Set<string>> {
-    const runs = batch.map(({ run, outcome, finishedAt }) => ({
+    const runs = batch.map(({ run, outcome, finishedAt, turn }) => ({
       id: run.id,
       user_id: run.userId,
       status: outcome.status,
@@ -190,6 +195,8 @@ export class RunRepository {
       conversation_id: run.turn?.conversationId ?? null,
       parent_run_id: run.turn?.parentRunId ?? null,
       follows_leaf: run.turn !== undefined && run.turn.parentRunId === undefined,
+      has_messages: turn.length > 0,
+      branches: run.turn?.branches ?? false,
       title: run.turn?.title.replaceAll('\u0000', '\uFFFD') ?? null,
     }));
     const messages = batch.flatMap(({ run, outcome, turn }) =>

@@ -406,6 +406,19 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
       ['assistant', 'answer to again', true],
     ]);
     expect((await json(`/users/hal/conversations/${crypto.randomUUID()}/export`)).status).toBe(404);
+
+    // The user's own export holds every conversation and every version, with its place.
+    const all = (await json('/users/hal/export')).body as {
+      conversations: Array<{ id: string; current: boolean }>;
+      messages: Array<{ conversation_id: string; parent_run_id: string | null; on_path: boolean }>;
+    };
+    expect(all.conversations.map((c) => [c.id, c.current])).toEqual([[id, true]]);
+    expect(all.messages.map((m) => [m.conversation_id, m.parent_run_id, m.on_path])).toEqual([
+      [id, null, false],
+      [id, null, false],
+      [id, null, true],
+      [id, null, true],
+    ]);
   });
 
   it('deletes one conversation or all of them; the next chat starts a new one', async () => {

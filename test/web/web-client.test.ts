@@ -399,12 +399,21 @@ describe('the web client in Chromium', () => {
     await page.getByRole('link', { name: 'Chat' }).click();
     await messageBox().waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    // "New conversation" asks first, then clears the history (POST /reset).
-    page.once('dialog', (dialog) => void dialog.accept());
+    // "New conversation" starts one (the earlier one is kept): the current history is empty.
+    const shown = (await history()).length;
+    expect(shown).toBeGreaterThan(0);
     await page.getByRole('button', { name: 'New conversation' }).click();
     await expect.poll(async () => (await history()).length).toBe(0);
-    // The page clears once the reset's answer reaches it, which can be after the server's
-    // history is empty.
+    const listed = (await (await parley.fetch('/users/alice/conversations')).json()) as {
+      conversations: Array<{ id: string; current: boolean }>;
+    };
+    const earlier = listed.conversations.find((conversation) => !conversation.current);
+    const kept = (await (
+      await parley.fetch(`/users/alice/conversations/${earlier?.id}?limit=50`)
+    ).json()) as { turns: unknown[] };
+    expect(kept.turns).toHaveLength(shown);
+    // The page clears once the answer reaches it, which can be after the server's current
+    // conversation changed.
     await expect.poll(() => page.locator('.turn').count()).toBe(0);
     llm.enqueue(
       reply.text(

@@ -265,10 +265,11 @@ export function ChatPage(props: { user: string }) {
     setImage({ file, url: URL.createObjectURL(file) });
   };
 
+  // A new conversation becomes the current one; the one shown stays on the server (nothing
+  // is lost, so nothing needs confirming).
   const newConversation = async () => {
-    if (!confirm(t.confirmNew)) return;
     abort.current?.abort();
-    await api(`/reset?user_id=${enc(props.user)}`, { method: 'POST' });
+    await api(`/users/${enc(props.user)}/conversations`, { method: 'POST' });
     setTurns([]);
     setOlder(null);
   };
