@@ -186,10 +186,11 @@ describe('the web client in Chromium', () => {
 
     await page.reload();
     await messageBox().waitFor();
-    await page.getByText('Tell me a long story').waitFor();
+    await page.locator('.bubble.user').getByText('Tell me a long story').waitFor();
     const reloaded = (await lastAnswer().locator('.md').textContent()) ?? '';
     expect(reloaded).toContain('slow4');
-    expect(await page.getByText('Count for me').count()).toBe(1); // the earlier turn too
+    // The earlier turn too (its question also names the conversation, in the list and heading).
+    expect(await page.locator('.bubble.user').getByText('Count for me').count()).toBe(1);
     expect(await lastAnswer().textContent()).toContain('Stopped');
   });
 
@@ -399,13 +400,32 @@ describe('the web client in Chromium', () => {
     await page.getByRole('link', { name: 'Chat' }).click();
     await messageBox().waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    // "New conversation" asks first, then clears the history (POST /reset).
-    page.once('dialog', (dialog) => void dialog.accept());
+    // Other conversations, for the screenshot's list: one pinned, one older.
+    for (const [title, pinned] of [
+      ['Sourdough timing', false],
+      ['Busan trip in May', true],
+    ] as const) {
+      const made = await parley.fetch('/users/alice/conversations', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ title }),
+      });
+      const { id } = (await made.json()) as { id: string };
+      if (pinned) {
+        await parley.fetch(`/users/alice/conversations/${id}`, {
+          method: 'PATCH',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ pinned }),
+        });
+      }
+    }
+    // "New conversation" starts another (the current one, so /history is empty) and keeps
+    // the old ones, listed.
     await page.getByRole('button', { name: 'New conversation' }).click();
     await expect.poll(async () => (await history()).length).toBe(0);
-    // The page clears once the reset's answer reaches it, which can be after the server's
-    // history is empty.
     await expect.poll(() => page.locator('.turn').count()).toBe(0);
+    const conversations = page.getByRole('navigation', { name: 'Conversations' });
+    await conversations.getByRole('link', { name: 'Count for me' }).waitFor();
     llm.enqueue(
       reply.text(
         'Here is a plan for **Saturday**:\n\n1. Pick up the dry cleaning\n2. Call 민수 about dinner\n' +
@@ -421,6 +441,13 @@ describe('the web client in Chromium', () => {
     expect(await plan.locator('ol > li').count()).toBe(3);
     expect(await plan.locator('pre code').textContent()).toBe('rsync -a ~/Photos /mnt/backup/\n');
     expect(await plan.locator('ul > li').textContent()).toBe('notes/weekend.md');
+    await conversations.getByRole('link', { name: 'What should I do this weekend?' }).waitFor();
+    expect(await conversations.getByRole('link').allTextContents()).toEqual([
+      '📌Busan trip in May',
+      'What should I do this weekend?',
+      'Sourdough timing',
+      'Count for me',
+    ]);
     const shot = await page.screenshot({ type: 'png' });
     expect(shot.length).toBeLessThan(200 * 1024);
     await writeFile(SCREENSHOT, shot);

@@ -1,5 +1,13 @@
+import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, api, chatStream, enc } from './api.ts';
+import { ApiError, api, chatStream } from './api.ts';
+import { ConversationHeader } from './conversation-header.tsx';
+import {
+  type Conversation,
+  readConversation,
+  selectVersion,
+  type Version,
+} from './conversations-api.ts';
 import { t } from './i18n.ts';
 import { LiveText } from './live-text.ts';
 import { answerRenderer, splitThinking } from './markdown.ts';
@@ -33,24 +41,24 @@ interface Turn {
   interrupted: boolean;
   error?: { code: string; message: string } | undefined;
   feedback?: Feedback | null | undefined;
-}
-
-interface HistoryPage {
-  turns: Array<{
-    run_id: string;
-    question: string;
-    answer: string;
-    interrupted: boolean;
-    feedback: Feedback | null;
-  }>;
-  next_before: string | null;
+  /** Which of the turn's versions this is, as stored (a turn just sent has none to choose). */
+  version?: Version | undefined;
 }
 
 let counter = 0;
 const newKey = () => `t${++counter}`;
 
-export function ChatPage(props: { user: string }) {
+export function ChatPage(props: {
+  user: string;
+  conversation: string;
+  /** A turn to open the conversation at (a search hit). */
+  focus: string | undefined;
+  visit: number;
+  /** Told when the list of conversations may have changed (a turn stored, a rename…). */
+  onActivity: () => void;
+}) {
   const [turns, setTurns] = useState<Turn[]>([]);
+  const [meta, setMeta] = useState<Conversation | undefined>();
   /** An answer streams while its turn has a LiveText (every way it ends removes it). */
   const busy = turns.some((turn) => turn.live !== undefined);
   const [older, setOlder] = useState<string | null | undefined>(undefined);
@@ -68,6 +76,10 @@ export function ChatPage(props: { user: string }) {
   const ownScroll = useRef<number | undefined>(undefined);
   const keepOffset = useRef<number | undefined>(undefined);
   const loadingOlder = useRef(false);
+  /** Grows when another conversation (or a fresh copy of this one) is loaded: older answers are dropped. */
+  const generation = useRef(0);
+  /** A turn to bring into view once it is loaded (older pages are loaded until it is). */
+  const pendingFocus = useRef<string | undefined>(undefined);
 
   // Changes one turn; the others keep their objects, so their (memo) views do not run again.
   const update = useCallback(
@@ -112,12 +124,14 @@ export function ChatPage(props: { user: string }) {
     return () => observer.disconnect();
   }, []);
 
+  /** Loads the turns before `before`, or (without it) the newest page in place of all shown. */
   const loadPage = async (before: string | undefined) => {
     if (loadingOlder.current) return;
     loadingOlder.current = true;
+    const mine = generation.current;
     try {
-      const query = `limit=20${before ? `&before=${before}` : ''}`;
-      const page = await api<HistoryPage>(`/users/${enc(props.user)}/history?${query}`);
+      const page = await readConversation(props.user, props.conversation, before);
+      if (mine !== generation.current) return;
       const loaded: Turn[] = page.turns.reverse().map((turn) => ({
         key: newKey(),
         runId: turn.run_id,
@@ -125,22 +139,37 @@ export function ChatPage(props: { user: string }) {
         answer: turn.answer,
         interrupted: turn.interrupted,
         feedback: turn.feedback,
+        version: turn.version,
       }));
       if (before && log.current)
         keepOffset.current = log.current.scrollHeight - log.current.scrollTop;
-      setTurns((all) => [...loaded, ...all]);
+      setTurns((all) => (before ? [...loaded, ...all] : loaded));
       setOlder(page.next_before);
+      setMeta(page.conversation);
     } catch (error) {
-      setNotice((error as Error).message);
+      if (mine === generation.current) setNotice((error as Error).message);
     } finally {
-      loadingOlder.current = false;
+      if (mine === generation.current) loadingOlder.current = false;
     }
+  };
+  /** Shows the conversation afresh from its newest turn (another version, an edit stored). */
+  const reload = () => {
+    generation.current++;
+    loadingOlder.current = false;
+    return loadPage(undefined);
   };
 
   useEffect(() => {
-    void loadPage(undefined);
+    abort.current?.abort();
+    setTurns([]);
+    setOlder(undefined);
+    setMeta(undefined);
+    setNotice(undefined);
+    atBottom.current = true;
+    pendingFocus.current = props.focus;
+    void reload();
     return () => abort.current?.abort();
-  }, [props.user]);
+  }, [props.user, props.conversation, props.visit]);
 
   // Scrolling up to the top loads the turns before the oldest one shown.
   useEffect(() => {
@@ -165,22 +194,51 @@ export function ChatPage(props: { user: string }) {
     keepOffset.current = undefined;
   }, [turns]);
 
-  /** Sends a question; `replaces` is the key of a failed turn this one takes the place of. */
-  const send = async (question: string, attached: Attachment | undefined, replaces?: string) => {
+  // A turn asked for (a search hit, a version chosen) is brought into view once loaded; until
+  // then, older pages are loaded. The address then names the conversation alone again.
+  useLayoutEffect(() => {
+    const runId = pendingFocus.current;
+    if (!runId || turns.length === 0) return;
+    const element = list.current?.querySelector<HTMLElement>(`[data-run="${runId}"]`);
+    if (element) {
+      pendingFocus.current = undefined;
+      atBottom.current = false;
+      element.scrollIntoView({ block: 'start' });
+      if (log.current) ownScroll.current = log.current.scrollTop;
+      history.replaceState(null, '', `#/c/${props.conversation}`);
+    } else if (older) void loadPage(older);
+    else pendingFocus.current = undefined;
+  }, [turns, older]);
+
+  /**
+   * Sends a question; `replaces` is the key of a failed turn this one takes the place of;
+   * `version` the run_id of a turn this is a new version of (edited, or regenerated), shown in
+   * its place (the turns after it belonged to the old version).
+   */
+  const send = async (
+    question: string,
+    attached: Attachment | undefined,
+    replaces?: string,
+    version?: string,
+  ) => {
     if (!question.trim() || busy) return;
     const key = newKey();
     const live = new LiveText();
     // One change removes the turn retried and adds its successor, which shows the same image
     // URL: it stays in use (see the effect that revokes them). Nothing is removed when busy.
-    setTurns((all) => [
-      ...all.filter((turn) => turn.key !== replaces),
-      { key, question, answer: '', interrupted: false, image: attached, live },
-    ]);
+    setTurns((all) => {
+      const cut = version ? all.findIndex((turn) => turn.runId === version) : -1;
+      return [
+        ...(cut >= 0 ? all.slice(0, cut) : all).filter((turn) => turn.key !== replaces),
+        { key, question, answer: '', interrupted: false, image: attached, live },
+      ];
+    });
     setDraft('');
     setImage(undefined);
     atBottom.current = true;
     const controller = new AbortController();
     abort.current = controller;
+    const started = generation.current;
     // Fragments arrive faster than anyone reads: the answer is drawn at most every DRAW_MS
     // (and in an animation frame), so a fast model costs a few renders a second, not one a token.
     // Only this answer's view listens to `live`: a redraw renders nothing else.
@@ -214,7 +272,12 @@ export function ChatPage(props: { user: string }) {
       cancelAnimationFrame(frame);
     };
     try {
-      const body: Record<string, unknown> = { message: question, show_thinking: thinking };
+      const body: Record<string, unknown> = {
+        message: question,
+        show_thinking: thinking,
+        conversation_id: props.conversation,
+      };
+      if (version) body.regenerate = version;
       if (attached) body.image_base64 = await dataUrl(attached.file);
       for await (const event of chatStream(body, controller.signal)) {
         if (event.type === 'text') {
@@ -239,12 +302,24 @@ export function ChatPage(props: { user: string }) {
         update(key, { answer, runId: kept, live: undefined, interrupted: true, ...shownOnly() });
       } else {
         const message = error instanceof ApiError ? error.message : String(error);
+        failed = true;
         const failure = { code: 'request_failed', message };
         update(key, { answer, live: undefined, error: failure });
       }
     } finally {
-      abort.current = undefined;
+      if (abort.current === controller) abort.current = undefined;
     }
+    if (generation.current !== started) return; // another conversation is shown now
+    // The new version is shown among the others (and with them the turn's version buttons).
+    if (version && !failed && !controller.signal.aborted) await reload();
+    // The first question names the conversation.
+    else if (!meta?.title) {
+      const named = await readConversation(props.user, props.conversation, undefined, 1).catch(
+        () => undefined,
+      );
+      if (named && generation.current === started) setMeta(named.conversation);
+    }
+    props.onActivity();
   };
 
   // The views of finished turns are memo: their callbacks must stay the same functions, so
@@ -256,6 +331,24 @@ export function ChatPage(props: { user: string }) {
     void sendRef.current(turn.question, url && file ? { url, file } : undefined, turn.key);
   }, []);
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
+  const edit = useCallback((turn: Turn, question: string) => {
+    void sendRef.current(question, undefined, undefined, turn.runId);
+  }, []);
+  const regenerate = useCallback((turn: Turn) => {
+    void sendRef.current(turn.question, undefined, undefined, turn.runId);
+  }, []);
+  const choose = useRef(async (_runId: string) => {});
+  choose.current = async (runId: string) => {
+    if (busy) return;
+    try {
+      await selectVersion(props.user, props.conversation, runId);
+      pendingFocus.current = runId;
+      await reload();
+    } catch (error) {
+      setNotice((error as Error).message);
+    }
+  };
+  const showVersion = useCallback((runId: string) => void choose.current(runId), []);
 
   const attach = (file: File | undefined) => {
     if (!file) return;
@@ -263,14 +356,6 @@ export function ChatPage(props: { user: string }) {
     if (file.size > IMAGE_MAX_BYTES) return setNotice(t.imageTooLarge);
     setNotice(undefined);
     setImage({ file, url: URL.createObjectURL(file) });
-  };
-
-  const newConversation = async () => {
-    if (!confirm(t.confirmNew)) return;
-    abort.current?.abort();
-    await api(`/reset?user_id=${enc(props.user)}`, { method: 'POST' });
-    setTurns([]);
-    setOlder(null);
   };
 
   const onKeyDown = (event: KeyboardEvent) => {
@@ -293,12 +378,19 @@ export function ChatPage(props: { user: string }) {
         attach(e.dataTransfer?.files[0]);
       }}
     >
-      <div class="toolbar">
-        <h1>{t.chat}</h1>
-        <button type="button" onClick={newConversation}>
-          {t.newConversation}
-        </button>
-      </div>
+      <ConversationHeader
+        user={props.user}
+        conversation={meta}
+        onChanged={(changed) => {
+          setMeta(changed);
+          props.onActivity();
+        }}
+        onDeleted={() => {
+          props.onActivity();
+          location.hash = '#/chat';
+        }}
+        onFailure={setNotice}
+      />
       <div
         class="log"
         ref={log}
@@ -330,7 +422,15 @@ export function ChatPage(props: { user: string }) {
         </div>
         <div ref={list}>
           {turns.map((turn) => (
-            <TurnView key={turn.key} turn={turn} onRetry={retry} onFeedback={rated} />
+            <TurnView
+              key={turn.key}
+              turn={turn}
+              onRetry={retry}
+              onFeedback={rated}
+              onEdit={edit}
+              onRegenerate={regenerate}
+              onVersion={showVersion}
+            />
           ))}
         </div>
       </div>
@@ -419,6 +519,9 @@ interface TurnProps {
   turn: Turn;
   onRetry: (turn: Turn) => void;
   onFeedback: (key: string, feedback: Feedback) => void;
+  onEdit: (turn: Turn, question: string) => void;
+  onRegenerate: (turn: Turn) => void;
+  onVersion: (runId: string) => void;
 }
 
 /**
@@ -431,13 +534,56 @@ const TurnView = memo(function TurnView(props: TurnProps) {
   const streaming = turn.live !== undefined;
   const full = useLiveText(turn.live, turn.answer);
   const { thinking, answer } = useMemo(() => splitThinking(full), [full]);
+  const [editing, setEditing] = useState<string | undefined>();
+  const stored = turn.runId !== undefined && !streaming;
   return (
-    <article class="turn">
-      <div class="bubble user">
-        <span class="visually-hidden">{t.you}: </span>
-        {turn.image && <img class="thumb" src={turn.image.url} alt={t.attachedImage} />}
-        <p>{turn.question}</p>
-      </div>
+    <article class="turn" data-run={turn.runId}>
+      {editing === undefined ? (
+        <div class="bubble user">
+          <span class="visually-hidden">{t.you}: </span>
+          {turn.image && <img class="thumb" src={turn.image.url} alt={t.attachedImage} />}
+          <p>{turn.question}</p>
+        </div>
+      ) : (
+        <form
+          class="edit"
+          onSubmit={(e) => {
+            e.preventDefault();
+            if (!editing.trim()) return;
+            setEditing(undefined);
+            props.onEdit(turn, editing);
+          }}
+        >
+          <textarea
+            aria-label={t.editQuestion}
+            value={editing}
+            rows={3}
+            // biome-ignore lint/a11y/noAutofocus: the field the user just asked for
+            autoFocus
+            onInput={(e) => setEditing((e.target as HTMLTextAreaElement).value)}
+          />
+          <div class="actions">
+            <button type="submit" class="primary">
+              {t.save}
+            </button>
+            <button type="button" onClick={() => setEditing(undefined)}>
+              {t.cancel}
+            </button>
+          </div>
+        </form>
+      )}
+      {(stored || (turn.version && turn.version.count > 1)) && editing === undefined && (
+        <div class="turn-tools">
+          {turn.version && turn.version.count > 1 && (
+            <Versions version={turn.version} onVersion={props.onVersion} />
+          )}
+          {stored && (
+            <button type="button" onClick={() => setEditing(turn.question)}>
+              {t.edit}
+            </button>
+          )}
+        </div>
+      )}
       <div class="bubble assistant" aria-busy={streaming ? 'true' : 'false'}>
         <span class="visually-hidden">{t.assistant}: </span>
         {thinking !== undefined && (
@@ -464,7 +610,11 @@ const TurnView = memo(function TurnView(props: TurnProps) {
             runId={turn.runId}
             given={turn.feedback ?? null}
             onGiven={(feedback) => props.onFeedback(turn.key, feedback)}
-          />
+          >
+            <button type="button" onClick={() => props.onRegenerate(turn)}>
+              {t.regenerate}
+            </button>
+          </Feedback>
         )}
       </div>
     </article>
@@ -505,10 +655,42 @@ const FinishedBlocks = memo(function FinishedBlocks(props: { blocks: readonly Bl
   );
 });
 
+/** "Previous version", which of how many, "Next version": each shows that version's path. */
+function Versions(props: { version: Version; onVersion: (runId: string) => void }) {
+  const { previous, next, index, count } = props.version;
+  return (
+    <span class="versions">
+      <button
+        type="button"
+        disabled={!previous}
+        aria-label={t.previousVersion}
+        title={t.previousVersion}
+        onClick={() => previous && props.onVersion(previous)}
+      >
+        ‹
+      </button>
+      <span class="visually-hidden">{t.versionOf(index, count)}</span>
+      <span aria-hidden="true">
+        {index} / {count}
+      </span>
+      <button
+        type="button"
+        disabled={!next}
+        aria-label={t.nextVersion}
+        title={t.nextVersion}
+        onClick={() => next && props.onVersion(next)}
+      >
+        ›
+      </button>
+    </span>
+  );
+}
+
 function Feedback(props: {
   runId: string;
   given: Feedback | null;
   onGiven: (feedback: Feedback) => void;
+  children?: ComponentChildren;
 }) {
   const [comment, setComment] = useState('');
   const [open, setOpen] = useState(false);
@@ -547,6 +729,7 @@ function Feedback(props: {
       >
         👎
       </button>
+      {props.children}
       {open && score !== undefined && (
         <form
           class="comment"
