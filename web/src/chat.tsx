@@ -143,7 +143,10 @@ export function ChatPage(props: {
       }));
       if (before && log.current)
         keepOffset.current = log.current.scrollHeight - log.current.scrollTop;
-      setTurns((all) => (before ? [...loaded, ...all] : loaded));
+      // A question sent while the page loaded stays, below what was loaded.
+      setTurns((all) =>
+        before ? [...loaded, ...all] : [...loaded, ...all.filter((turn) => !turn.runId)],
+      );
       setOlder(page.next_before);
       setMeta(page.conversation);
     } catch (error) {
