@@ -9,7 +9,7 @@ import { errorLogFields } from './error-log-fields.ts';
 export function createLogger(level: string): Logger {
   return pino({
     level,
-    serializers: { err: errorLogFields, error: errorLogFields },
+    serializers: { err: errorLogFields, error: errorLogFields, req: requestLogFields },
     redact: {
       paths: [
         'req.headers.authorization',
@@ -22,4 +22,24 @@ export function createLogger(level: string): Logger {
       censor: '[redacted]',
     },
   });
+}
+
+/**
+ * A request as its log line shows it: the path without its query, which can carry users'
+ * words (a conversation search's `q`).
+ */
+function requestLogFields(request: {
+  method?: string;
+  url?: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}) {
+  return {
+    method: request.method,
+    url: request.url?.split('?')[0],
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
 }

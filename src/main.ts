@@ -214,6 +214,7 @@ export async function main(config: Config): Promise<void> {
   if (config.CRAG_ENABLED && !searchWeb) {
     logger.warn('CRAG_ENABLED is set but WEB_SEARCH_PROVIDER is none: there is no web fallback');
   }
+  const conversationRepository = new ConversationRepository(db);
   // The decision uses the chat model; what it keeps is searched by search_documents.
   const memoryQueue = new MemoryQueueRepository(db);
   const memory = config.CONV_RAG_ENABLED
@@ -221,6 +222,8 @@ export async function main(config: Config): Promise<void> {
         queue: memoryQueue,
         documents,
         queued: () => jobs.kick('memory_decision'),
+        conversationsOf: (userId, runIds) =>
+          conversationRepository.conversationsOfRuns(userId, runIds),
       })
     : undefined;
   if (memory) {
@@ -243,7 +246,6 @@ export async function main(config: Config): Promise<void> {
           ttlMs: config.CHAT_TURN_TTL_SECONDS * 1000,
         })
       : new LocalUserChatLock();
-  const conversationRepository = new ConversationRepository(db);
   // Titles by the model after a conversation's first answer, in the background.
   const titleRequests =
     config.CONVERSATION_TITLES === 'model' ? new TitleRequestRepository(db) : undefined;

@@ -86,6 +86,18 @@ export class UsageLimits {
     // rate without reading the user's overrides: one statement per chat either way (a key's
     // overrides come with the key's own lookup).
     const limits = enforce ? await this.limitsOf(userId) : this.#deps.defaults;
+    if (enforce && limits.storage_mb > 0) {
+      // A full store refuses new turns as it refuses uploads (never an answer under way).
+      const stored = await this.#deps.usage.storedBytes(userId);
+      if (stored >= limits.storage_mb * MB) {
+        throw new LimitExceededError(
+          'storage_mb',
+          limits.storage_mb,
+          `Your conversations and documents take your ${limits.storage_mb} MB: delete some first.`,
+          60 * MINUTE_MS,
+        );
+      }
+    }
     const intervalMs = limits.chats_per_minute > 0 ? MINUTE_MS / limits.chats_per_minute : 0;
     const admitted = await this.#deps.usage.admitChat(
       userId,
@@ -115,7 +127,7 @@ export class UsageLimits {
 
   /**
    * Counts an upload of `bytes` for `source` against today's ingestion and the user's storage
-   * (private documents only: `privateDocument` false for shared ones), or refuses it.
+   * (private documents and conversations; a shared document is not the user's), or refuses it.
    */
   async admitIngest(
     principal: Principal,
@@ -131,7 +143,7 @@ export class UsageLimits {
         throw new LimitExceededError(
           'storage_mb',
           limits.storage_mb,
-          `Your documents would take more than your ${limits.storage_mb} MB: delete some first.`,
+          `Your documents and conversations would take more than your ${limits.storage_mb} MB: delete some first.`,
           60 * MINUTE_MS,
         );
       }

@@ -108,8 +108,14 @@ export class ConversationService implements ChatConversations {
     return id === undefined ? [] : this.#deps.history.turns(id, before, limit);
   }
 
-  create(userId: string, title: string | undefined): Promise<Conversation> {
-    return this.#deps.conversations.create(userId, title);
+  /** A new conversation: the current one, unless a door keeps its own (Telegram). */
+  create(userId: string, title: string | undefined, current = true): Promise<Conversation> {
+    return this.#deps.conversations.create(userId, title, current);
+  }
+
+  /** The conversation if it is the user's. */
+  find(userId: string, id: string): Promise<Conversation | undefined> {
+    return this.#deps.conversations.get(userId, id);
   }
 
   list(userId: string, after: ListCursor | undefined, limit: number) {

@@ -6,10 +6,14 @@ export interface ConversationMemoryOptions {
   documents: DocumentService;
   /** Tells the job runner an exchange was queued. */
   queued: () => void;
+  /** The conversation each run's turn went to (none for the OpenAI door's runs). */
+  conversationsOf: (userId: string, runIds: readonly string[]) => Promise<Map<string, string>>;
 }
 
 export interface Memory {
   id: string;
+  /** The conversation it came from; null for a chat whose client kept the conversation. */
+  conversationId: string | null;
   text: string;
   createdAt: Date;
 }
@@ -40,8 +44,11 @@ export class ConversationMemory {
 
   async list(userId: string): Promise<Memory[]> {
     const sources = await this.#options.documents.listForUser(userId, 'conversation');
-    return sources.map((source) => ({
-      id: source.source.slice(SOURCE_PREFIX.length),
+    const ids = sources.map((source) => source.source.slice(SOURCE_PREFIX.length));
+    const conversations = await this.#options.conversationsOf(userId, ids);
+    return sources.map((source, index) => ({
+      id: ids[index] as string,
+      conversationId: conversations.get(ids[index] as string) ?? null,
       text: source.text,
       createdAt: source.createdAt,
     }));

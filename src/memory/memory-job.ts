@@ -44,7 +44,8 @@ export function memoryDecisionJob(options: {
     },
     async run(exchange, signal) {
       const memory = await decide(exchange, signal);
-      if (memory !== undefined) {
+      // Its conversation may have been deleted while the model decided (the row went with it).
+      if (memory !== undefined && (await queue.pending(exchange.runId))) {
         await documents.ingestForUser(exchange.userId, {
           source: SOURCE_PREFIX + exchange.runId,
           filename: 'conversation',

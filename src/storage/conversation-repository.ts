@@ -48,6 +48,8 @@ const COLUMNS = `c.id, c.title, c.title_source, c.pinned, c.created_at, c.update
   EXISTS (SELECT 1 FROM current_conversations k
            WHERE k.user_id = c.user_id AND k.conversation_id = c.id) AS current`;
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** The characters of a preview: enough for a line of a list. */
 const PREVIEW_CHARS = 160;
 
@@ -111,8 +113,8 @@ export class ConversationRepository {
     return rows.length === 1;
   }
 
-  /** A new conversation, which becomes the current one. */
-  async create(userId: string, title: string | undefined): Promise<Conversation> {
+  /** A new conversation, which becomes the current one unless `current` is false. */
+  async create(userId: string, title: string | undefined, current = true): Promise<Conversation> {
     const id = randomUUID();
     await this.#db.$client.query(
       `WITH created AS (
@@ -120,9 +122,9 @@ export class ConversationRepository {
          RETURNING id
        )
        INSERT INTO current_conversations (user_id, conversation_id)
-       SELECT $1, id FROM created
+       SELECT $1, id FROM created WHERE $5
        ON CONFLICT (user_id) DO UPDATE SET conversation_id = EXCLUDED.conversation_id`,
-      [userId, id, title ?? '', title === undefined ? 'question' : 'user'],
+      [userId, id, title ?? '', title === undefined ? 'question' : 'user', current],
     );
     const created = await this.get(userId, id);
     if (!created) throw new Error('a conversation just made was not found');
@@ -191,6 +193,21 @@ export class ConversationRepository {
         WHERE id = $1 AND title_source <> 'user'`,
       [id, title],
     );
+  }
+
+  /** The conversation each of these runs went to (runs of the OpenAI door have none). */
+  async conversationsOfRuns(
+    userId: string,
+    runIds: readonly string[],
+  ): Promise<Map<string, string>> {
+    const valid = runIds.filter((id) => UUID.test(id));
+    if (valid.length === 0) return new Map();
+    const { rows } = await this.#db.$client.query<{ id: string; conversation_id: string }>(
+      `SELECT id, conversation_id FROM chat_runs
+        WHERE user_id = $1 AND id = ANY($2::uuid[]) AND conversation_id IS NOT NULL`,
+      [userId, valid],
+    );
+    return new Map(rows.map((row) => [row.id, row.conversation_id]));
   }
 
   /** The runs whose turns are in these conversations (their memories go with them). */

@@ -98,4 +98,21 @@ export class TelegramRepository {
     );
     return rowCount === 1;
   }
+
+  /** The chat's own current conversation; undefined: it follows the user's shared one. */
+  async conversationOf(chatId: string): Promise<string | undefined> {
+    const { rows } = await this.#db.$client.query<{ conversation_id: string | null }>(
+      'SELECT conversation_id FROM telegram_chats WHERE chat_id = $1',
+      [chatId],
+    );
+    return rows[0]?.conversation_id ?? undefined;
+  }
+
+  /** Points the chat at one of its user's conversations (checked by the caller). */
+  async pointAt(chatId: string, conversationId: string): Promise<void> {
+    await this.#db.$client.query(
+      'UPDATE telegram_chats SET conversation_id = $2 WHERE chat_id = $1',
+      [chatId, conversationId],
+    );
+  }
 }

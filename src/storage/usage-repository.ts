@@ -125,11 +125,15 @@ export class UsageRepository {
     return Number(rows[0]?.bytes ?? 0);
   }
 
-  /** Bytes of the user's private documents, leaving out one source (about to be replaced). */
+  /**
+   * Bytes of the user's private documents (leaving out one source, about to be replaced) and
+   * conversations (every version of every turn; each conversation keeps its own sum).
+   */
   async storedBytes(userId: string, except?: string): Promise<number> {
     const { rows } = await this.#db.$client.query<{ bytes: string }>(
-      `SELECT coalesce(sum(bytes), 0) AS bytes FROM documents
-        WHERE owner = $1 AND kind = 'document' AND ($2::text IS NULL OR source <> $2)`,
+      `SELECT (SELECT coalesce(sum(bytes), 0) FROM documents
+                WHERE owner = $1 AND kind = 'document' AND ($2::text IS NULL OR source <> $2))
+            + (SELECT coalesce(sum(bytes), 0) FROM conversations WHERE user_id = $1) AS bytes`,
       [userId, except ?? null],
     );
     return Number(rows[0]?.bytes ?? 0);

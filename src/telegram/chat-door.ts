@@ -3,7 +3,6 @@ import type { Logger } from 'pino';
 import type { Principal } from '../accounts/principal.ts';
 import { SHUTDOWN } from '../assistant/chat-events.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
-import type { ConversationService } from '../conversations/conversation-service.ts';
 import { AppError } from '../errors.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
 import { isUuid } from '../is-uuid.ts';
@@ -18,7 +17,8 @@ import { type Language, textsFor } from './telegram-texts.ts';
 export interface ChatDoorDependencies {
   telegram: TelegramApi;
   chats: Pick<ChatService, 'chat'>;
-  conversations: ConversationService;
+  /** The chat's own current conversation (`/new`, `/chats`); undefined: the user's shared one. */
+  conversationOf(chatId: string): Promise<string | undefined>;
   /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
   admitChat(principal: Principal, userId: string): Promise<void>;
   feedback: FeedbackService;
@@ -41,7 +41,8 @@ export interface Question {
 const RATE = /^f:([^:]+):([01])$/;
 
 /**
- * Text and photos to the user's assistant, in the same conversation as `/chat`: the same
+ * Text and photos to the user's assistant, in the chat's conversation (the one `/chat` goes to
+ * until `/new` or `/chats` picks another for this chat): the same
  * ChatService (so the same history, one chat at a time per user on every door and replica),
  * the same limits (as the user, like a key of theirs), the answer streamed back.
  */
@@ -81,9 +82,11 @@ export class ChatDoor {
     if (shutdown.aborted) stop();
     else shutdown.addEventListener('abort', stop, { once: true });
     try {
+      const conversationId = await this.#deps.conversationOf(String(chatId));
       const events = chats.chat(
         {
           userId,
+          conversationId,
           // Telegram allows 4,096 characters; PostgreSQL cannot store U+0000.
           message: question.message
             .slice(0, this.#deps.messageMaxChars)
@@ -113,10 +116,6 @@ export class ChatDoor {
       shutdown.removeEventListener('abort', stop);
       await image?.dispose();
     }
-  }
-
-  async reset(userId: string): Promise<void> {
-    await this.#deps.conversations.reset(userId);
   }
 
   /**

@@ -5,12 +5,14 @@ import { callFailure, type TelegramApi } from './telegram-api.ts';
 const COMMANDS: Record<'en' | 'ko', BotCommand[]> = {
   en: [
     { command: 'new', description: 'Start a new conversation' },
+    { command: 'chats', description: 'Your conversations, to continue one' },
     { command: 'reminders', description: 'Upcoming reminders' },
     { command: 'help', description: 'What this bot can do' },
     { command: 'stop', description: 'Unlink this chat' },
   ],
   ko: [
     { command: 'new', description: '새 대화 시작' },
+    { command: 'chats', description: '내 대화 목록, 이어 가기' },
     { command: 'reminders', description: '다가오는 리마인더' },
     { command: 'help', description: '이 봇으로 할 수 있는 일' },
     { command: 'stop', description: '이 채팅 연결 끊기' },

@@ -17,6 +17,7 @@ import type { TelegramRepository } from '../storage/telegram-repository.ts';
 import type { ImageIntake } from '../vision/image-intake.ts';
 import { ChatDoor } from './chat-door.ts';
 import { registerCommands } from './commands.ts';
+import { ConversationDoor } from './conversation-door.ts';
 import { DocumentDoor } from './document-door.ts';
 import { ReminderDoor } from './reminder-door.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';
@@ -65,7 +66,7 @@ export function startTelegram(options: TelegramStartOptions): TelegramDoor | und
     chat: new ChatDoor({
       telegram,
       chats: options.chats,
-      conversations: options.conversations,
+      conversationOf: (chatId) => options.store.conversationOf(chatId),
       admitChat: (principal, userId) => options.limits.admitChat(principal, userId),
       feedback: options.feedback,
       images: options.images,
@@ -82,6 +83,7 @@ export function startTelegram(options: TelegramStartOptions): TelegramDoor | und
       logger,
     }),
     reminders: new ReminderDoor(telegram, options.reminders, logger),
+    conversations: new ConversationDoor(telegram, options.conversations, options.store, logger),
   });
   const secret =
     config.TELEGRAM_WEBHOOK_SECRET ?? webhookSecretFor(config.TELEGRAM_BOT_TOKEN ?? '');

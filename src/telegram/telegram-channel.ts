@@ -5,6 +5,7 @@ import type { Clock } from '../reminders/clock.ts';
 import { hashLinkCode } from '../reminders/link-code.ts';
 import type { TelegramRepository } from '../storage/telegram-repository.ts';
 import type { ChatDoor } from './chat-door.ts';
+import type { ConversationDoor } from './conversation-door.ts';
 import type { DocumentDoor } from './document-door.ts';
 import type { Incoming } from './incoming.ts';
 import type { ReminderDoor } from './reminder-door.ts';
@@ -18,6 +19,7 @@ export interface TelegramChannelDependencies {
   chat: ChatDoor;
   documents: DocumentDoor;
   reminders: ReminderDoor;
+  conversations: ConversationDoor;
   clock: Clock;
   logger: Logger;
 }
@@ -125,8 +127,9 @@ export class TelegramChannel {
         log.info('Telegram chat unlinked');
         return this.reply(chatId, t.stopped);
       case 'new':
-        await this.#deps.chat.reset(userId);
-        return this.reply(chatId, t.reset);
+        return this.#deps.conversations.start(incoming);
+      case 'chats':
+        return this.#deps.conversations.list(incoming);
       case 'help':
         return this.reply(chatId, t.help);
       case 'reminders':
@@ -200,6 +203,12 @@ export class TelegramChannel {
         throw error;
       });
     const data = query.data ?? '';
+    if (data.startsWith('c:')) {
+      const conversations = this.#deps.conversations;
+      return void (await answer(
+        await answeredOnFailure(conversations.choose(userId, chatId, data.slice(2), language)),
+      ));
+    }
     if (data.startsWith('r:')) {
       const reminders = this.#deps.reminders;
       return void (await answer(

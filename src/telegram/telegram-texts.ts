@@ -15,8 +15,14 @@ const TEXTS = {
     stopped:
       'Unlinked: this chat no longer talks to your assistant or receives reminders. Link it again with a new code.',
     notLinked: 'This chat is not linked to anyone.',
-    reset: 'Started a new conversation: the assistant has forgotten what was said before.',
-    help: 'Write to your assistant as in the web client: the same conversation, documents and reminders.\n\n• A photo (with a caption as the question) is looked at by the assistant.\n• A document (PDF, TXT, MD, HTML, DOCX) is added to your private documents.\n• 👍 / 👎 under an answer rates it.\n\n/new — start a new conversation\n/reminders — upcoming reminders\n/help — this text\n/stop — unlink this chat',
+    reset:
+      'Started a new conversation. The earlier ones are kept: /chats lists them to go back to one.',
+    help: 'Write to your assistant as in the web client: the same conversations, documents and reminders.\n\n• A photo (with a caption as the question) is looked at by the assistant.\n• A document (PDF, TXT, MD, HTML, DOCX) is added to your private documents.\n• 👍 / 👎 under an answer rates it.\n\n/new — start a new conversation\n/chats — your conversations, to continue one\n/reminders — upcoming reminders\n/help — this text\n/stop — unlink this chat',
+    noConversations: 'No conversations yet: just write.',
+    conversationsTitle: 'Your latest conversations (tap one to continue it here):',
+    untitled: '(untitled)',
+    continuing: (title: string) => `Continuing “${title}”.`,
+    conversationGone: 'That conversation is gone.',
     unsupported:
       'This kind of message is not supported yet: send text, a photo or a document (PDF, TXT, MD, HTML, DOCX).',
     photoQuestion: 'What is in this image?',
@@ -45,7 +51,7 @@ const TEXTS = {
       ingest_mb_per_day: (n: number) =>
         `This upload would pass today's limit of ${n} MB; it resets at midnight in your timezone.`,
       storage_mb: (n: number) =>
-        `Your documents would take more than your ${n} MB: delete some first.`,
+        `Your conversations and documents take your ${n} MB: delete some first.`,
     },
     busy: 'Something went wrong on our side; please try again in a moment.',
   },
@@ -59,8 +65,14 @@ const TEXTS = {
     stopped:
       '연결을 끊었습니다. 이 채팅은 더 이상 어시스턴트와 대화하거나 알림을 받지 않습니다. 새 코드로 다시 연결할 수 있습니다.',
     notLinked: '이 채팅은 누구와도 연결되어 있지 않습니다.',
-    reset: '새 대화를 시작했습니다. 어시스턴트는 이전 대화를 잊었습니다.',
-    help: '웹 클라이언트에서처럼 어시스턴트에게 쓰세요. 같은 대화, 문서, 리마인더입니다.\n\n• 사진(캡션이 질문)을 보내면 어시스턴트가 봅니다.\n• 문서(PDF, TXT, MD, HTML, DOCX)는 내 비공개 문서에 추가됩니다.\n• 답 아래 👍 / 👎 로 평가할 수 있습니다.\n\n/new — 새 대화 시작\n/reminders — 다가오는 리마인더\n/help — 이 도움말\n/stop — 이 채팅 연결 끊기',
+    reset:
+      '새 대화를 시작했습니다. 이전 대화는 남아 있습니다. /chats 로 목록을 보고 돌아갈 수 있습니다.',
+    help: '웹 클라이언트에서처럼 어시스턴트에게 쓰세요. 같은 대화, 문서, 리마인더입니다.\n\n• 사진(캡션이 질문)을 보내면 어시스턴트가 봅니다.\n• 문서(PDF, TXT, MD, HTML, DOCX)는 내 비공개 문서에 추가됩니다.\n• 답 아래 👍 / 👎 로 평가할 수 있습니다.\n\n/new — 새 대화 시작\n/chats — 내 대화 목록, 이어 가기\n/reminders — 다가오는 리마인더\n/help — 이 도움말\n/stop — 이 채팅 연결 끊기',
+    noConversations: '아직 대화가 없습니다. 그냥 메시지를 보내세요.',
+    conversationsTitle: '최근 대화입니다(누르면 여기에서 이어 갑니다):',
+    untitled: '(제목 없음)',
+    continuing: (title: string) => `“${title}” 대화를 이어 갑니다.`,
+    conversationGone: '이미 없는 대화입니다.',
     unsupported:
       '이 종류의 메시지는 아직 지원하지 않습니다. 텍스트, 사진 또는 문서(PDF, TXT, MD, HTML, DOCX)를 보내 주세요.',
     photoQuestion: '이 이미지에 무엇이 있나요?',
@@ -88,7 +100,7 @@ const TEXTS = {
       ingest_mb_per_day: (n: number) =>
         `이 파일을 올리면 오늘 한도 ${n} MB를 넘습니다. 내 시간대의 자정에 초기화됩니다.`,
       storage_mb: (n: number) =>
-        `문서가 내 저장 공간 ${n} MB를 넘게 됩니다. 먼저 일부를 지워 주세요.`,
+        `대화와 문서가 내 저장 공간 ${n} MB를 채웠습니다. 먼저 일부를 지워 주세요.`,
     },
     busy: '서버에 문제가 생겼습니다. 잠시 후 다시 시도해 주세요.',
   },

@@ -197,6 +197,36 @@ describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
     expect(full.status).toBe(429);
     expect((await json(full)).detail).toContain('1 MB');
   });
+
+  it('counts conversations, every version, in the storage limit; deleting them frees it', async () => {
+    const key = await createUser(stack.parley, 'talker', { storage_mb: 1 });
+    const long = 'x'.repeat(700_000);
+    stack.llm.enqueue(reply.text(long), reply.text(long));
+    const first = await readChat(await stack.parley.fetch('/chat', asJson(key, { message: 'a' })));
+    expect(first.text).toBe(long);
+    // Another version of the same turn counts too.
+    const again = await stack.parley.fetch(
+      '/chat',
+      asJson(key, { message: 'a', regenerate: first.runId }),
+    );
+    expect((await readChat(again)).text).toBe(long);
+    const usage = await json(await stack.parley.fetch('/users/talker/usage', { token: key }));
+    expect(usage.storage_mb).toBeGreaterThan(1.3);
+
+    const full = await stack.parley.fetch('/chat', asJson(key, { message: 'b' }));
+    expect(full.status).toBe(429);
+    expect((await json(full)).detail).toContain('conversations');
+    expect(Number(full.headers.get('retry-after'))).toBeGreaterThan(0);
+
+    const deleted = await stack.parley.fetch('/users/talker/conversations', {
+      method: 'DELETE',
+      token: key,
+    });
+    expect(deleted.status).toBe(200);
+    const freed = await stack.parley.fetch('/chat', asJson(key, { message: 'c' }));
+    expect(freed.status).toBe(200);
+    await readChat(freed);
+  });
 });
 
 describe('per-user limits across two replicas on one database', () => {

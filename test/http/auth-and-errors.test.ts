@@ -87,7 +87,17 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
     const operations = document.paths as Record<string, Record<string, Operation>>;
     const declared = (path: string, method: string) =>
       Object.keys(operations[path]?.[method]?.responses ?? {}).sort();
-    expect(declared('/chat', 'post')).toEqual(['401', '403', '413', '415', '422', '429', '500']);
+    // 404: a conversation_id, parent or regenerate that is not the user's.
+    expect(declared('/chat', 'post')).toEqual([
+      '401',
+      '403',
+      '404',
+      '413',
+      '415',
+      '422',
+      '429',
+      '500',
+    ]);
     expect(declared('/documents', 'get')).toEqual(['200', '401', '429', '500', '503']);
     expect(declared('/documents/{*}', 'delete')).toEqual([
       '200',

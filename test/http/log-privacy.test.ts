@@ -223,6 +223,30 @@ describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
     expectNoSecrets();
   });
 
+  it('holds no user content after conversations are searched, renamed, read and exported', async () => {
+    llm.enqueue(reply.text('secret-answer-conversation'));
+    const stream = await ask('secret-question-conversation');
+    expect(stream.error).toBeUndefined();
+    const search = await parley.fetch(
+      `/users/${user}/conversations/search?q=${encodeURIComponent('secret-question')}`,
+    );
+    expect(((await search.json()) as { results: unknown[] }).results.length).toBeGreaterThan(0);
+    const { conversations } = (await (
+      await parley.fetch(`/users/${user}/conversations`)
+    ).json()) as { conversations: { id: string }[] };
+    const id = conversations[0]?.id as string;
+    const renamed = await parley.fetch(`/users/${user}/conversations/${id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'secret-title' }),
+    });
+    expect(renamed.status).toBe(200);
+    expect((await parley.fetch(`/users/${user}/conversations/${id}`)).status).toBe(200);
+    expect((await parley.fetch(`/users/${user}/conversations/${id}/export`)).status).toBe(200);
+    await parley.settled();
+    expectNoSecrets();
+  });
+
   it('holds no user content when the database refuses to store a turn', async () => {
     // Break the schema under a stopped Parley: the statement that stores the turn then fails,
     // and the database driver's error quotes that statement's parameters.

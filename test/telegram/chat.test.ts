@@ -471,6 +471,67 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(stack.telegram.callsOf('getFile')).toHaveLength(getFiles);
   });
 
+  it('/new starts a conversation of this chat, keeping the others; /chats goes back to one', async () => {
+    await stack.link('dana', 520);
+    const say = async (text: string) => {
+      const from = stack.telegram.sentTo('520').length;
+      stack.telegram.pushMessage(520, text);
+      await stack.telegram.waitFor(() => stack.telegram.sentTo('520').length > from);
+      return stack.telegram.sentTo('520')[from];
+    };
+    stack.llm.enqueue(reply.text('Apples, then.'));
+    await stack.ask(520, 'Topic one: apples');
+    expect((await say('/new'))?.visible).toContain('/chats');
+    stack.llm.enqueue(reply.text('Pears, then.'));
+    await stack.ask(520, 'Topic two: pears');
+    expect(seen(stack.llm.chats.at(-1)?.body as ChatCompletionRequest)).not.toContain('apples');
+
+    // The web client's current conversation stayed where it was: Telegram keeps its own.
+    stack.llm.enqueue(reply.text('ok'));
+    const web = await stack.parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'from the web', user_id: 'dana' }),
+    });
+    await readChat(web);
+    const webSeen = seen(stack.llm.chats.at(-1)?.body as ChatCompletionRequest);
+    expect(webSeen).toContain('Topic one: apples');
+    expect(webSeen).not.toContain('pears');
+
+    const list = await say('/chats');
+    expect(list?.visible).toBe(
+      'Your latest conversations (tap one to continue it here):\n1. Topic one: apples\n2. Topic two: pears ✓',
+    );
+    const markup = list?.replyMarkup as
+      | { inline_keyboard: { text: string; callback_data: string }[][] }
+      | undefined;
+    const buttons = (markup?.inline_keyboard ?? []).map((row) => row[0]);
+    expect(buttons.map((b) => b?.text)).toEqual(['1. Topic one: apples', '2. Topic two: pears']);
+    stack.telegram.pushCallback(520, list?.messageId ?? 0, buttons[0]?.callback_data ?? '');
+    await stack.telegram.waitFor(() =>
+      stack.telegram.callbackAnswers.some((a) => a.text === 'Continuing “Topic one: apples”.'),
+    );
+    stack.llm.enqueue(reply.text('Still apples.'));
+    await stack.ask(520, 'And then?');
+    const continued = seen(stack.llm.chats.at(-1)?.body as ChatCompletionRequest);
+    expect(continued).toContain('Topic one: apples');
+    expect(continued).toContain('from the web');
+    expect(continued).not.toContain('pears');
+
+    // Another user's conversation, or no conversation at all, is gone.
+    const others = (await (await stack.parley.fetch('/users/alice/conversations')).json()) as {
+      conversations: { id: string }[];
+    };
+    for (const forged of [`c:${others.conversations[0]?.id}`, 'c:not-an-id']) {
+      const answered = stack.telegram.callbackAnswers.length;
+      stack.telegram.pushCallback(520, list?.messageId ?? 0, forged);
+      await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > answered);
+      expect(stack.telegram.callbackAnswers.at(-1)?.text, forged).toBe(
+        'That conversation is gone.',
+      );
+    }
+  });
+
   it('lists upcoming reminders with cancel buttons, and sets the command menu in two languages', async () => {
     await stack.link('lena', 512);
     stack.llm.enqueue(
@@ -513,6 +574,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
 
     expect(stack.telegram.commands.get('')?.map((c) => c.command)).toEqual([
       'new',
+      'chats',
       'reminders',
       'help',
       'stop',

@@ -122,7 +122,7 @@ export function registerConversationRoutes(app: App, conversations: Conversation
           'until the model writes one.',
         tags: ['conversations'],
         params: userParams,
-        body: z.object({ title: titleSchema.optional() }).optional(),
+        body: z.object({ title: titleSchema.optional() }).nullish(),
         response: {
           201: conversationSchema,
           ...errorResponses(...PER_USER, 413, 415, 422),

@@ -7,6 +7,10 @@ import { userIdSchema } from '../schemas.ts';
 
 const memorySchema = z.object({
   id: z.string().describe('The run_id of the chat the memory was taken from'),
+  conversation_id: z
+    .uuid()
+    .nullable()
+    .describe('The conversation it came from (deleting that conversation deletes it)'),
   text: z.string(),
   created_at: z.string().describe('When it was remembered (ISO 8601)'),
 });
@@ -42,6 +46,7 @@ export function registerMemoryRoutes(app: App, memory: ConversationMemory | unde
         user_id: userId,
         memories: memories.map((item) => ({
           id: item.id,
+          conversation_id: item.conversationId,
           text: item.text,
           created_at: item.createdAt.toISOString(),
         })),

@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import {
+  type ChatCompletionRequest,
+  type FakeLlmServer,
+  reply,
+  startFakeLlmServer,
+} from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+interface Conversation {
+  id: string;
+  title: string;
+  title_source: string;
+}
+
+const isTitleRequest = (body: ChatCompletionRequest) =>
+  body.messages.some(
+    (m) => m.role === 'system' && String(m.content).includes('You name a conversation'),
+  );
+const promptOf = (body: ChatCompletionRequest) =>
+  String(body.messages.find((m) => m.role === 'user')?.content);
+
+describe.each(ENGINES)('conversation titles by the model on the %s engine', (engine) => {
+  let parley: RunningParley;
+  let llm: FakeLlmServer;
+  let storage: EngineEnv;
+  /** What the model answers a title request with, by the question it titles. */
+  const titles = new Map<string, ReturnType<typeof reply.text> | ReturnType<typeof reply.error>>();
+
+  beforeAll(async () => {
+    llm = await startFakeLlmServer();
+    llm.respond((body) => {
+      if (!isTitleRequest(body)) return reply.text('Here is what I know.');
+      const question = [...titles.keys()].find((q) => promptOf(body).includes(q));
+      return (question && titles.get(question)) || reply.text('Untitled');
+    });
+    storage = await engineEnv(engine);
+    parley = await startParley({
+      env: {
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        CONVERSATION_TITLES: 'model',
+        ...storage.env,
+      },
+    });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  const chat = async (user: string, message: string) => {
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: user, message }),
+    });
+    const conversationId = response.headers.get('x-parley-conversation-id') as string;
+    return { ...(await readChat(response)), conversationId };
+  };
+  const conversation = async (user: string, id: string) =>
+    (
+      (await (await parley.fetch(`/users/${user}/conversations/${id}`)).json()) as {
+        conversation: Conversation;
+      }
+    ).conversation;
+  const titleRequests = () => llm.chats.filter((exchange) => isTitleRequest(exchange.body));
+  const eventually = async <T>(read: () => Promise<T>, done: (value: T) => boolean) => {
+    const until = Date.now() + 15_000;
+    for (;;) {
+      const value = await read();
+      if (done(value) || Date.now() > until) return value;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  };
+
+  it('titles a conversation after its first answer, in the background, once', async () => {
+    titles.set('임대차 계약', reply.text('제목: "임대차 계약 질문."'));
+    const first = await chat('jo', '임대차 계약은 언제 끝나요?');
+    expect(first.text).toBe('Here is what I know.');
+    const titled = await eventually(
+      () => conversation('jo', first.conversationId),
+      (c) => c.title_source === 'model',
+    );
+    expect(titled).toMatchObject({ title: '임대차 계약 질문', title_source: 'model' });
+    const asked = titleRequests().filter((r) => promptOf(r.body).includes('임대차 계약'));
+    expect(asked).toHaveLength(1);
+    expect(promptOf(asked[0]?.body as ChatCompletionRequest)).toBe(
+      'User: 임대차 계약은 언제 끝나요?\n\nAssistant: Here is what I know.',
+    );
+    // A title request is not streamed and carries no tools: it is not a chat.
+    expect(asked[0]?.body.tools).toBeUndefined();
+
+    await chat('jo', '보증금은요?');
+    await parley.settled(300);
+    expect(titleRequests().filter((r) => promptOf(r.body).includes('임대차 계약'))).toHaveLength(1);
+  });
+
+  it("never replaces the user's own title, and keeps a long one within 60 characters", async () => {
+    const created = await parley.fetch('/users/kim/conversations', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Mine' }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    titles.set('named by me', reply.text('Model title'));
+    await chat('kim', 'named by me');
+    await parley.settled(300);
+    expect(await conversation('kim', id)).toMatchObject({ title: 'Mine', title_source: 'user' });
+    expect(titleRequests().some((r) => promptOf(r.body).includes('named by me'))).toBe(false);
+
+    await parley.fetch('/users/kim/conversations', { method: 'POST' });
+    titles.set('a long one', reply.text(`${'word '.repeat(30)}end`));
+    const long = await chat('kim', 'a long one');
+    const titled = await eventually(
+      () => conversation('kim', long.conversationId),
+      (c) => c.title_source === 'model',
+    );
+    expect([...titled.title].length).toBeLessThanOrEqual(60);
+    expect(titled.title.startsWith('word word')).toBe(true);
+  });
+
+  it("keeps the question's first words when the model fails, and the answer never waits", async () => {
+    titles.set('the model is down for titles', reply.error(500));
+    const started = Date.now();
+    const answered = await chat('lou', 'the model is down for titles, but answers');
+    expect(answered.text).toBe('Here is what I know.');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    await eventually(
+      async () => titleRequests().filter((r) => promptOf(r.body).includes('down for titles')),
+      (asked) => asked.length > 0,
+    );
+    await parley.settled(300);
+    expect(await conversation('lou', answered.conversationId)).toMatchObject({
+      title: 'the model is down for titles, but answers',
+      title_source: 'question',
+    });
+  });
+});
