@@ -22,6 +22,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
   /** The two conversations' ids, from their addresses. */
   let busan = '';
   let bread = '';
+  let key = '';
 
   beforeAll(async () => {
     browser = await launchChromium();
@@ -35,7 +36,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ user_id: 'alice' }),
     });
-    const { key } = (await created.json()) as { key: string };
+    ({ key } = (await created.json()) as { key: string });
     const context = await browser.newContext({
       locale: 'en-US',
       viewport: { width: 1000, height: 720 },
@@ -242,5 +243,65 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect(await list().isVisible()).toBe(false);
     expect(await toggle.getAttribute('aria-expanded')).toBe('false');
     await page.setViewportSize({ width: 1000, height: 720 });
+  });
+
+  it('opens a long conversation at an old turn that search found, beyond the newest page', async () => {
+    const made = await parley.fetch('/users/alice/conversations', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Long one' }),
+    });
+    const { id } = (await made.json()) as { id: string };
+    for (let i = 1; i <= 25; i++) {
+      const lines = Array.from({ length: 8 }, (_, n) => `Answer ${i}, line ${n + 1}.`);
+      if (i === 2) lines[3] = 'The zeppelin lands at noon.';
+      llm.enqueue(reply.text(lines.join('\n\n')));
+      const chat = await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: 'alice', conversation_id: id, message: `Question ${i}` }),
+      });
+      await chat.text();
+    }
+    await page.reload();
+    const hits = await search('zeppelin');
+    await hits.getByRole('link').filter({ hasText: 'zeppelin' }).click();
+    await expect.poll(idOf).toBe(id);
+    const found = page.locator('.turn').filter({ hasText: 'Question 2' }).first();
+    await found.waitFor();
+    const log = page.getByRole('log', { name: 'Conversation' });
+    await expect
+      .poll(async () => {
+        const view = await log.boundingBox();
+        const turn = await found.locator('.bubble.user').boundingBox();
+        return !!view && !!turn && turn.y >= view.y && turn.y + turn.height <= view.y + view.height;
+      })
+      .toBe(true);
+    expect(await log.getByText('The zeppelin lands at noon.').isVisible()).toBe(true);
+  });
+
+  it('names its controls in Korean for a Korean browser', async () => {
+    const korean = await browser.newContext({ locale: 'ko-KR' });
+    const koPage = await korean.newPage();
+    await koPage.goto(`${parley.url}/#/c/${bread}`);
+    await koPage.getByLabel('API 키').fill(key);
+    await koPage.getByRole('button', { name: '로그인' }).click();
+    const conversations = koPage.getByRole('navigation', { name: '대화 목록' });
+    await conversations.getByRole('link', { name: 'Busan trip' }).waitFor();
+    for (const name of [
+      '새 대화',
+      '이름 바꾸기',
+      '대화 삭제',
+      '수정',
+      '다시 생성',
+      '이전 버전',
+      '다음 버전',
+    ]) {
+      expect(await koPage.getByRole('button', { name, exact: true }).count(), name).toBeGreaterThan(
+        0,
+      );
+    }
+    expect(await koPage.getByRole('searchbox', { name: '대화 검색' }).count()).toBe(1);
+    await korean.close();
   });
 });
