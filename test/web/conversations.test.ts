@@ -72,7 +72,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     return page.getByRole('list', { name: 'Search results' });
   };
   const stored = async () => {
-    const response = await parley.fetch('/users/alice/conversations');
+    const response = await parley.fetch('/users/alice/conversations?limit=100');
     const body = (await response.json()) as { conversations: Array<{ id: string; title: string }> };
     return body.conversations;
   };
@@ -303,5 +303,32 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     }
     expect(await koPage.getByRole('searchbox', { name: '대화 검색' }).count()).toBe(1);
     await korean.close();
+  });
+
+  it('lists fifty conversations, then more on request; "New conversation" reuses an unused one', async () => {
+    for (let i = 1; i <= 50; i++) {
+      await parley.fetch('/users/alice/conversations', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ title: `Old ${i}` }),
+      });
+    }
+    await page.reload();
+    const links = list().getByRole('list').first().getByRole('link');
+    await expect.poll(() => links.count()).toBe(50);
+    await list().getByRole('button', { name: 'More conversations' }).click();
+    await expect.poll(() => links.count()).toBe(53);
+    expect(await list().getByRole('button', { name: 'More conversations' }).count()).toBe(0);
+
+    const before = (await stored()).length;
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1 }).textContent())
+      .toBe('New conversation');
+    const fresh = idOf();
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    await page.waitForTimeout(300);
+    expect(idOf()).toBe(fresh);
+    expect((await stored()).length).toBe(before + 1);
   });
 });

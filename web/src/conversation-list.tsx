@@ -24,11 +24,17 @@ export function ConversationList(props: {
   const [conversations, setConversations] = useState<Conversation[] | undefined>();
   const [failure, setFailure] = useState<string | undefined>();
   const [query, setQuery] = useState('');
+  /** Where the next page of the list starts (null: none). */
+  const [more, setMore] = useState<string | null>(null);
 
-  const load = () =>
-    listConversations(props.user).then(
-      (found) => {
-        setConversations(found);
+  /** The first page, or (with the last page's cursor) the next one after those shown. */
+  const load = (cursor?: string) =>
+    listConversations(props.user, cursor).then(
+      (page) => {
+        setConversations((shown) =>
+          cursor ? [...(shown ?? []), ...page.conversations] : page.conversations,
+        );
+        setMore(page.next_cursor);
         setFailure(undefined);
       },
       (error: Error) => setFailure(error.message),
@@ -39,7 +45,10 @@ export function ConversationList(props: {
 
   const start = async () => {
     try {
-      const created = await createConversation(props.user);
+      // A conversation never used is opened rather than another made.
+      const created =
+        conversations?.find((c) => !c.title && !c.preview) ??
+        (await createConversation(props.user));
       setQuery('');
       location.hash = conversationHref(created.id);
       props.onChosen();
@@ -84,6 +93,11 @@ export function ConversationList(props: {
             </li>
           ))}
         </ul>
+      )}
+      {!query.trim() && more && (
+        <button type="button" class="link" onClick={() => load(more)}>
+          {t.moreConversations}
+        </button>
       )}
     </nav>
   );

@@ -38,8 +38,11 @@ export interface SearchHit {
 
 const base = (user: string) => `/users/${enc(user)}/conversations`;
 
-export const listConversations = (user: string) =>
-  api<{ conversations: Conversation[] }>(`${base(user)}?limit=100`).then((b) => b.conversations);
+/** A page of the list, pinned first, then newest activity; `next_cursor` asks for the next. */
+export const listConversations = (user: string, cursor?: string) =>
+  api<{ conversations: Conversation[]; next_cursor: string | null }>(
+    `${base(user)}?limit=50${cursor ? `&cursor=${enc(cursor)}` : ''}`,
+  );
 
 export const createConversation = (user: string) =>
   api<Conversation>(base(user), { method: 'POST', body: {} });

@@ -28,7 +28,7 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
     // The user may go to another page meanwhile: then this page no longer moves them.
     let left = false;
     const open = async () => {
-      const all = await listConversations(props.user);
+      const all = (await listConversations(props.user)).conversations;
       const chosen = all.find((c) => c.current) ?? all[0] ?? (await createConversation(props.user));
       if (!left) location.replace(conversationHref(chosen.id));
     };
