@@ -137,6 +137,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await page.getByRole('textbox', { name: 'Title' }).fill('Busan trip');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('heading', { level: 1, name: 'Busan trip' }).waitFor();
+    await expect.poll(() => page.title()).toBe('Busan trip · Parley');
     await expect.poll(titles).toEqual(['How long should I bake bread?', 'Busan trip']);
     await page.getByRole('button', { name: 'Pin', exact: true }).click();
     await page.getByRole('button', { name: 'Unpin' }).waitFor();
@@ -326,6 +327,9 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       .poll(() => page.getByRole('heading', { level: 1 }).textContent())
       .toBe('New conversation');
     const fresh = idOf();
+    // Ready for the first question; the window's title names the conversation.
+    await expect.poll(() => page.evaluate('document.activeElement.id')).toBe('message');
+    await expect.poll(() => page.title()).toBe('New conversation · Parley');
     await page.getByRole('button', { name: 'New conversation' }).click();
     await page.waitForTimeout(300);
     expect(idOf()).toBe(fresh);

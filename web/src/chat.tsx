@@ -162,6 +162,11 @@ export function ChatPage(props: {
     return loadPage(undefined);
   };
 
+  // The window's title names the conversation (in the browser's tabs and history).
+  useEffect(() => {
+    if (meta) document.title = `${meta.title || t.untitled} · Parley`;
+  }, [meta?.title]);
+
   useEffect(() => {
     abort.current?.abort();
     setTurns([]);
@@ -334,8 +339,13 @@ export function ChatPage(props: {
     void sendRef.current(turn.question, url && file ? { url, file } : undefined, turn.key);
   }, []);
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
+  const busyRef = useRef(busy);
+  busyRef.current = busy;
+  /** False while another answer streams: the edited text stays in its field, not lost. */
   const edit = useCallback((turn: Turn, question: string) => {
+    if (busyRef.current) return false;
     void sendRef.current(question, undefined, undefined, turn.runId);
+    return true;
   }, []);
   const regenerate = useCallback((turn: Turn) => {
     void sendRef.current(turn.question, undefined, undefined, turn.runId);
@@ -522,7 +532,7 @@ interface TurnProps {
   turn: Turn;
   onRetry: (turn: Turn) => void;
   onFeedback: (key: string, feedback: Feedback) => void;
-  onEdit: (turn: Turn, question: string) => void;
+  onEdit: (turn: Turn, question: string) => boolean;
   onRegenerate: (turn: Turn) => void;
   onVersion: (runId: string) => void;
 }
@@ -553,8 +563,7 @@ const TurnView = memo(function TurnView(props: TurnProps) {
           onSubmit={(e) => {
             e.preventDefault();
             if (!editing.trim()) return;
-            setEditing(undefined);
-            props.onEdit(turn, editing);
+            if (props.onEdit(turn, editing)) setEditing(undefined);
           }}
         >
           <textarea

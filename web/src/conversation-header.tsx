@@ -12,7 +12,8 @@ export function ConversationHeader(props: {
 }) {
   const { conversation } = props;
   const [renaming, setRenaming] = useState<string | undefined>();
-  const title = conversation?.title || t.untitled;
+  // "Chat" while the conversation loads, not a title it may not have.
+  const title = conversation ? conversation.title || t.untitled : t.chat;
 
   const change = async (body: { title?: string; pinned?: boolean }) => {
     if (!conversation) return;

@@ -52,6 +52,8 @@ export function ConversationList(props: {
       setQuery('');
       location.hash = conversationHref(created.id);
       props.onChosen();
+      // Ready for the first question (once a narrow screen has hidden the list).
+      setTimeout(() => document.getElementById('message')?.focus());
       await load();
     } catch (error) {
       setFailure((error as Error).message);
