@@ -26,10 +26,25 @@ interface HitRow {
   created_at: Date;
 }
 
+/** The user's newest messages read in order before the index is asked (see `search`). */
+const RECENT_WINDOW = 5_000;
+
+const COLUMNS = `m.id::text AS position, m.conversation_id, c.title, m.run_id, m.role, m.content,
+  m.on_path, m.created_at`;
+
 /**
- * Full-text search over a user's questions and answers, every conversation and version: the
- * GIN index on `messages.search` (the 'simple' configuration's words plus CJK bigrams, see
- * migration 0012) finds the rows, the user's own are kept, newest first.
+ * Full-text search over a user's questions and answers, every conversation and version,
+ * newest first, in two steps whose cost is bounded whatever the words' frequency:
+ *
+ * 1. The user's newest RECENT_WINDOW messages are read in order (the `(user_id, id)` index)
+ *    and tested: a common word fills the page within the first few.
+ * 2. When they held fewer hits than asked, the word is rare, and the GIN index on
+ *    `messages.search` (the 'simple' configuration's words plus CJK bigrams, see migration
+ *    0012) finds its few rows among the older ones.
+ *
+ * Left to itself the planner takes one plan for both; for a prefix (`lease:*`) it cannot
+ * estimate how rare the word is, and read a user's whole history in order for a rare one
+ * (bench/conversations.ts: 240 ms at 100,000 turns).
  */
 export class ConversationSearchRepository {
   readonly #db: Db;
@@ -45,15 +60,35 @@ export class ConversationSearchRepository {
     before: string | undefined,
     limit: number,
   ): Promise<SearchHit[]> {
-    const { rows } = await this.#db.$client.query<HitRow>(
-      `SELECT m.id::text AS position, m.conversation_id, c.title, m.run_id, m.role, m.content,
-              m.on_path, m.created_at
-         FROM messages m JOIN conversations c ON c.id = m.conversation_id
-        WHERE m.search @@ $2::tsquery AND m.user_id = $1 AND m.run_id IS NOT NULL
-          AND ($3::bigint IS NULL OR m.id < $3::bigint)
+    const client = this.#db.$client;
+    // The window's rows, newest first, tested as they are read: it stops at the page's end.
+    const recent = await client.query<HitRow>(
+      `SELECT ${COLUMNS}
+         FROM (SELECT * FROM messages
+                WHERE user_id = $1 AND ($3::bigint IS NULL OR id < $3::bigint)
+                ORDER BY id DESC LIMIT ${RECENT_WINDOW}) m
+         JOIN conversations c ON c.id = m.conversation_id
+        WHERE m.search @@ $2::tsquery AND m.run_id IS NOT NULL
         ORDER BY m.id DESC LIMIT $4`,
       [userId, query, before ?? null, limit],
     );
+    let rows: HitRow[] = recent.rows;
+    if (rows.length < limit) {
+      // Below the window. `m.id + 0`: ordered by the id, the planner would read the history
+      // in order again instead of asking the index.
+      const older = await client.query<HitRow>(
+        `SELECT ${COLUMNS}
+           FROM messages m JOIN conversations c ON c.id = m.conversation_id
+          WHERE m.search @@ $2::tsquery AND m.user_id = $1 AND m.run_id IS NOT NULL
+            AND m.id < coalesce(
+              (SELECT min(id) FROM (SELECT id FROM messages
+                                     WHERE user_id = $1 AND ($3::bigint IS NULL OR id < $3::bigint)
+                                     ORDER BY id DESC LIMIT ${RECENT_WINDOW}) w), 0)
+          ORDER BY m.id + 0 DESC LIMIT $4`,
+        [userId, query, before ?? null, limit - rows.length],
+      );
+      rows = [...rows, ...older.rows];
+    }
     return rows.map((row) => ({
       position: row.position,
       conversationId: row.conversation_id,
