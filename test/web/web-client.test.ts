@@ -284,6 +284,9 @@ describe('the web client in Chromium', () => {
     await alert.getByRole('button', { name: 'Retry' }).click();
     await lastAnswer().getByText('Second time lucky.').waitFor();
     await waitForIdle();
+    // The retry is another version of the failed turn: the model sees the question once.
+    const sent = JSON.stringify(llm.chats.at(-1)?.body.messages);
+    expect(sent.split('Try hard').length - 1).toBe(1);
   });
 
   it('retries a failed answer with the image that was attached to it', async () => {

@@ -319,7 +319,8 @@ export function ChatPage(props: {
     }
     if (generation.current !== started) return; // another conversation is shown now
     // The new version is shown among the others (and with them the turn's version buttons).
-    if (version && !failed && !controller.signal.aborted) await reload();
+    // (A retry is not reloaded: the page alone still has the image it was sent with.)
+    if (version && !replaces && !failed && !controller.signal.aborted) await reload();
     // The first question names the conversation.
     else if (!meta?.title) {
       const named = await readConversation(props.user, props.conversation, undefined, 1).catch(
@@ -336,7 +337,14 @@ export function ChatPage(props: {
   sendRef.current = send;
   const retry = useCallback((turn: Turn) => {
     const { url, file } = turn.image ?? {};
-    void sendRef.current(turn.question, url && file ? { url, file } : undefined, turn.key);
+    // A failed answer the server kept (it has a run_id) is answered again as another version,
+    // so the model does not see the question twice.
+    void sendRef.current(
+      turn.question,
+      url && file ? { url, file } : undefined,
+      turn.key,
+      turn.runId,
+    );
   }, []);
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
   const busyRef = useRef(busy);
