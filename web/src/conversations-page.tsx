@@ -25,12 +25,14 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
 
   useEffect(() => {
     if (conversation) return;
-    // The user may go to another page meanwhile: then this page no longer moves them.
+    // The user may go to another page meanwhile: then this page no longer moves them. (The
+    // address is compared too: a link followed changes it before its hashchange event comes.)
     let left = false;
+    const from = location.hash;
     const open = async () => {
       const all = (await listConversations(props.user)).conversations;
       const chosen = all.find((c) => c.current) ?? all[0] ?? (await createConversation(props.user));
-      if (!left) location.replace(conversationHref(chosen.id));
+      if (!left && location.hash === from) location.replace(conversationHref(chosen.id));
     };
     open().catch((error: Error) => left || setFailure(error.message));
     return () => {
