@@ -279,6 +279,13 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       })
       .toBe(true);
     expect(await log.getByText('The zeppelin lands at noon.').isVisible()).toBe(true);
+    // Twenty hits a page, then more on request: every answer of it has a "line".
+    const lines = (await search('line')).getByRole('link');
+    await expect.poll(() => lines.count()).toBe(20);
+    await list().getByRole('button', { name: 'More results' }).click();
+    await expect.poll(() => lines.count()).toBe(25);
+    expect(await list().getByRole('button', { name: 'More results' }).count()).toBe(0);
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
   });
 
   it('names its controls in Korean for a Korean browser', async () => {

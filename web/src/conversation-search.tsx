@@ -21,7 +21,9 @@ export function ConversationSearch(props: {
   onOpen: () => void;
 }) {
   /** The hits, and the words they are for (the list shows only the current words' hits). */
-  const [found, setFound] = useState<{ query: string; hits: SearchHit[] } | undefined>();
+  const [found, setFound] = useState<
+    { query: string; hits: SearchHit[]; older: string | null } | undefined
+  >();
   const [failure, setFailure] = useState<string | undefined>();
   const query = props.query.trim();
   const hits = found?.query === query ? found.hits : undefined;
@@ -30,9 +32,9 @@ export function ConversationSearch(props: {
     if (!query) return;
     const controller = new AbortController();
     const timer = setTimeout(() => {
-      searchConversations(props.user, query, controller.signal).then(
-        (hits) => {
-          setFound({ query, hits });
+      searchConversations(props.user, query, undefined, controller.signal).then(
+        (page) => {
+          setFound({ query, hits: page.results, older: page.next_before });
           setFailure(undefined);
         },
         (error: Error) => controller.signal.aborted || setFailure(error.message),
@@ -43,6 +45,20 @@ export function ConversationSearch(props: {
       controller.abort();
     };
   }, [props.user, query]);
+
+  const more = async () => {
+    if (!found?.older) return;
+    try {
+      const page = await searchConversations(props.user, found.query, found.older);
+      setFound((shown) =>
+        shown?.query === found.query
+          ? { ...shown, hits: [...shown.hits, ...page.results], older: page.next_before }
+          : shown,
+      );
+    } catch (error) {
+      setFailure((error as Error).message);
+    }
+  };
 
   const open = async (event: Event, hit: SearchHit) => {
     event.preventDefault();
@@ -87,6 +103,11 @@ export function ConversationSearch(props: {
             </li>
           ))}
         </ul>
+      )}
+      {hits && found?.older && (
+        <button type="button" class="link" onClick={more}>
+          {t.moreResults}
+        </button>
       )}
     </>
   );

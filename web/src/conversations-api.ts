@@ -70,9 +70,16 @@ export const deleteConversation = (user: string, id: string) =>
 export const selectVersion = (user: string, id: string, runId: string) =>
   api(`${base(user)}/${enc(id)}/select`, { method: 'POST', body: { run_id: runId } });
 
-export const searchConversations = (user: string, q: string, signal: AbortSignal) =>
-  api<{ results: SearchHit[] }>(`${base(user)}/search?q=${enc(q)}&limit=20`, { signal }).then(
-    (b) => b.results,
+/** A page of hits, newest first; `next_before` asks for older ones. */
+export const searchConversations = (
+  user: string,
+  q: string,
+  before: string | undefined,
+  signal?: AbortSignal,
+) =>
+  api<{ results: SearchHit[]; next_before: string | null }>(
+    `${base(user)}/search?q=${enc(q)}&limit=20${before ? `&before=${enc(before)}` : ''}`,
+    signal ? { signal } : {},
   );
 
 /** The page address of a conversation, optionally opened at one turn. */
