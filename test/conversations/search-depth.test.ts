@@ -10,7 +10,7 @@ import { ENGINES } from '../support/engines.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
-/** Turns stored: 8,000 messages, past the 5,000 newest a search reads in order first. */
+/** Turns stored: 8,000 messages, past the 2,000 newest a search reads in order first. */
 const TURNS = 4_000;
 
 interface Hits {
@@ -84,7 +84,7 @@ describe.each(ENGINES)('searching a long history on the %s engine', (engine) => 
   });
 
   it('pages a middling word across the end of the newest messages without a gap', async () => {
-    // 25 of its 40 turns are among the newest 5,000 messages: each page of 30 crosses below.
+    // 10 of its 40 turns are among the newest 2,000 messages: the first page crosses below.
     const expected = runs.filter((_, turn) => turn % 100 === 0).reverse();
     const first = await search('?q=middling&limit=30');
     expect(first.results.map((hit) => hit.run_id)).toEqual(expected.slice(0, 30));
