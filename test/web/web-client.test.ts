@@ -186,10 +186,11 @@ describe('the web client in Chromium', () => {
 
     await page.reload();
     await messageBox().waitFor();
-    await page.getByText('Tell me a long story').waitFor();
+    await page.locator('.bubble.user').getByText('Tell me a long story').waitFor();
     const reloaded = (await lastAnswer().locator('.md').textContent()) ?? '';
     expect(reloaded).toContain('slow4');
-    expect(await page.getByText('Count for me').count()).toBe(1); // the earlier turn too
+    // The earlier turn too (its question also names the conversation, in the list and heading).
+    expect(await page.locator('.bubble.user').getByText('Count for me').count()).toBe(1);
     expect(await lastAnswer().textContent()).toContain('Stopped');
   });
 
@@ -283,6 +284,9 @@ describe('the web client in Chromium', () => {
     await alert.getByRole('button', { name: 'Retry' }).click();
     await lastAnswer().getByText('Second time lucky.').waitFor();
     await waitForIdle();
+    // The retry is another version of the failed turn: the model sees the question once.
+    const sent = JSON.stringify(llm.chats.at(-1)?.body.messages);
+    expect(sent.split('Try hard').length - 1).toBe(1);
   });
 
   it('retries a failed answer with the image that was attached to it', async () => {
@@ -399,22 +403,32 @@ describe('the web client in Chromium', () => {
     await page.getByRole('link', { name: 'Chat' }).click();
     await messageBox().waitFor();
     expect(await seriousViolations(page)).toEqual([]);
-    // "New conversation" starts one (the earlier one is kept): the current history is empty.
-    const shown = (await history()).length;
-    expect(shown).toBeGreaterThan(0);
+    // Other conversations, for the screenshot's list: one pinned, one older.
+    for (const [title, pinned] of [
+      ['Sourdough timing', false],
+      ['Busan trip in May', true],
+    ] as const) {
+      const made = await parley.fetch('/users/alice/conversations', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ title }),
+      });
+      const { id } = (await made.json()) as { id: string };
+      if (pinned) {
+        await parley.fetch(`/users/alice/conversations/${id}`, {
+          method: 'PATCH',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ pinned }),
+        });
+      }
+    }
+    // "New conversation" starts another (the current one, so /history is empty) and keeps
+    // the old ones, listed.
     await page.getByRole('button', { name: 'New conversation' }).click();
     await expect.poll(async () => (await history()).length).toBe(0);
-    const listed = (await (await parley.fetch('/users/alice/conversations')).json()) as {
-      conversations: Array<{ id: string; current: boolean }>;
-    };
-    const earlier = listed.conversations.find((conversation) => !conversation.current);
-    const kept = (await (
-      await parley.fetch(`/users/alice/conversations/${earlier?.id}?limit=50`)
-    ).json()) as { turns: unknown[] };
-    expect(kept.turns).toHaveLength(shown);
-    // The page clears once the answer reaches it, which can be after the server's current
-    // conversation changed.
     await expect.poll(() => page.locator('.turn').count()).toBe(0);
+    const conversations = page.getByRole('navigation', { name: 'Conversations' });
+    await conversations.getByRole('link', { name: 'Count for me' }).waitFor();
     llm.enqueue(
       reply.text(
         'Here is a plan for **Saturday**:\n\n1. Pick up the dry cleaning\n2. Call 민수 about dinner\n' +
@@ -430,6 +444,13 @@ describe('the web client in Chromium', () => {
     expect(await plan.locator('ol > li').count()).toBe(3);
     expect(await plan.locator('pre code').textContent()).toBe('rsync -a ~/Photos /mnt/backup/\n');
     expect(await plan.locator('ul > li').textContent()).toBe('notes/weekend.md');
+    await conversations.getByRole('link', { name: 'What should I do this weekend?' }).waitFor();
+    expect(await conversations.getByRole('link').allTextContents()).toEqual([
+      '📌Busan trip in May',
+      'What should I do this weekend?',
+      'Sourdough timing',
+      'Count for me',
+    ]);
     const shot = await page.screenshot({ type: 'png' });
     expect(shot.length).toBeLessThan(200 * 1024);
     await writeFile(SCREENSHOT, shot);

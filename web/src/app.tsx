@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { AdminPage } from './admin.tsx';
 import { api, signedOut } from './api.ts';
-import { ChatPage } from './chat.tsx';
+import { type ChatRoute, ConversationsPage } from './conversations-page.tsx';
 import { DocumentsPage } from './documents.tsx';
 import { t } from './i18n.ts';
 import { GraphPage, MemoriesPage, ProfilePage, RemindersPage } from './pages.tsx';
@@ -20,20 +20,34 @@ export const userOf = (session: Session) => session.user_id ?? 'default';
 const PAGES = ['chat', 'documents', 'reminders', 'memories', 'graph', 'profile', 'admin'] as const;
 type Page = (typeof PAGES)[number];
 
+/** A conversation's address: `#/c/<id>`, or `#/c/<id>/<run_id>` to open it at one turn. */
+const CONVERSATION = /^#\/c\/([0-9a-f-]{36})(?:\/([0-9a-f-]{36}))?$/i;
+
 const pageOf = (hash: string): Page => {
+  if (CONVERSATION.test(hash)) return 'chat';
   const name = hash.replace(/^#\/?/, '') as Page;
   return PAGES.includes(name) ? name : 'chat';
+};
+
+let visits = 0;
+const chatRouteOf = (hash: string): ChatRoute => {
+  const [, conversation, turn] = CONVERSATION.exec(hash) ?? [];
+  return { conversation, turn, visit: ++visits };
 };
 
 export function App() {
   const [session, setSession] = useState<Session | undefined>();
   const [page, setPage] = useState<Page>(pageOf(location.hash));
+  const [chatRoute, setChatRoute] = useState<ChatRoute>(() => chatRouteOf(location.hash));
 
   useEffect(() => {
     api<Session>('/session').then(setSession, () =>
       setSession({ signed_in: false, role: null, user_id: null, development: false }),
     );
-    const onHash = () => setPage(pageOf(location.hash));
+    const onHash = () => {
+      setPage(pageOf(location.hash));
+      setChatRoute(chatRouteOf(location.hash));
+    };
     const onSignedOut = () =>
       setSession(
         (current) => current && { ...current, signed_in: false, role: null, user_id: null },
@@ -82,7 +96,7 @@ export function App() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        {page === 'chat' && <ChatPage user={user} />}
+        {page === 'chat' && <ConversationsPage user={user} route={chatRoute} />}
         {page === 'documents' && <DocumentsPage isAdmin={session.role === 'admin'} />}
         {page === 'reminders' && <RemindersPage user={user} />}
         {page === 'memories' && <MemoriesPage user={user} />}

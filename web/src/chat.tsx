@@ -1,56 +1,29 @@
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, api, chatStream, enc } from './api.ts';
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, chatStream } from './api.ts';
+import { ConversationHeader } from './conversation-header.tsx';
+import { type Conversation, readConversation, selectVersion } from './conversations-api.ts';
 import { t } from './i18n.ts';
 import { LiveText } from './live-text.ts';
-import { answerRenderer, splitThinking } from './markdown.ts';
-import { memo } from './memo.ts';
-import type { Block } from './streaming-markdown.ts';
+import { type Attachment, type Feedback, type Turn, TurnView } from './turn-view.tsx';
 
 const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** How often a streaming answer is redrawn. */
 const DRAW_MS = 100;
 
-/** An image to send, and the object URL that shows it (revoked once nothing shows it). */
-interface Attachment {
-  file: File;
-  url: string;
-}
-
-type Feedback = { score: number; comment: string | null };
-
-interface Turn {
-  key: string;
-  runId?: string | undefined;
-  question: string;
-  answer: string;
-  /**
-   * The image sent with the question, shown with it. Its file is kept only while Retry can
-   * send it again: while the answer streams, and after it failed.
-   */
-  image?: { url: string; file?: File | undefined } | undefined;
-  /** Set exactly while the answer streams: its text grows here (not in `answer`), see LiveText. */
-  live?: LiveText | undefined;
-  interrupted: boolean;
-  error?: { code: string; message: string } | undefined;
-  feedback?: Feedback | null | undefined;
-}
-
-interface HistoryPage {
-  turns: Array<{
-    run_id: string;
-    question: string;
-    answer: string;
-    interrupted: boolean;
-    feedback: Feedback | null;
-  }>;
-  next_before: string | null;
-}
-
 let counter = 0;
 const newKey = () => `t${++counter}`;
 
-export function ChatPage(props: { user: string }) {
+export function ChatPage(props: {
+  user: string;
+  conversation: string;
+  /** A turn to open the conversation at (a search hit). */
+  focus: string | undefined;
+  visit: number;
+  /** Told when the list of conversations may have changed (a turn stored, a rename…). */
+  onActivity: () => void;
+}) {
   const [turns, setTurns] = useState<Turn[]>([]);
+  const [meta, setMeta] = useState<Conversation | undefined>();
   /** An answer streams while its turn has a LiveText (every way it ends removes it). */
   const busy = turns.some((turn) => turn.live !== undefined);
   const [older, setOlder] = useState<string | null | undefined>(undefined);
@@ -68,6 +41,10 @@ export function ChatPage(props: { user: string }) {
   const ownScroll = useRef<number | undefined>(undefined);
   const keepOffset = useRef<number | undefined>(undefined);
   const loadingOlder = useRef(false);
+  /** Grows when another conversation (or a fresh copy of this one) is loaded: older answers are dropped. */
+  const generation = useRef(0);
+  /** A turn to bring into view once it is loaded (older pages are loaded until it is). */
+  const pendingFocus = useRef<string | undefined>(undefined);
 
   // Changes one turn; the others keep their objects, so their (memo) views do not run again.
   const update = useCallback(
@@ -112,12 +89,14 @@ export function ChatPage(props: { user: string }) {
     return () => observer.disconnect();
   }, []);
 
+  /** Loads the turns before `before`, or (without it) the newest page in place of all shown. */
   const loadPage = async (before: string | undefined) => {
     if (loadingOlder.current) return;
     loadingOlder.current = true;
+    const mine = generation.current;
     try {
-      const query = `limit=20${before ? `&before=${before}` : ''}`;
-      const page = await api<HistoryPage>(`/users/${enc(props.user)}/history?${query}`);
+      const page = await readConversation(props.user, props.conversation, before);
+      if (mine !== generation.current) return;
       const loaded: Turn[] = page.turns.reverse().map((turn) => ({
         key: newKey(),
         runId: turn.run_id,
@@ -125,22 +104,45 @@ export function ChatPage(props: { user: string }) {
         answer: turn.answer,
         interrupted: turn.interrupted,
         feedback: turn.feedback,
+        version: turn.version,
       }));
       if (before && log.current)
         keepOffset.current = log.current.scrollHeight - log.current.scrollTop;
-      setTurns((all) => [...loaded, ...all]);
+      // A question sent while the page loaded stays, below what was loaded.
+      setTurns((all) =>
+        before ? [...loaded, ...all] : [...loaded, ...all.filter((turn) => !turn.runId)],
+      );
       setOlder(page.next_before);
+      setMeta(page.conversation);
     } catch (error) {
-      setNotice((error as Error).message);
+      if (mine === generation.current) setNotice((error as Error).message);
     } finally {
-      loadingOlder.current = false;
+      if (mine === generation.current) loadingOlder.current = false;
     }
   };
+  /** Shows the conversation afresh from its newest turn (another version, an edit stored). */
+  const reload = () => {
+    generation.current++;
+    loadingOlder.current = false;
+    return loadPage(undefined);
+  };
+
+  // The window's title names the conversation (in the browser's tabs and history).
+  useEffect(() => {
+    if (meta) document.title = `${meta.title || t.untitled} · Parley`;
+  }, [meta?.title]);
 
   useEffect(() => {
-    void loadPage(undefined);
+    abort.current?.abort();
+    setTurns([]);
+    setOlder(undefined);
+    setMeta(undefined);
+    setNotice(undefined);
+    atBottom.current = true;
+    pendingFocus.current = props.focus;
+    void reload();
     return () => abort.current?.abort();
-  }, [props.user]);
+  }, [props.user, props.conversation, props.visit]);
 
   // Scrolling up to the top loads the turns before the oldest one shown.
   useEffect(() => {
@@ -165,22 +167,51 @@ export function ChatPage(props: { user: string }) {
     keepOffset.current = undefined;
   }, [turns]);
 
-  /** Sends a question; `replaces` is the key of a failed turn this one takes the place of. */
-  const send = async (question: string, attached: Attachment | undefined, replaces?: string) => {
+  // A turn asked for (a search hit, a version chosen) is brought into view once loaded; until
+  // then, older pages are loaded. The address then names the conversation alone again.
+  useLayoutEffect(() => {
+    const runId = pendingFocus.current;
+    if (!runId || turns.length === 0) return;
+    const element = list.current?.querySelector<HTMLElement>(`[data-run="${runId}"]`);
+    if (element) {
+      pendingFocus.current = undefined;
+      atBottom.current = false;
+      element.scrollIntoView({ block: 'start' });
+      if (log.current) ownScroll.current = log.current.scrollTop;
+      history.replaceState(null, '', `#/c/${props.conversation}`);
+    } else if (older) void loadPage(older);
+    else pendingFocus.current = undefined;
+  }, [turns, older]);
+
+  /**
+   * Sends a question; `replaces` is the key of a failed turn this one takes the place of;
+   * `version` the run_id of a turn this is a new version of (edited, or regenerated), shown in
+   * its place (the turns after it belonged to the old version).
+   */
+  const send = async (
+    question: string,
+    attached: Attachment | undefined,
+    replaces?: string,
+    version?: string,
+  ) => {
     if (!question.trim() || busy) return;
     const key = newKey();
     const live = new LiveText();
     // One change removes the turn retried and adds its successor, which shows the same image
     // URL: it stays in use (see the effect that revokes them). Nothing is removed when busy.
-    setTurns((all) => [
-      ...all.filter((turn) => turn.key !== replaces),
-      { key, question, answer: '', interrupted: false, image: attached, live },
-    ]);
+    setTurns((all) => {
+      const cut = version ? all.findIndex((turn) => turn.runId === version) : -1;
+      return [
+        ...(cut >= 0 ? all.slice(0, cut) : all).filter((turn) => turn.key !== replaces),
+        { key, question, answer: '', interrupted: false, image: attached, live },
+      ];
+    });
     setDraft('');
     setImage(undefined);
     atBottom.current = true;
     const controller = new AbortController();
     abort.current = controller;
+    const started = generation.current;
     // Fragments arrive faster than anyone reads: the answer is drawn at most every DRAW_MS
     // (and in an animation frame), so a fast model costs a few renders a second, not one a token.
     // Only this answer's view listens to `live`: a redraw renders nothing else.
@@ -214,7 +245,12 @@ export function ChatPage(props: { user: string }) {
       cancelAnimationFrame(frame);
     };
     try {
-      const body: Record<string, unknown> = { message: question, show_thinking: thinking };
+      const body: Record<string, unknown> = {
+        message: question,
+        show_thinking: thinking,
+        conversation_id: props.conversation,
+      };
+      if (version) body.regenerate = version;
       if (attached) body.image_base64 = await dataUrl(attached.file);
       for await (const event of chatStream(body, controller.signal)) {
         if (event.type === 'text') {
@@ -239,12 +275,25 @@ export function ChatPage(props: { user: string }) {
         update(key, { answer, runId: kept, live: undefined, interrupted: true, ...shownOnly() });
       } else {
         const message = error instanceof ApiError ? error.message : String(error);
+        failed = true;
         const failure = { code: 'request_failed', message };
         update(key, { answer, live: undefined, error: failure });
       }
     } finally {
-      abort.current = undefined;
+      if (abort.current === controller) abort.current = undefined;
     }
+    if (generation.current !== started) return; // another conversation is shown now
+    // The new version is shown among the others (and with them the turn's version buttons).
+    // (A retry is not reloaded: the page alone still has the image it was sent with.)
+    if (version && !replaces && !failed && !controller.signal.aborted) await reload();
+    // The first question names the conversation.
+    else if (!meta?.title) {
+      const named = await readConversation(props.user, props.conversation, undefined, 1).catch(
+        () => undefined,
+      );
+      if (named && generation.current === started) setMeta(named.conversation);
+    }
+    props.onActivity();
   };
 
   // The views of finished turns are memo: their callbacks must stay the same functions, so
@@ -253,9 +302,39 @@ export function ChatPage(props: { user: string }) {
   sendRef.current = send;
   const retry = useCallback((turn: Turn) => {
     const { url, file } = turn.image ?? {};
-    void sendRef.current(turn.question, url && file ? { url, file } : undefined, turn.key);
+    // A failed answer the server kept (it has a run_id) is answered again as another version,
+    // so the model does not see the question twice.
+    void sendRef.current(
+      turn.question,
+      url && file ? { url, file } : undefined,
+      turn.key,
+      turn.runId,
+    );
   }, []);
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
+  const busyRef = useRef(busy);
+  busyRef.current = busy;
+  /** False while another answer streams: the edited text stays in its field, not lost. */
+  const edit = useCallback((turn: Turn, question: string) => {
+    if (busyRef.current) return false;
+    void sendRef.current(question, undefined, undefined, turn.runId);
+    return true;
+  }, []);
+  const regenerate = useCallback((turn: Turn) => {
+    void sendRef.current(turn.question, undefined, undefined, turn.runId);
+  }, []);
+  const choose = useRef(async (_runId: string) => {});
+  choose.current = async (runId: string) => {
+    if (busy) return;
+    try {
+      await selectVersion(props.user, props.conversation, runId);
+      pendingFocus.current = runId;
+      await reload();
+    } catch (error) {
+      setNotice((error as Error).message);
+    }
+  };
+  const showVersion = useCallback((runId: string) => void choose.current(runId), []);
 
   const attach = (file: File | undefined) => {
     if (!file) return;
@@ -263,15 +342,6 @@ export function ChatPage(props: { user: string }) {
     if (file.size > IMAGE_MAX_BYTES) return setNotice(t.imageTooLarge);
     setNotice(undefined);
     setImage({ file, url: URL.createObjectURL(file) });
-  };
-
-  // A new conversation becomes the current one; the one shown stays on the server (nothing
-  // is lost, so nothing needs confirming).
-  const newConversation = async () => {
-    abort.current?.abort();
-    await api(`/users/${enc(props.user)}/conversations`, { method: 'POST' });
-    setTurns([]);
-    setOlder(null);
   };
 
   const onKeyDown = (event: KeyboardEvent) => {
@@ -294,12 +364,19 @@ export function ChatPage(props: { user: string }) {
         attach(e.dataTransfer?.files[0]);
       }}
     >
-      <div class="toolbar">
-        <h1>{t.chat}</h1>
-        <button type="button" onClick={newConversation}>
-          {t.newConversation}
-        </button>
-      </div>
+      <ConversationHeader
+        user={props.user}
+        conversation={meta}
+        onChanged={(changed) => {
+          setMeta(changed);
+          props.onActivity();
+        }}
+        onDeleted={() => {
+          props.onActivity();
+          location.hash = '#/chat';
+        }}
+        onFailure={setNotice}
+      />
       <div
         class="log"
         ref={log}
@@ -331,7 +408,15 @@ export function ChatPage(props: { user: string }) {
         </div>
         <div ref={list}>
           {turns.map((turn) => (
-            <TurnView key={turn.key} turn={turn} onRetry={retry} onFeedback={rated} />
+            <TurnView
+              key={turn.key}
+              turn={turn}
+              onRetry={retry}
+              onFeedback={rated}
+              onEdit={edit}
+              onRegenerate={regenerate}
+              onVersion={showVersion}
+            />
           ))}
         </div>
       </div>
@@ -413,165 +498,6 @@ export function ChatPage(props: { user: string }) {
         </div>
       </form>
     </section>
-  );
-}
-
-interface TurnProps {
-  turn: Turn;
-  onRetry: (turn: Turn) => void;
-  onFeedback: (key: string, feedback: Feedback) => void;
-}
-
-/**
- * One question and its answer. Memo: a turn whose object and callbacks are unchanged is not
- * rendered again, so a long conversation costs nothing while a new answer streams or the user
- * types. A streaming answer redraws itself from its LiveText.
- */
-const TurnView = memo(function TurnView(props: TurnProps) {
-  const { turn } = props;
-  const streaming = turn.live !== undefined;
-  const full = useLiveText(turn.live, turn.answer);
-  const { thinking, answer } = useMemo(() => splitThinking(full), [full]);
-  return (
-    <article class="turn">
-      <div class="bubble user">
-        <span class="visually-hidden">{t.you}: </span>
-        {turn.image && <img class="thumb" src={turn.image.url} alt={t.attachedImage} />}
-        <p>{turn.question}</p>
-      </div>
-      <div class="bubble assistant" aria-busy={streaming ? 'true' : 'false'}>
-        <span class="visually-hidden">{t.assistant}: </span>
-        {thinking !== undefined && (
-          <details class="thinking">
-            <summary>{t.reasoning}</summary>
-            <p>{thinking}</p>
-          </details>
-        )}
-        <AnswerText text={answer} />
-        {streaming && !answer && <p class="muted">{t.thinkingNow}</p>}
-        {turn.interrupted && <p class="muted">{t.interrupted}</p>}
-        {turn.error && (
-          <div role="alert" class="error">
-            <p>
-              {t.errorPrefix}: {turn.error.message}
-            </p>
-            <button type="button" onClick={() => props.onRetry(turn)}>
-              {t.retry}
-            </button>
-          </div>
-        )}
-        {turn.runId && !streaming && (
-          <Feedback
-            runId={turn.runId}
-            given={turn.feedback ?? null}
-            onGiven={(feedback) => props.onFeedback(turn.key, feedback)}
-          />
-        )}
-      </div>
-    </article>
-  );
-});
-
-/** The text of `live` while there is one (redrawn on each change), else `text`. */
-function useLiveText(live: LiveText | undefined, text: string): string {
-  const [, redraw] = useState(0);
-  // Subscribed before the first animation frame can draw, so no change is missed.
-  useLayoutEffect(() => live?.subscribe(() => redraw((n) => n + 1)), [live]);
-  return live ? live.text : text;
-}
-
-/**
- * The answer as Markdown. The finished blocks are one memo list whose array changes only when
- * a block is added, so a redraw touches only the growing last block.
- */
-function AnswerText(props: { text: string }) {
-  const renderer = useMemo(answerRenderer, []);
-  const drawn = useMemo(() => renderer.draw(props.text), [props.text]);
-  return (
-    <div class="md">
-      <FinishedBlocks blocks={drawn.done} />
-      {drawn.tail && <div dangerouslySetInnerHTML={{ __html: drawn.tail }} />}
-    </div>
-  );
-}
-
-/** Finished Markdown blocks: each is put in the page once and never touched again. */
-const FinishedBlocks = memo(function FinishedBlocks(props: { blocks: readonly Block[] }) {
-  return (
-    <>
-      {props.blocks.map((block) => (
-        <div key={block.key} dangerouslySetInnerHTML={{ __html: block.html }} />
-      ))}
-    </>
-  );
-});
-
-function Feedback(props: {
-  runId: string;
-  given: Feedback | null;
-  onGiven: (feedback: Feedback) => void;
-}) {
-  const [comment, setComment] = useState('');
-  const [open, setOpen] = useState(false);
-  const [status, setStatus] = useState<string | undefined>();
-  const submit = async (score: number, text?: string) => {
-    try {
-      await api('/feedback', {
-        method: 'POST',
-        body: { run_id: props.runId, score, ...(text ? { comment: text } : {}) },
-      });
-      props.onGiven({ score, comment: text ?? null });
-      setOpen(true);
-      setStatus(t.thanks);
-    } catch (error) {
-      setStatus((error as Error).message);
-    }
-  };
-  const score = props.given?.score;
-  return (
-    <div class="feedback">
-      <button
-        type="button"
-        aria-pressed={score === 1}
-        onClick={() => submit(1)}
-        aria-label={t.goodAnswer}
-        title={t.goodAnswer}
-      >
-        👍
-      </button>
-      <button
-        type="button"
-        aria-pressed={score === 0}
-        onClick={() => submit(0)}
-        aria-label={t.badAnswer}
-        title={t.badAnswer}
-      >
-        👎
-      </button>
-      {open && score !== undefined && (
-        <form
-          class="comment"
-          onSubmit={(e) => {
-            e.preventDefault();
-            void submit(score, comment);
-          }}
-        >
-          <input
-            aria-label={t.comment}
-            placeholder={t.comment}
-            value={comment}
-            maxLength={4000}
-            onInput={(e) => setComment((e.target as HTMLInputElement).value)}
-          />
-          <button type="submit">{t.sendComment}</button>
-        </form>
-      )}
-      {status && (
-        <span role="status" class="muted">
-          {status}
-        </span>
-      )}
-    </div>
   );
 }
 

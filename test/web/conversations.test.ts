@@ -1,0 +1,345 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { launchChromium, seriousViolations } from './browser.ts';
+
+const TOKEN = 'browser-admin-token';
+const ADDRESS = /#\/c\/([0-9a-f-]{36})$/;
+
+/**
+ * Many conversations per user in the web client, in a real Chromium against a real Parley on
+ * each storage engine (search is the database's) and the fake model. Controls are found by
+ * role and name, as a screen-reader user finds them.
+ */
+describe.each(ENGINES)('conversations in the web client, on the %s engine', (engine) => {
+  let database: EngineEnv;
+  let llm: FakeLlmServer;
+  let parley: RunningParley;
+  let browser: Browser;
+  let page: Page;
+  /** The two conversations' ids, from their addresses. */
+  let busan = '';
+  let bread = '';
+  let key = '';
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    llm = await startFakeLlmServer();
+    database = await engineEnv(engine);
+    parley = await startParley({
+      env: { ...database.env, API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0' },
+    });
+    const created = await parley.fetch('/admin/users', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: 'alice' }),
+    });
+    ({ key } = (await created.json()) as { key: string });
+    const context = await browser.newContext({
+      locale: 'en-US',
+      viewport: { width: 1000, height: 720 },
+    });
+    page = await context.newPage();
+    await page.goto(parley.url);
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await parley?.stop();
+    await llm?.close();
+    await database?.cleanup();
+  });
+
+  const list = () => page.getByRole('navigation', { name: 'Conversations' });
+  const titles = () => list().getByRole('list').first().getByRole('link').allTextContents();
+  const messageBox = () => page.getByRole('textbox', { name: 'Message' });
+  const lastAnswer = () => page.locator('.bubble.assistant').last();
+  const question = () => page.locator('.bubble.user').last();
+  const idOf = () => ADDRESS.exec(page.url())?.[1] ?? '';
+  const send = async (text: string) => {
+    const turns = await page.locator('.bubble.user').count();
+    await messageBox().fill(text);
+    await messageBox().press('Enter');
+    await page.locator('.bubble.user').nth(turns).waitFor();
+    await page.locator('.bubble.assistant[aria-busy="true"]').waitFor({ state: 'detached' });
+    await page.getByRole('button', { name: 'Send', exact: true }).waitFor();
+  };
+  const search = async (words: string) => {
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill(words);
+    return page.getByRole('list', { name: 'Search results' });
+  };
+  const stored = async () => {
+    const response = await parley.fetch('/users/alice/conversations?limit=100');
+    const body = (await response.json()) as { conversations: Array<{ id: string; title: string }> };
+    return body.conversations;
+  };
+
+  it('keeps the conversation it was in when "New conversation" starts another', async () => {
+    await messageBox().waitFor();
+    await expect.poll(idOf).not.toBe('');
+    busan = idOf();
+    llm.enqueue(reply.text('부산 여행은 기차가 제일 편해요.'));
+    await send('부산 여행 계획을 알려줘');
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    await expect.poll(idOf).not.toBe(busan);
+    bread = idOf();
+    await expect.poll(() => page.locator('.turn').count()).toBe(0);
+    llm.enqueue(reply.text('Bake the sourdough for forty minutes at 230 degrees.'));
+    await send('How long should I bake bread?');
+    // The newest activity first; the model saw only this conversation.
+    await expect.poll(titles).toEqual(['How long should I bake bread?', '부산 여행 계획을 알려줘']);
+    expect(JSON.stringify(llm.chats.at(-1)?.body.messages)).not.toContain('부산');
+    expect(
+      await list()
+        .getByRole('link', { name: 'How long should I bake bread?' })
+        .getAttribute('aria-current'),
+    ).toBe('page');
+  });
+
+  it('finds a conversation by a Korean word and by an English word, and opens it at that turn', async () => {
+    const korean = await search('기차');
+    const hit = korean.getByRole('link').filter({ hasText: '기차가' });
+    await hit.waitFor();
+    expect(await korean.getByRole('link').count()).toBe(1);
+    expect(await hit.textContent()).toContain('부산 여행 계획을 알려줘'); // the title, then the snippet
+    await hit.click();
+    await expect.poll(idOf).toBe(busan);
+    await lastAnswer().getByText('부산 여행은 기차가 제일 편해요.').waitFor();
+    expect(await question().textContent()).toContain('부산 여행 계획을 알려줘');
+
+    const english = await search('sourdough');
+    await english.getByRole('link').filter({ hasText: 'sourdough' }).click();
+    await expect.poll(idOf).toBe(bread);
+    await lastAnswer().getByText('Bake the sourdough for forty minutes').waitFor();
+    expect(await (await search('nothingmatcheshere')).textContent()).toContain('Nothing found.');
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
+    await expect.poll(titles).toHaveLength(2);
+  });
+
+  it('opens a conversation from its address, after a reload too', async () => {
+    await page.goto(`${parley.url}/#/c/${busan}`);
+    await lastAnswer().getByText('기차가').waitFor();
+    await page.reload();
+    await lastAnswer().getByText('부산 여행은 기차가 제일 편해요.').waitFor();
+    expect(idOf()).toBe(busan);
+    const link = list().getByRole('link', { name: '부산 여행 계획을 알려줘' });
+    expect(await link.getAttribute('aria-current')).toBe('page');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toBe(
+      '부산 여행 계획을 알려줘',
+    );
+  });
+
+  it('renames a conversation and pins it first', async () => {
+    await page.getByRole('button', { name: 'Rename' }).click();
+    await page.getByRole('textbox', { name: 'Title' }).fill('Busan trip');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Busan trip' }).waitFor();
+    await expect.poll(() => page.title()).toBe('Busan trip · Parley');
+    await expect.poll(titles).toEqual(['How long should I bake bread?', 'Busan trip']);
+    await page.getByRole('button', { name: 'Pin', exact: true }).click();
+    await page.getByRole('button', { name: 'Unpin' }).waitFor();
+    await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    const pinned = list().getByRole('listitem').first();
+    expect(await pinned.getByRole('img', { name: 'Pinned' }).count()).toBe(1);
+    await page.reload();
+    await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    expect((await stored()).map((c) => c.title)).toEqual([
+      'Busan trip',
+      'How long should I bake bread?',
+    ]);
+  });
+
+  it('deletes a conversation only once the user confirms', async () => {
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    await expect.poll(idOf).not.toBe(busan);
+    const doomed = idOf();
+    await expect.poll(() => page.locator('.turn').count()).toBe(0);
+    llm.enqueue(reply.text('Soon gone.'));
+    await send('A question to throw away');
+    await expect.poll(titles).toHaveLength(3);
+    let asked = '';
+    page.once('dialog', (dialog) => {
+      asked = dialog.message();
+      void dialog.dismiss();
+    });
+    await page.getByRole('button', { name: 'Delete conversation' }).click();
+    await expect.poll(() => asked).toContain('A question to throw away');
+    expect(idOf()).toBe(doomed);
+    expect((await stored()).map((c) => c.id)).toContain(doomed);
+    page.once('dialog', (dialog) => void dialog.accept());
+    await page.getByRole('button', { name: 'Delete conversation' }).click();
+    await expect.poll(idOf).not.toBe(doomed);
+    await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    expect((await stored()).map((c) => c.id)).not.toContain(doomed);
+  });
+
+  it('edits a question: the new answer shows, and "Previous version" the old one', async () => {
+    await list().getByRole('link', { name: 'How long should I bake bread?' }).click();
+    await expect.poll(idOf).toBe(bread);
+    await lastAnswer().getByText('sourdough').waitFor();
+    await page.locator('.turn').last().getByRole('button', { name: 'Edit' }).click();
+    await page
+      .getByRole('textbox', { name: 'Edited question' })
+      .fill('How long should I bake rye?');
+    llm.enqueue(reply.text('Rye takes about an hour.'));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await lastAnswer().getByText('Rye takes about an hour.').waitFor();
+    await page.getByText('Version 2 of 2').waitFor();
+    expect(await question().textContent()).toContain('How long should I bake rye?');
+    expect(await page.locator('.turn').count()).toBe(1);
+    // The edited question replaced the old one: the model did not see it.
+    expect(JSON.stringify(llm.chats.at(-1)?.body.messages)).not.toContain('bake bread');
+    expect(await page.getByRole('button', { name: 'Next version' }).isDisabled()).toBe(true);
+
+    await page.getByRole('button', { name: 'Previous version' }).click();
+    await lastAnswer().getByText('Bake the sourdough for forty minutes').waitFor();
+    expect(await question().textContent()).toContain('How long should I bake bread?');
+    await page.getByText('Version 1 of 2').waitFor();
+    expect(await page.getByRole('button', { name: 'Previous version' }).isDisabled()).toBe(true);
+    // The version shown is the active path: a reload shows it too.
+    await page.reload();
+    await lastAnswer().getByText('Bake the sourdough for forty minutes').waitFor();
+    await page.getByRole('button', { name: 'Next version' }).click();
+    await lastAnswer().getByText('Rye takes about an hour.').waitFor();
+  });
+
+  it('regenerates an answer as another version', async () => {
+    llm.enqueue(reply.text('Bake rye for sixty minutes.'));
+    await lastAnswer().getByRole('button', { name: 'Regenerate' }).click();
+    await lastAnswer().getByText('Bake rye for sixty minutes.').waitFor();
+    await page.getByText('Version 3 of 3').waitFor();
+    expect(await question().textContent()).toContain('How long should I bake rye?');
+    expect(JSON.stringify(llm.chats.at(-1)?.body.messages)).toContain(
+      'How long should I bake rye?',
+    );
+    await page.getByRole('button', { name: 'Previous version' }).click();
+    await lastAnswer().getByText('Rye takes about an hour.').waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await search('rye');
+    await page.getByRole('list', { name: 'Search results' }).getByRole('link').first().waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
+  });
+
+  it('puts the list behind a button 390 px wide', async () => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    const toggle = page.getByRole('button', { name: 'Conversations' });
+    await toggle.waitFor();
+    expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+    expect(await list().isVisible()).toBe(false);
+    expect(await messageBox().isVisible()).toBe(true);
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await seriousViolations(page)).toEqual([]);
+    await toggle.click();
+    await list().waitFor();
+    expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    expect(await seriousViolations(page)).toEqual([]);
+    await list().getByRole('link', { name: 'Busan trip' }).click();
+    await expect.poll(idOf).toBe(busan);
+    await lastAnswer().getByText('기차가').waitFor();
+    expect(await list().isVisible()).toBe(false);
+    expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+    await page.setViewportSize({ width: 1000, height: 720 });
+  });
+
+  it('opens a long conversation at an old turn that search found, beyond the newest page', async () => {
+    const made = await parley.fetch('/users/alice/conversations', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Long one' }),
+    });
+    const { id } = (await made.json()) as { id: string };
+    for (let i = 1; i <= 25; i++) {
+      const lines = Array.from({ length: 8 }, (_, n) => `Answer ${i}, line ${n + 1}.`);
+      if (i === 2) lines[3] = 'The zeppelin lands at noon.';
+      llm.enqueue(reply.text(lines.join('\n\n')));
+      const chat = await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: 'alice', conversation_id: id, message: `Question ${i}` }),
+      });
+      await chat.text();
+    }
+    await page.reload();
+    const hits = await search('zeppelin');
+    await hits.getByRole('link').filter({ hasText: 'zeppelin' }).click();
+    await expect.poll(idOf).toBe(id);
+    const found = page.locator('.turn').filter({ hasText: 'Question 2' }).first();
+    await found.waitFor();
+    const log = page.getByRole('log', { name: 'Conversation' });
+    await expect
+      .poll(async () => {
+        const view = await log.boundingBox();
+        const turn = await found.locator('.bubble.user').boundingBox();
+        return !!view && !!turn && turn.y >= view.y && turn.y + turn.height <= view.y + view.height;
+      })
+      .toBe(true);
+    expect(await log.getByText('The zeppelin lands at noon.').isVisible()).toBe(true);
+    // Twenty hits a page, then more on request: every answer of it has a "line".
+    const lines = (await search('line')).getByRole('link');
+    await expect.poll(() => lines.count()).toBe(20);
+    await list().getByRole('button', { name: 'More results' }).click();
+    await expect.poll(() => lines.count()).toBe(25);
+    expect(await list().getByRole('button', { name: 'More results' }).count()).toBe(0);
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
+  });
+
+  it('names its controls in Korean for a Korean browser', async () => {
+    const korean = await browser.newContext({ locale: 'ko-KR' });
+    const koPage = await korean.newPage();
+    await koPage.goto(`${parley.url}/#/c/${bread}`);
+    await koPage.getByLabel('API 키').fill(key);
+    await koPage.getByRole('button', { name: '로그인' }).click();
+    const conversations = koPage.getByRole('navigation', { name: '대화 목록' });
+    await conversations.getByRole('link', { name: 'Busan trip' }).waitFor();
+    for (const name of [
+      '새 대화',
+      '이름 바꾸기',
+      '대화 삭제',
+      '수정',
+      '다시 생성',
+      '이전 버전',
+      '다음 버전',
+    ]) {
+      expect(await koPage.getByRole('button', { name, exact: true }).count(), name).toBeGreaterThan(
+        0,
+      );
+    }
+    expect(await koPage.getByRole('searchbox', { name: '대화 검색' }).count()).toBe(1);
+    await korean.close();
+  });
+
+  it('lists fifty conversations, then more on request; "New conversation" reuses an unused one', async () => {
+    for (let i = 1; i <= 50; i++) {
+      await parley.fetch('/users/alice/conversations', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ title: `Old ${i}` }),
+      });
+    }
+    await page.reload();
+    const links = list().getByRole('list').first().getByRole('link');
+    await expect.poll(() => links.count()).toBe(50);
+    await list().getByRole('button', { name: 'More conversations' }).click();
+    await expect.poll(() => links.count()).toBe(53);
+    expect(await list().getByRole('button', { name: 'More conversations' }).count()).toBe(0);
+
+    const before = (await stored()).length;
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    await expect
+      .poll(() => page.getByRole('heading', { level: 1 }).textContent())
+      .toBe('New conversation');
+    const fresh = idOf();
+    // Ready for the first question; the window's title names the conversation.
+    await expect.poll(() => page.evaluate('document.activeElement.id')).toBe('message');
+    await expect.poll(() => page.title()).toBe('New conversation · Parley');
+    await page.getByRole('button', { name: 'New conversation' }).click();
+    await page.waitForTimeout(300);
+    expect(idOf()).toBe(fresh);
+    expect((await stored()).length).toBe(before + 1);
+  });
+});

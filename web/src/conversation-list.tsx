@@ -1,0 +1,106 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ConversationSearch } from './conversation-search.tsx';
+import {
+  type Conversation,
+  conversationHref,
+  createConversation,
+  listConversations,
+} from './conversations-api.ts';
+import { t } from './i18n.ts';
+
+/**
+ * The user's conversations, pinned first, then by newest activity (the server's order), with
+ * "New conversation" and the search over them. `changed` grows whenever the list may have
+ * changed (a turn stored, a rename, a pin, a deletion).
+ */
+export function ConversationList(props: {
+  id: string;
+  user: string;
+  open: string | undefined;
+  changed: number;
+  /** A conversation was chosen: a narrow screen hides the list again. */
+  onChosen: () => void;
+}) {
+  const [conversations, setConversations] = useState<Conversation[] | undefined>();
+  const [failure, setFailure] = useState<string | undefined>();
+  const [query, setQuery] = useState('');
+  /** Where the next page of the list starts (null: none). */
+  const [more, setMore] = useState<string | null>(null);
+
+  /** The first page, or (with the last page's cursor) the next one after those shown. */
+  const load = (cursor?: string) =>
+    listConversations(props.user, cursor).then(
+      (page) => {
+        setConversations((shown) =>
+          cursor ? [...(shown ?? []), ...page.conversations] : page.conversations,
+        );
+        setMore(page.next_cursor);
+        setFailure(undefined);
+      },
+      (error: Error) => setFailure(error.message),
+    );
+  useEffect(() => {
+    void load();
+  }, [props.user, props.changed]);
+
+  const start = async () => {
+    try {
+      // A conversation never used is opened rather than another made.
+      const created =
+        conversations?.find((c) => !c.title && !c.preview) ??
+        (await createConversation(props.user));
+      setQuery('');
+      location.hash = conversationHref(created.id);
+      props.onChosen();
+      // Ready for the first question (once a narrow screen has hidden the list).
+      setTimeout(() => document.getElementById('message')?.focus());
+      await load();
+    } catch (error) {
+      setFailure((error as Error).message);
+    }
+  };
+
+  return (
+    <nav id={props.id} class="conversations" aria-label={t.conversations}>
+      <button type="button" class="primary" onClick={start}>
+        {t.newConversation}
+      </button>
+      <ConversationSearch
+        user={props.user}
+        query={query}
+        onQuery={setQuery}
+        onOpen={props.onChosen}
+      />
+      {failure && (
+        <p role="alert" class="error">
+          {failure}
+        </p>
+      )}
+      {!query.trim() && (
+        <ul class="threads">
+          {conversations?.map((conversation) => (
+            <li key={conversation.id} class={conversation.pinned ? 'pinned' : undefined}>
+              <a
+                href={conversationHref(conversation.id)}
+                aria-current={conversation.id === props.open ? 'page' : undefined}
+                onClick={props.onChosen}
+              >
+                {conversation.pinned && (
+                  <span class="pin" role="img" aria-label={t.pinned}>
+                    📌
+                  </span>
+                )}
+                <span class="name">{conversation.title || t.untitled}</span>
+              </a>
+            </li>
+          ))}
+        </ul>
+      )}
+      {!query.trim() && more && (
+        <button type="button" class="link" onClick={() => load(more)}>
+          {t.moreConversations}
+        </button>
+      )}
+    </nav>
+  );
+}

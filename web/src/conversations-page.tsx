@@ -1,0 +1,77 @@
+import { useEffect, useState } from 'preact/hooks';
+import { ChatPage } from './chat.tsx';
+import { ConversationList } from './conversation-list.tsx';
+import { conversationHref, createConversation, listConversations } from './conversations-api.ts';
+import { t } from './i18n.ts';
+
+/** Where the chat page is: a conversation (`#/c/<id>`), perhaps at one turn (`#/c/<id>/<run_id>`). */
+export interface ChatRoute {
+  conversation: string | undefined;
+  turn: string | undefined;
+  /** Grows with every change of address, so following the same link again opens it again. */
+  visit: number;
+}
+
+/**
+ * The list of conversations beside the open one (behind a button on a narrow screen). The
+ * page without a conversation in its address opens the current one (where the user last
+ * chatted), else the newest, else a new one.
+ */
+export function ConversationsPage(props: { user: string; route: ChatRoute }) {
+  const { conversation } = props.route;
+  const [changed, setChanged] = useState(0);
+  const [listOpen, setListOpen] = useState(false);
+  const [failure, setFailure] = useState<string | undefined>();
+
+  useEffect(() => {
+    if (conversation) return;
+    // The user may go to another page meanwhile: then this page no longer moves them. (The
+    // address is compared too: a link followed changes it before its hashchange event comes.)
+    let left = false;
+    const from = location.hash;
+    const open = async () => {
+      const all = (await listConversations(props.user)).conversations;
+      const chosen = all.find((c) => c.current) ?? all[0] ?? (await createConversation(props.user));
+      if (!left && location.hash === from) location.replace(conversationHref(chosen.id));
+    };
+    open().catch((error: Error) => left || setFailure(error.message));
+    return () => {
+      left = true;
+    };
+  }, [props.user, conversation]);
+
+  return (
+    <div class={`conversations-page${listOpen ? ' list-open' : ''}`}>
+      <button
+        type="button"
+        class="list-toggle"
+        aria-expanded={listOpen}
+        aria-controls="conversation-list"
+        onClick={() => setListOpen(!listOpen)}
+      >
+        {t.conversations}
+      </button>
+      <ConversationList
+        id="conversation-list"
+        user={props.user}
+        open={conversation}
+        changed={changed}
+        onChosen={() => setListOpen(false)}
+      />
+      {failure && (
+        <p role="alert" class="error">
+          {failure}
+        </p>
+      )}
+      {conversation && (
+        <ChatPage
+          user={props.user}
+          conversation={conversation}
+          focus={props.route.turn}
+          visit={props.route.visit}
+          onActivity={() => setChanged((n) => n + 1)}
+        />
+      )}
+    </div>
+  );
+}
