@@ -40,18 +40,9 @@ export function line(summary: Summary, unit = 'ms'): string {
 export const sleep = (delayMs: number) => new Promise((resolve) => setTimeout(resolve, delayMs));
 
 /**
- * A seeded generator of numbers in [0, 1) (mulberry32), so runs on both engines get the same
- * data. (An LCG computed in doubles, `(seed * 1103515245 + 12345) % 2 ** 31`, loses precision
- * and cycles after 15,824 draws: the 100,000 "different" chunks of search-latency.ts were
- * ~2,200 texts repeated.)
+ * A seeded generator of numbers in [0, 1) (mulberry32, the Korean set's), so runs on both
+ * engines get the same data. (An LCG computed in doubles, `(seed * 1103515245 + 12345) % 2 ** 31`,
+ * loses precision and cycles after 15,824 draws: the 100,000 "different" chunks of
+ * search-latency.ts were ~2,200 texts repeated.)
  */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
+export { seeded as seededRandom } from '../korean-set/korean.ts';
