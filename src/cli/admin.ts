@@ -146,6 +146,11 @@ async function run(argv: string[]): Promise<void> {
       for (const pair of args.slice(1)) {
         const [name, value] = pair.split('=');
         if (!name || value === undefined) throw new UsageError(`${pair}: write name=value`);
+        // A value that is not a whole number would be sent as JSON null, which means "back to
+        // the default": a typo must not silently undo a user's limit.
+        if (value !== 'default' && !/^\d+$/.test(value)) {
+          throw new UsageError(`${pair}: the value is a whole number, or default`);
+        }
         limits[name] = value === 'default' ? null : Number(value);
       }
       if (Object.keys(limits).length === 0) throw new UsageError('set-limits needs name=value');

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { x as extract } from 'tar';
 import { lockDataDir } from '../storage/data-dir-lock.ts';
@@ -14,10 +14,11 @@ export async function restoreBackup(archive: string, dataDir: string): Promise<s
   if (existsSync(root) && readdirSync(root).length > 0) {
     throw new Error(`${root} is not empty: restore into a new data directory`);
   }
+  const created = !existsSync(root);
   mkdirSync(root, { recursive: true, mode: 0o700 });
   const lock = await lockDataDir(root);
+  const target = join(root, 'pg');
   try {
-    const target = join(root, 'pg');
     mkdirSync(target, { mode: 0o700 });
     // The archive holds the engine's directory under one top-level name.
     await extract({ file: archive, cwd: target, strip: 1 });
@@ -25,6 +26,10 @@ export async function restoreBackup(archive: string, dataDir: string): Promise<s
       throw new Error(`${archive} is not a backup of Parley's embedded database`);
     }
     return root;
+  } catch (error) {
+    // Nothing half-restored is left for a start to mistake for data.
+    rmSync(created ? root : target, { recursive: true, force: true });
+    throw error;
   } finally {
     await lock.release();
   }

@@ -1,6 +1,9 @@
 import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
@@ -80,6 +83,12 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
     expect(set.stdout).toContain('"storage_mb":0');
     const back = await admin(port, 'set-limits', 'erin', 'chats_per_minute=default');
     expect(back.stdout).not.toContain('"chats_per_minute":3');
+    // A typo is refused, never sent as "back to the default".
+    await admin(port, 'set-limits', 'erin', 'storage_mb=7');
+    const typo = await admin(port, 'set-limits', 'erin', 'storage_mb=7O');
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('storage_mb=7O: the value is a whole number, or default');
+    expect((await admin(port, 'users')).stdout).toMatch(/erin\t.*"storage_mb":7[,}]/);
   });
 
   it('lists failed jobs, and deletes a user only when told --yes', async () => {
@@ -101,6 +110,27 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
     const missing = await admin(port, 'delete-user', 'nobody-here', '--yes');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('404');
+
+    // restore works offline and never writes over data, nor from a file that is no backup.
+    const dir = mkdtempSync(join(tmpdir(), 'parley-restore-'));
+    try {
+      const missingFile = await admin(port, 'restore', join(dir, 'none.tar.gz'), join(dir, 'a'));
+      expect(missingFile).toMatchObject({ code: 1 });
+      expect(missingFile.stderr).toContain('no backup at');
+      writeFileSync(join(dir, 'kept.txt'), 'data');
+      const archive = join(dir, 'not-a-backup.tar.gz');
+      await tar.c({ gzip: true, file: archive, cwd: dir }, ['kept.txt']);
+      const notEmpty = await admin(port, 'restore', archive, dir);
+      expect(notEmpty.code).toBe(1);
+      expect(notEmpty.stderr).toContain('is not empty: restore into a new data directory');
+      expect(readFileSync(join(dir, 'kept.txt'), 'utf8')).toBe('data');
+      const notBackup = await admin(port, 'restore', archive, join(dir, 'fresh'));
+      expect(notBackup.code).toBe(1);
+      expect(notBackup.stderr).toContain("is not a backup of Parley's embedded database");
+      expect(existsSync(join(dir, 'fresh'))).toBe(false); // nothing half-restored is left
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
 
     const down = await admin('1', 'users');
     expect(down.code).toBe(1);
