@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeFileServer, serveFile } from '../support/fake-file-server.ts';
 import { waitForSavedChunks } from '../support/model-download/partial-progress.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
@@ -202,5 +203,46 @@ describe('the first run on Telegram', () => {
       .map((m) => m.visible)
       .join('\n');
     expect(shown).toMatch(/⚠️ 어시스턴트의 모델을 아직 내려받는 중입니다 \(\d+ %\)/);
+  });
+});
+
+/** The two ways a first chat is refused, on each storage engine (the browser tests above run once). */
+describe.each(ENGINES)('a chat before the model is there, on the %s engine', (engine) => {
+  let parley: RunningParley | undefined;
+  let host: FakeFileServer | undefined;
+  let storage: EngineEnv | undefined;
+  afterEach(async () => {
+    await parley?.stop();
+    parley = undefined;
+    await host?.close();
+    host = undefined;
+    await storage?.cleanup();
+    storage = undefined;
+  });
+
+  it('is told why when the host cannot be reached, and /health says the same', async () => {
+    storage = await engineEnv(engine);
+    parley = await startParley({
+      env: { LLM_MODEL: 'http://127.0.0.1:1/model.gguf', ...storage.env },
+    });
+    const failed = await waitForModel(parley, (model) => model.state === 'failed', 10_000);
+    expect(failed.reason).toMatch(/LLM_MODEL_PATH/);
+    const chat = await ask(parley, 'hello?');
+    expect(chat.error?.code).toBe('model_not_configured');
+    expect(chat.error?.message).toMatch(/LLM_MODEL_PATH/);
+    expect(chat.ended).toBe(true);
+  });
+
+  it('is told at once how far the download is while it runs', async () => {
+    storage = await engineEnv(engine);
+    const model = buildTinyGguf({ script: ANSWER, paddingBytes: 2 * CHUNK + 4_321 });
+    host = await serveFile(model, { faultAt: CHUNK + 1_000_000, fault: 'stall', faultEvery: true });
+    parley = await startParley({ env: { LLM_MODEL: host.url, ...storage.env } });
+    await waitForModel(parley, (state) => state.state === 'downloading', 15_000);
+    const started = Date.now();
+    const chat = await ask(parley, 'hello?');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(chat.error?.code).toBe('model_downloading');
+    expect(chat.ended).toBe(true);
   });
 });
