@@ -241,6 +241,10 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   TELEGRAM_STREAM_INTERVAL_MS: {
     doc: 'Least time between two updates (draft or edit) of an answer growing in a chat; Telegram allows about one a second.',
   },
+  MCP_ALLOWED_ORIGINS: {
+    unset: 'none',
+    doc: 'Origins (`https://host[:port]`, comma-separated, exactly as a browser sends them) whose requests `/mcp` accepts when they carry an `Origin` header; any other `Origin` is refused with 403 (DNS rebinding protection, as the MCP specification asks). Requests without `Origin` (desktop and command-line MCP clients) are not affected. Parley sends no CORS headers, so this admits a page or app of that origin only when it can make the request at all. See [docs/mcp.md](mcp.md).',
+  },
   PARLEY_TEST_CLOCK_FILE: {
     unset: 'unset',
     doc: '**For tests only.** A file holding an ISO instant that Parley takes as the current time (chat dates, reminders, the scheduler), re-read on every use; the tests rewrite it to move time. Parley warns at start when it is set. Never set it in production.',

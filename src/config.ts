@@ -417,9 +417,40 @@ export const configSchema = z.object({
   ),
   /** Least time between two updates of an answer growing in a chat (Telegram: ~1/s). */
   TELEGRAM_STREAM_INTERVAL_MS: integer(1_000, 50, 10_000),
+  // Parley as an MCP server (`/mcp`, docs/mcp.md)
+  /**
+   * Origins (`https://host[:port]`, comma-separated) whose requests `/mcp` takes: a request that
+   * carries any other `Origin` is refused (DNS rebinding). Requests without one (MCP clients
+   * that are not browsers) are unaffected. Unset: none.
+   */
+  MCP_ALLOWED_ORIGINS: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .transform((raw, ctx) => {
+        const origins = raw.split(',').map((entry) => entry.trim());
+        const bad = origins.find((entry) => !isOrigin(entry));
+        if (bad === undefined) return origins;
+        ctx.addIssue({
+          code: 'custom',
+          message: `${JSON.stringify(bad)} is not an origin: scheme://host[:port], no path`,
+        });
+        return z.NEVER;
+      })
+      .optional(),
+  ),
   /** FOR TESTS ONLY: a file holding the current instant (see src/reminders/clock.ts). */
   PARLEY_TEST_CLOCK_FILE: text(),
 });
+
+/** Whether a value is exactly an http(s) origin, as browsers send it in `Origin`. */
+function isOrigin(value: string): boolean {
+  return (
+    URL.canParse(value) &&
+    /^https?:$/.test(new URL(value).protocol) &&
+    new URL(value).origin === value
+  );
+}
 
 function isTimezone(value: string): boolean {
   try {

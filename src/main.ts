@@ -428,6 +428,11 @@ export async function main(config: Config): Promise<void> {
     profiles,
     graph,
     memory,
+    mcp: {
+      topK: config.SEARCH_TOP_K,
+      timeoutMs: config.TOOL_TIMEOUT_MS,
+      allowedOrigins: config.MCP_ALLOWED_ORIGINS ?? [],
+    },
     metrics: metrics && {
       metrics,
       route: {

@@ -42,6 +42,7 @@ import { registerGraphRoutes } from './routes/graph.ts';
 import { registerHealthRoutes } from './routes/health.ts';
 import { registerHistoryRoutes } from './routes/history.ts';
 import { registerIngestRoutes } from './routes/ingest.ts';
+import { type McpDoorSettings, registerMcpRoute } from './routes/mcp.ts';
 import { registerMemoryRoutes } from './routes/memories.ts';
 import { type MetricsRouteSettings, registerMetricsRoutes } from './routes/metrics.ts';
 import { registerOpenAiRoutes } from './routes/openai.ts';
@@ -91,6 +92,8 @@ export interface HttpDependencies {
   graph: GraphService;
   /** Present when CONV_RAG_ENABLED. */
   memory?: ConversationMemory | undefined;
+  /** `/mcp`: Parley as an MCP server of each user's own data. */
+  mcp: McpDoorSettings;
   /** Present when METRICS_ENABLED: requests are counted and GET /metrics is served. */
   metrics?: { metrics: Metrics; route: MetricsRouteSettings } | undefined;
   /** Present when TELEGRAM_WEBHOOK_URL is set: POST /telegram/webhook takes updates. */
@@ -205,6 +208,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerUserRoutes(app, deps.profiles);
   registerGraphRoutes(app, deps.graph);
   registerMemoryRoutes(app, deps.memory);
+  registerMcpRoute(app, deps, deps.mcp);
   registerAccountRoutes(app, deps.limits, deps.userData);
   registerAdminRoutes(app, deps.accounts, deps.failedJobs);
   registerBackupRoute(app, deps.backups);

@@ -50,14 +50,14 @@ export function reminderTools(context: ReminderToolContext) {
         '7 days before, 1 day before and on the day.',
       inputSchema: setReminderInput,
       execute: async (input) =>
-        describe(await asToolError(context.reminders.create(context.userId, input))),
+        describeReminder(await asToolError(context.reminders.create(context.userId, input))),
     }),
     list_reminders: tool({
       description: "List the user's reminders from today on (or all), soonest first.",
       inputSchema: listRemindersInput,
       execute: async ({ include_past }) => {
         const all = await context.reminders.list(context.userId, include_past ?? false);
-        return all.map(describe);
+        return all.map(describeReminder);
       },
     }),
     cancel_reminder: tool({
@@ -71,7 +71,8 @@ export function reminderTools(context: ReminderToolContext) {
   };
 }
 
-function describe(reminder: ReminderRecord) {
+/** A reminder as a tool result shows it (the assistant's tools and the `/mcp` door's). */
+export function describeReminder(reminder: ReminderRecord) {
   return {
     id: reminder.id,
     title: reminder.title,

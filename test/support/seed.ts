@@ -2,8 +2,10 @@ import pino from 'pino';
 import { parseConfig } from '../../src/config.ts';
 import { DocumentService } from '../../src/documents/document-service.ts';
 import type { ExtractedPage, IngestInput } from '../../src/documents/extracted-document.ts';
+import { GraphService } from '../../src/graph/graph-service.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { DocumentRepository } from '../../src/storage/document-repository.ts';
+import { GraphRepository } from '../../src/storage/graph-repository.ts';
 import { chatRuns, ingestUsage, reminderNotices, reminders } from '../../src/storage/schema.ts';
 
 const SEED_CONFIG = parseConfig({ DB_POOL_MAX: '2' });
@@ -37,6 +39,8 @@ export interface Seed {
     dueOn: string;
     noticesSent?: number[];
   }[];
+  /** Knowledge graph relations, stored through the real GraphService as the assistant stores them. */
+  triples?: { userId: string; subject: string; relation: string; object: string }[];
 }
 
 export async function seed(
@@ -92,6 +96,8 @@ export async function seed(
           .values({ reminderId: reminder.id, daysBefore, sentAt: new Date() });
       }
     }
+    const graph = new GraphService(new GraphRepository(db), { maxTriples: 1_000, cacheUsers: 1 });
+    for (const { userId, ...triple } of data.triples ?? []) await graph.add(userId, triple);
   } finally {
     await database.close();
   }
