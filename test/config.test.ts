@@ -158,6 +158,27 @@ describe('reminder and Telegram settings', () => {
     }
   });
 
+  it('reads MCP_ALLOWED_ORIGINS as a list of exact origins, and allows none by default', () => {
+    expect(parseConfig({}).MCP_ALLOWED_ORIGINS).toBeUndefined();
+    expect(
+      parseConfig({ MCP_ALLOWED_ORIGINS: 'https://a.example, http://127.0.0.1:6274' })
+        .MCP_ALLOWED_ORIGINS,
+    ).toEqual(['https://a.example', 'http://127.0.0.1:6274']);
+    // Browsers send an origin exactly: no path, no trailing slash, no default port, lower case.
+    for (const bad of [
+      'https://a.example/',
+      'https://a.example/mcp',
+      'https://a.example:443',
+      'HTTPS://A.example',
+      'a.example',
+      'ftp://a.example',
+      'https://a.example,',
+      '*',
+    ]) {
+      expect(() => parseConfig({ MCP_ALLOWED_ORIGINS: bad }), bad).toThrow('MCP_ALLOWED_ORIGINS:');
+    }
+  });
+
   it('serves no metrics unless METRICS_ENABLED', () => {
     expect(parseConfig({}).METRICS_ENABLED).toBe(false);
     expect(parseConfig({ METRICS_TOKEN: '' }).METRICS_TOKEN).toBeUndefined();

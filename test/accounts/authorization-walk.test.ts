@@ -336,6 +336,25 @@ const RULES: Record<string, Rule> = {
       path: `/users/${t}/conversations/${f.conversationOf[t]}/export?format=json`,
     }),
   },
+  // Parley as an MCP server: the user is the key's own, or the one `user_id` names (the
+  // administrator's token names anyone; a key naming another user is 403 before any MCP
+  // message is read). Its Origin check is tested in test/mcp/mcp-server.test.ts.
+  'POST /mcp': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({
+      method: 'POST',
+      path: `/mcp?user_id=${t}`,
+      headers: { accept: 'application/json, text/event-stream' },
+      json: {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'tools/call',
+        params: { name: 'list_reminders', arguments: {} },
+      },
+    }),
+  },
   'GET /metrics': { kind: 'admin', status: 200, call: () => ({ method: 'GET', path: '/metrics' }) },
   'POST /admin/users': {
     kind: 'admin',
