@@ -334,4 +334,19 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
     // A message that is no JSON-RPC is the transport's 400, not a crash.
     expect((await post({ authorization }, { hello: 'there' })).status).toBe(400);
   });
+
+  it('logs each call by its tool and outcome, never its arguments, results or the key', async () => {
+    const calls = parley.logs.filter((line) => line.msg === 'mcp tool call');
+    expect(calls.find((line) => line.mcp_tool === 'set_reminder' && line.outcome === 'ok')).toEqual(
+      expect.objectContaining({ ms: expect.any(Number) }),
+    );
+    // A refusal is logged by its code.
+    expect(calls.map((line) => line.outcome)).toContain('reminder_date_out_of_range');
+    await parley.settled();
+    const output = parley.output();
+    for (const words of ['quokka enclosure', 'marmalade', 'Dentist', 'Pickle', 'axolotl']) {
+      expect(output).not.toContain(words);
+    }
+    for (const key of [keys.alice, keys.bob]) expect(output).not.toContain(key);
+  });
 });
