@@ -303,11 +303,12 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
     for (const origin of ['http://evil.example.com', 'null', `${ALLOWED_ORIGIN}:8443`]) {
       const refused = await post({ authorization, origin });
       expect(refused.status, origin).toBe(403);
-      expect((await refused.json()).detail).toMatch(/MCP_ALLOWED_ORIGINS/);
+      expect(((await refused.json()) as { detail: string }).detail).toMatch(/MCP_ALLOWED_ORIGINS/);
     }
     const allowed = await post({ authorization, origin: ALLOWED_ORIGIN });
     expect(allowed.status).toBe(200);
-    expect((await allowed.json()).result.serverInfo.name).toBe('parley');
+    const initialized = (await allowed.json()) as { result: { serverInfo: { name: string } } };
+    expect(initialized.result.serverInfo.name).toBe('parley');
   });
 
   it('is stateless: no session id is issued, and any request stands on its own', async () => {
@@ -321,7 +322,7 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
     );
     expect(listed.status).toBe(200);
-    const body = await listed.json();
+    const body = (await listed.json()) as { result: { tools: { name: string }[] } };
     expect(body.result.tools.map((tool: { name: string }) => tool.name).sort()).toEqual(TOOLS);
     // No stream of server-initiated messages, no session to end.
     for (const method of ['GET', 'DELETE']) {
