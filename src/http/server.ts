@@ -208,7 +208,16 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerUserRoutes(app, deps.profiles);
   registerGraphRoutes(app, deps.graph);
   registerMemoryRoutes(app, deps.memory);
-  registerMcpRoute(app, deps, deps.mcp);
+  registerMcpRoute(
+    app,
+    {
+      documents: deps.documents,
+      reminders: deps.reminders,
+      graph: deps.graph,
+      memory: deps.memory,
+    },
+    deps.mcp,
+  );
   registerAccountRoutes(app, deps.limits, deps.userData);
   registerAdminRoutes(app, deps.accounts, deps.failedJobs);
   registerBackupRoute(app, deps.backups);
