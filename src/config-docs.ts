@@ -212,7 +212,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   DEFAULT_TIMEZONE: {
     doc: 'Timezone (IANA) of users whose profile names none: their "today", their reminders\' days.',
   },
-  REMINDER_INTERVAL_SECONDS: { doc: 'How often the reminder scheduler wakes (1–3600).' },
+  REMINDER_INTERVAL_SECONDS: {
+    doc: 'How often the reminder scheduler wakes (1–3600); automations are looked at as often.',
+  },
   TELEGRAM_BOT_TOKEN: {
     unset: 'unset',
     doc: "The bot's token from @BotFather. Unset: the scheduler does not run and Parley says so at start; once it is set, the catch-up rule of Reminders and Telegram applies.",
@@ -240,6 +242,12 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   },
   TELEGRAM_STREAM_INTERVAL_MS: {
     doc: 'Least time between two updates (draft or edit) of an answer growing in a chat; Telegram allows about one a second.',
+  },
+  AUTOMATIONS_PER_USER: {
+    doc: 'How many automations (prompts on a schedule) a user may have at once; 0 turns them off for everyone.',
+  },
+  AUTOMATION_MIN_INTERVAL_MINUTES: {
+    doc: 'The shortest interval of an "every N hours" automation, in minutes (at most a day). See docs/automations.md.',
   },
   PARLEY_TEST_CLOCK_FILE: {
     unset: 'unset',

@@ -417,6 +417,11 @@ export const configSchema = z.object({
   ),
   /** Least time between two updates of an answer growing in a chat (Telegram: ~1/s). */
   TELEGRAM_STREAM_INTERVAL_MS: integer(1_000, 50, 10_000),
+  // Automations (docs/automations.md)
+  /** Automations a user may have at once. */
+  AUTOMATIONS_PER_USER: integer(10, 0, 1_000),
+  /** Shortest time between two runs of an `every N hours` automation. */
+  AUTOMATION_MIN_INTERVAL_MINUTES: integer(60, 1, 1_440),
   /** FOR TESTS ONLY: a file holding the current instant (see src/reminders/clock.ts). */
   PARLEY_TEST_CLOCK_FILE: text(),
 });

@@ -616,8 +616,6 @@ export const automationRuns = pgTable(
   },
   (t) => [
     uniqueIndex('automation_runs_occurrence_idx').on(t.automationId, t.occurrence),
-    index('automation_runs_open_idx')
-      .on(t.status)
-      .where(sql`${t.status} IN ('queued', 'running')`),
+    index('automation_runs_open_idx').on(t.status).where(sql`${t.status} IN ('queued', 'running')`),
   ],
 );
