@@ -338,11 +338,18 @@ export class AutomationRepository {
     );
   }
 
-  /** Queues a "run now" at `now`; false when the automation is not the user's. */
+  /**
+   * Queues a "run now" at `now` (a millisecond after the previous one, if that was later: the
+   * occurrence names the run); undefined when the automation is not the user's.
+   */
   async queueManual(userId: string, automationId: string, now: Date): Promise<string | undefined> {
     const { rows } = await this.#db.$client.query<{ id: string }>(
       `INSERT INTO automation_runs (id, automation_id, occurrence, manual, status)
-       SELECT $1, id, $3, true, 'queued' FROM automations WHERE user_id = $4 AND id = $2
+       SELECT $1, a.id,
+              GREATEST($3, (SELECT max(r.occurrence) + interval '1 millisecond'
+                              FROM automation_runs r WHERE r.automation_id = a.id AND r.manual)),
+              true, 'queued'
+         FROM automations a WHERE a.user_id = $4 AND a.id = $2
        ON CONFLICT (automation_id, occurrence) DO NOTHING
        RETURNING id`,
       [randomUUID(), automationId, now, userId],
