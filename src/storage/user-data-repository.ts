@@ -29,6 +29,8 @@ export class UserDataRepository {
       'DELETE FROM accounts WHERE user_id = $1',
       'DELETE FROM web_sessions WHERE user_id = $1',
       'DELETE FROM telegram_chats WHERE user_id = $1',
+      // Automations act as the user: none runs once they are gone (their runs cascade).
+      'DELETE FROM automations WHERE user_id = $1',
     ]) {
       doors += (await this.#db.$client.query(statement, [userId])).rowCount ?? 0;
     }

@@ -246,6 +246,9 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     await tick('2030-03-20T08:00:30Z');
     expect(await runsOf('limited', made.id)).toHaveLength(2);
     expect(stack.llm.pendingReplies).toBe(0);
+    // A user who is deleted takes their automations along: none runs as them any more.
+    expect((await api('DELETE', '/admin/users/limited')).status).toBe(200);
+    expect((await api('GET', '/users/limited/automations')).body.automations).toEqual([]);
   });
 
   it('is created by asking the assistant, which says the schedule back in words', async () => {
@@ -281,6 +284,47 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
         schedule: { type: 'weekdays', time: '08:00' },
       },
     ]);
+    // Paused, it stays out of the scenarios that follow.
+    expect((await api('POST', `/users/asker/automations/${listed[0].id}/pause`)).status).toBe(200);
+  });
+
+  it('sends a long result in parts, and a run cut short by a restart once, after it', async () => {
+    await profile('long', { telegram_chat_id: '5301' });
+    stack.setClock('2030-03-21T00:00:00Z');
+    const made = await create('long', {
+      prompt: 'Long report',
+      schedule: { type: 'daily', time: '06:00' },
+    });
+    // Over Telegram's 4,096 characters: two messages, each whole paragraphs.
+    const paragraph = (n: number) => `Paragraph ${n}: ${'word '.repeat(180).trim()}.`;
+    const long = Array.from({ length: 8 }, (_, i) => paragraph(i + 1)).join('\n\n');
+    stack.llm.enqueue(reply.text(long));
+    await tick('2030-03-21T06:00:00Z');
+    const parts = visible('5301');
+    expect(parts).toHaveLength(2);
+    expect(parts.every((part) => part.length <= 4096)).toBe(true);
+    expect(parts.join('\n\n')).toBe(`🔁 Long report\n\n${long}`);
+
+    // The next run hangs in the model; Parley is stopped under it. The run is not recorded as
+    // done, so the restarted process runs the occurrence again, and delivers it once.
+    stack.llm.enqueue(reply.stall(), reply.text('After the restart.'));
+    stack.setClock('2030-03-22T06:00:00Z');
+    await waitFor(
+      () => stack.llm.chats.length > 0 && stack.llm.chats.at(-1)?.outcome === 'pending',
+      30_000,
+    );
+    stack.setClock('2030-03-22T06:00:05Z');
+    await stack.restart();
+    // The first tick of the new process ran the occurrence (its claim was let go at the stop).
+    await tick('2030-03-22T06:00:06Z');
+    expect(visible('5301').slice(2)).toEqual(['🔁 Long report\n\nAfter the restart.']);
+    expect((await runsOf('long', made.id)).map((r) => [r.occurrence, r.status])).toEqual([
+      ['2030-03-22T06:00:00.000Z', 'done'],
+      ['2030-03-21T06:00:00.000Z', 'done'],
+    ]);
+    await tick('2030-03-22T06:00:30Z');
+    expect(visible('5301')).toHaveLength(3);
+    expect((await api('POST', `/users/long/automations/${made.id}/pause`)).status).toBe(200);
   });
 
   it('refuses what it cannot do with a clear 4xx', async () => {
