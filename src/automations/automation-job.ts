@@ -99,7 +99,13 @@ export function automationJob(options: {
         const claimed = parsed.manual
           ? await automations.claimManual(parsed.automationId, parsed.occurrence, now, until)
           : await automations.claimScheduled(parsed.automationId, parsed.occurrence, now, until);
-        return claimed && { ...claimed, attempts: 0 };
+        if (!claimed) return undefined;
+        // Which process runs which occurrence: what a test that kills one looks for.
+        logger.debug(
+          { automationId: claimed.automationId, runId: claimed.runId },
+          'automation run claimed',
+        );
+        return { ...claimed, attempts: 0 };
       },
       complete: (job) => finish(job, job.result ?? { status: 'failed', error: 'no result' }),
       retried: (job, _attempts, failure) =>

@@ -259,7 +259,24 @@ export class AutomationRepository {
        RETURNING r.id`,
       [randomUUID(), automationId, occurrence, now, claimUntil],
     );
-    return rows[0] && this.#claimed(rows[0].id);
+    if (!rows[0]) return undefined;
+    await this.#settleAbandoned(automationId, occurrence, now);
+    return this.#claimed(rows[0].id);
+  }
+
+  /**
+   * Earlier scheduled runs left 'running' by a runner that died, whose occurrence was passed
+   * over before their claim ran out: recorded as failed (not counted towards the pause).
+   */
+  async #settleAbandoned(automationId: string, before: Date, now: Date): Promise<void> {
+    await this.#db.$client.query(
+      `UPDATE automation_runs
+          SET status = 'failed', error = 'interrupted: Parley stopped during the run',
+              finished_at = $3, claimed_until = NULL
+        WHERE automation_id = $1 AND NOT manual AND status = 'running' AND occurrence < $2
+          AND claimed_until <= $3`,
+      [automationId, before, now],
+    );
   }
 
   /** Claims a "run now" run that waits (or whose runner died). */
@@ -336,6 +353,8 @@ export class AutomationRepository {
         WHERE id = $2 AND status = 'active' AND next_run_at <= $3`,
       [randomUUID(), automationId, occurrence, next, now],
     );
+    // The skipped occurrence itself may be one whose runner died: it is over too.
+    await this.#settleAbandoned(automationId, new Date(occurrence.getTime() + 1), now);
   }
 
   /**

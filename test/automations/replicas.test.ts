@@ -3,6 +3,7 @@ import { automationTickAt, call } from '../support/automation-ticks.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { type ReminderStack, startReminderStack } from '../support/reminder-stack.ts';
 import type { RunningParley } from '../support/start-parley.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /** Starting Parley took over 60 s while this machine was shared; a wait, not a speed check. */
 const START_TIMEOUT_MS = 240_000;
@@ -75,5 +76,47 @@ describe('automations on three Parley processes sharing one PostgreSQL database'
     expect(stack.llm.chats).toHaveLength(2 * USERS.length);
     stack.telegram.assertNoUnexpected();
     stack.llm.assertNoUnexpected();
+  });
+
+  it('hand a run whose process was killed under it to another once its claim has run out', async () => {
+    const alive = [replicas[0], replicas[2]] as RunningParley[];
+    const userId = USERS[0] as string;
+    const listed = await call(alive[0] as RunningParley, 'GET', `/users/${userId}/automations`);
+    const id = listed.body.automations[0].id as string;
+    // Only this user's next run: the others are paused.
+    for (const other of USERS.slice(1)) {
+      const theirs = await call(alive[0] as RunningParley, 'GET', `/users/${other}/automations`);
+      await call(
+        alive[0] as RunningParley,
+        'POST',
+        `/users/${other}/automations/${theirs.body.automations[0].id}/pause`,
+      );
+    }
+    const chats = stack.llm.chats.length;
+    const marks = alive.map((p) => p.logs.length);
+    stack.llm.enqueue(reply.stall(), reply.text('Taken over.'));
+    stack.setClock('2030-04-03T08:00:00Z');
+    // The run hangs in the model, on one of the two: that one is killed under it.
+    const claimedBy = (p: RunningParley, i: number) =>
+      p.logs
+        .slice(marks[i])
+        .some((l) => l.msg === 'automation run claimed' && l.automationId === id);
+    await waitFor(() => stack.llm.chats.length > chats && alive.some(claimedBy), 60_000);
+    const holder = alive.find(claimedBy);
+    expect(alive.filter(claimedBy)).toHaveLength(1);
+    await (holder as RunningParley).stop('SIGKILL');
+    const survivor = alive.find((p) => p !== holder) as RunningParley;
+    // Within the claim (twice a chat's time limit) nobody takes it; after it, the survivor does.
+    await automationTickAt(stack, '2030-04-03T08:30:00Z', [survivor]);
+    expect(stack.telegram.visibleIn(chatOf(0))).toHaveLength(2);
+    await automationTickAt(stack, '2030-04-03T09:03:00Z', [survivor]);
+    expect(stack.telegram.visibleIn(chatOf(0)).slice(2)).toEqual([
+      '🔁 Morning report\n\nTaken over.',
+    ]);
+    await automationTickAt(stack, '2030-04-03T09:03:30Z', [survivor]);
+    expect(stack.telegram.visibleIn(chatOf(0))).toHaveLength(3);
+    const runs = (await call(survivor, 'GET', `/users/${userId}/automations/${id}/runs`)).body
+      .runs as { occurrence: string; status: string }[];
+    expect(runs[0]).toMatchObject({ occurrence: '2030-04-03T08:00:00.000Z', status: 'done' });
   });
 });
