@@ -68,7 +68,7 @@ import { UserDataRepository } from './storage/user-data-repository.ts';
 import { UserRepository } from './storage/user-repository.ts';
 import { VectorStore } from './storage/vector-store.ts';
 import { WebSessionRepository } from './storage/web-session-repository.ts';
-import { sendMarkdown } from './telegram/send-markdown.ts';
+import { telegramAutomationDelivery } from './telegram/automation-delivery.ts';
 import { startTelegram } from './telegram/start-telegram.ts';
 import { TelegramApi } from './telegram/telegram-api.ts';
 import { telegramNotices } from './telegram/telegram-notices.ts';
@@ -360,40 +360,30 @@ export async function main(config: Config): Promise<void> {
   });
 
   // Automations: prompts the user's assistant answers on a schedule, on the reminders' clock
-  // and tick, delivered like the Telegram door's answers.
-  const automationLogger = logger.child({ component: 'automations' });
-  const delivery = telegram && {
-    send: (chatId: string, markdown: string, signal: AbortSignal) =>
-      sendMarkdown(telegram, chatId, markdown, signal, automationLogger),
-  };
-  jobs.add(
-    automationJob({
-      automations: automationRepository,
-      run: {
-        chats,
-        createConversation: (userId, title) => conversations.create(userId, title, false),
+  // and tick, delivered like the Telegram door's answers. Off (AUTOMATIONS_PER_USER=0): no
+  // kind, so no worker polls for it.
+  if (config.AUTOMATIONS_PER_USER > 0) {
+    const automationLogger = logger.child({ component: 'automations' });
+    jobs.add(
+      automationJob({
         automations: automationRepository,
-        admitChat: (principal, userId) => limits.admitChat(principal, userId),
-        delivery,
-        defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
-      },
-      clock,
-      logger: automationLogger,
-      policy: withLease(
-        { ...AUTOMATION_POLICY, intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000 },
-        lease,
-      ),
-      async paused(run, reason) {
-        const chatId = run.chatId ?? config.TELEGRAM_DEFAULT_CHAT_ID;
-        if (!delivery || !chatId) return;
-        await delivery
-          .send(chatId, `⏸️ **${run.name}**\n\n${reason}`, AbortSignal.timeout(60_000))
-          .catch((error: unknown) =>
-            automationLogger.warn({ err: error }, 'automation pause not sent to Telegram'),
-          );
-      },
-    }),
-  );
+        run: {
+          chats,
+          createConversation: (userId, title) => conversations.create(userId, title, false),
+          automations: automationRepository,
+          admitChat: (principal, userId) => limits.admitChat(principal, userId),
+          delivery: telegram && telegramAutomationDelivery(telegram, automationLogger),
+          defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
+        },
+        clock,
+        logger: automationLogger,
+        policy: withLease(
+          { ...AUTOMATION_POLICY, intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000 },
+          lease,
+        ),
+      }),
+    );
+  }
 
   const ingestion = new IngestionService(
     documents,

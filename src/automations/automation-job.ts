@@ -43,8 +43,6 @@ export function automationJob(options: {
   clock: Clock;
   logger: Logger;
   policy: JobPolicy;
-  /** Tells the user an automation was paused, and why (Telegram, when linked). */
-  paused: (run: ClaimedRun, reason: string) => Promise<void>;
 }): JobKindDefinition<RunJob> {
   const { automations, clock, logger } = options;
   const leaseMs = options.policy.leaseSeconds * 1000;
@@ -62,7 +60,7 @@ export function automationJob(options: {
     );
     if (settled?.pausedNow) {
       logger.warn({ automationId: job.automationId }, 'automation paused after failed runs');
-      await options.paused(job, reason);
+      await tellPaused(options.run, job, reason, logger);
     }
   };
 
@@ -143,4 +141,23 @@ function parseKey(
   }
   if (now !== undefined && now !== 'now') return undefined;
   return { automationId, occurrence, manual: now === 'now' };
+}
+
+/** The user is told on Telegram (when linked) that an automation was paused, and why. */
+async function tellPaused(
+  run: Omit<AutomationRunDependencies, 'logger'>,
+  job: ClaimedRun,
+  reason: string,
+  logger: Logger,
+): Promise<void> {
+  const chatId = job.chatId ?? run.defaultChatId;
+  if (!run.delivery || !chatId) return;
+  try {
+    await run.delivery.send(chatId, `⏸️ **${job.name}**\n\n${reason}`, AbortSignal.timeout(60_000));
+  } catch (error) {
+    logger.warn(
+      { err: error, automationId: job.automationId },
+      'automation pause not sent to Telegram',
+    );
+  }
 }

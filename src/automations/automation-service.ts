@@ -68,7 +68,9 @@ export class AutomationService {
       throw new AppError(
         'automations_limit',
         422,
-        `You have ${this.#o.perUser} automations, the most allowed: delete one first.`,
+        this.#o.perUser === 0
+          ? 'Automations are turned off on this server (AUTOMATIONS_PER_USER is 0).'
+          : `You have ${this.#o.perUser} automations, the most allowed: delete one first.`,
       );
     }
     return created;
