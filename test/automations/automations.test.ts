@@ -370,6 +370,38 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
       body: { detail: expect.stringContaining('3 automations') },
     });
 
+    // A change: the schedule and timezone count from now; a bad one is refused, nothing changed.
+    const [first] = (await api('GET', '/users/rules/automations')).body.automations as {
+      id: string;
+    }[];
+    const changed = await api('PATCH', `/users/rules/automations/${first?.id}`, {
+      name: 'Renamed',
+      schedule: { type: 'monthly', day: 31, time: '09:00' },
+      timezone: 'Asia/Seoul',
+    });
+    expect(changed).toMatchObject({
+      status: 200,
+      body: {
+        name: 'Renamed',
+        schedule_in_words:
+          'on day 31 of every month at 09:00 (Asia/Seoul), or the last day of a shorter month',
+        next_run_at: '2030-03-31T00:00:00.000Z',
+      },
+    });
+    const refused = await api('PATCH', `/users/rules/automations/${first?.id}`, {
+      schedule: { type: 'every', hours: 1 },
+    });
+    expect(refused.status).toBe(422);
+    expect(
+      (await api('PATCH', `/users/rules/automations/${first?.id}`, { colour: 'red' })).status,
+    ).toBe(422);
+    const after = (await api('GET', '/users/rules/automations')).body.automations[0];
+    expect(after).toMatchObject({
+      name: 'Renamed',
+      timezone: 'Asia/Seoul',
+      schedule: { type: 'monthly' },
+    });
+
     const unknown = '00000000-0000-4000-8000-000000000000';
     for (const [method, path] of [
       ['PATCH', `/users/rules/automations/${unknown}`],
