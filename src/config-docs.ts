@@ -76,7 +76,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   },
   JOB_LEASE_SECONDS: {
     unset: "(each kind's: 300 for feedback, 600 for embeddings, 120 for the others)",
-    doc: "How long a process that died holding a background job delays it: the job's heartbeat (a live process keeps beating however long the job takes), and a reminder notice's claim on its row (see Background jobs). A notice's send may take at most half of it. 10–3600.",
+    doc: "How long a process that died holding a background job delays it: the job's heartbeat (a live process keeps beating however long the job takes), and a reminder notice's claim on its row (see Background jobs). A notice's send may take at most half of it. 10–3600. Not for automations' runs: their claim lasts twice a chat's time limit.",
   },
   EMBEDDED_DB_SHARED_BUFFERS: {
     doc: 'Postgres `shared_buffers` of the embedded engine; memory it keeps for good (the OS still caches the files).',

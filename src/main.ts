@@ -377,10 +377,8 @@ export async function main(config: Config): Promise<void> {
         },
         clock,
         logger: automationLogger,
-        policy: withLease(
-          { ...AUTOMATION_POLICY, intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000 },
-          lease,
-        ),
+        // Not JOB_LEASE_SECONDS: a run may take as long as a chat, and its claim must outlast it.
+        policy: { ...AUTOMATION_POLICY, intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000 },
       }),
     );
   }
