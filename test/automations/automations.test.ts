@@ -246,6 +246,19 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     await tick('2030-03-20T08:00:30Z');
     expect(await runsOf('limited', made.id)).toHaveLength(2);
     expect(stack.llm.pendingReplies).toBe(0);
+    // The user's export holds them, with their runs.
+    const exported = await api('GET', '/users/limited/export');
+    expect(exported.body.automations).toMatchObject([
+      {
+        id: made.id,
+        prompt: 'Anything new?',
+        schedule: { type: 'weekly', days: ['mon', 'thu'], time: '07:30' },
+        runs: [
+          { manual: true, status: 'done' },
+          { manual: true, status: 'refused' },
+        ],
+      },
+    ]);
     // A user who is deleted takes their automations along: none runs as them any more.
     expect((await api('DELETE', '/admin/users/limited')).status).toBe(200);
     expect((await api('GET', '/users/limited/automations')).body.automations).toEqual([]);
