@@ -76,7 +76,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   },
   JOB_LEASE_SECONDS: {
     unset: "(each kind's: 300 for feedback, 600 for embeddings, 120 for the others)",
-    doc: "How long a process that died holding a background job delays it: the job's heartbeat (a live process keeps beating however long the job takes), and a reminder notice's claim on its row (see Background jobs). A notice's send may take at most half of it. 10–3600.",
+    doc: "How long a process that died holding a background job delays it: the job's heartbeat (a live process keeps beating however long the job takes), and a reminder notice's claim on its row (see Background jobs). A notice's send may take at most half of it. 10–3600. Not for automations' runs: their claim lasts twice a chat's time limit.",
   },
   EMBEDDED_DB_SHARED_BUFFERS: {
     doc: 'Postgres `shared_buffers` of the embedded engine; memory it keeps for good (the OS still caches the files).',
@@ -212,7 +212,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   DEFAULT_TIMEZONE: {
     doc: 'Timezone (IANA) of users whose profile names none: their "today", their reminders\' days.',
   },
-  REMINDER_INTERVAL_SECONDS: { doc: 'How often the reminder scheduler wakes (1–3600).' },
+  REMINDER_INTERVAL_SECONDS: {
+    doc: 'How often the reminder scheduler wakes (1–3600); automations are looked at as often.',
+  },
   TELEGRAM_BOT_TOKEN: {
     unset: 'unset',
     doc: "The bot's token from @BotFather. Unset: the scheduler does not run and Parley says so at start; once it is set, the catch-up rule of Reminders and Telegram applies.",
@@ -244,6 +246,12 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   MCP_ALLOWED_ORIGINS: {
     unset: 'none',
     doc: 'Origins (`https://host[:port]`, comma-separated, exactly as a browser sends them) whose requests `/mcp` accepts when they carry an `Origin` header; any other `Origin` is refused with 403 (DNS rebinding protection, as the MCP specification asks). Requests without `Origin` (desktop and command-line MCP clients) are not affected. Parley sends no CORS headers, so this admits a page or app of that origin only when it can make the request at all. See [docs/mcp.md](mcp.md).',
+  },
+  AUTOMATIONS_PER_USER: {
+    doc: 'How many automations (prompts on a schedule) a user may have at once; 0 turns them off for everyone.',
+  },
+  AUTOMATION_MIN_INTERVAL_MINUTES: {
+    doc: 'The shortest interval of an "every N hours" automation, in minutes (at most a day). See docs/automations.md.',
   },
   PARLEY_TEST_CLOCK_FILE: {
     unset: 'unset',

@@ -439,6 +439,11 @@ export const configSchema = z.object({
       })
       .optional(),
   ),
+  // Automations (docs/automations.md)
+  /** Automations a user may have at once. */
+  AUTOMATIONS_PER_USER: integer(10, 0, 1_000),
+  /** Shortest time between two runs of an `every N hours` automation. */
+  AUTOMATION_MIN_INTERVAL_MINUTES: integer(60, 1, 1_440),
   /** FOR TESTS ONLY: a file holding the current instant (see src/reminders/clock.ts). */
   PARLEY_TEST_CLOCK_FILE: text(),
 });

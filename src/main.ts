@@ -9,6 +9,8 @@ import { type AnsweredTurn, ChatService } from './assistant/chat-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
 import { SharedUserChatLock } from './assistant/shared-user-chat-lock.ts';
 import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
+import { AUTOMATION_POLICY, automationJob } from './automations/automation-job.ts';
+import { AutomationService } from './automations/automation-service.ts';
 import { createJobEngine } from './background/job-engine.ts';
 import { withLease } from './background/job-lease.ts';
 import { JobRunner } from './background/job-runner.ts';
@@ -42,6 +44,7 @@ import { ProfileService } from './reminders/profile-service.ts';
 import { ReminderService } from './reminders/reminder-service.ts';
 import { stopOnSignals } from './shutdown.ts';
 import { AccountRepository } from './storage/account-repository.ts';
+import { AutomationRepository } from './storage/automation-repository.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
 import { ChatTurnRepository } from './storage/chat-turn-repository.ts';
 import { ConversationRepository } from './storage/conversation-repository.ts';
@@ -65,9 +68,11 @@ import { UserDataRepository } from './storage/user-data-repository.ts';
 import { UserRepository } from './storage/user-repository.ts';
 import { VectorStore } from './storage/vector-store.ts';
 import { WebSessionRepository } from './storage/web-session-repository.ts';
+import { telegramAutomationDelivery } from './telegram/automation-delivery.ts';
 import { startTelegram } from './telegram/start-telegram.ts';
 import { TelegramApi } from './telegram/telegram-api.ts';
 import { telegramNotices } from './telegram/telegram-notices.ts';
+import { automationTools } from './tools/automation-tools.ts';
 import { withCorrectiveFallback } from './tools/corrective-fallback.ts';
 import { documentTools } from './tools/document-tools.ts';
 import { graphTools } from './tools/graph-tools.ts';
@@ -271,6 +276,16 @@ export async function main(config: Config): Promise<void> {
         }),
     ]);
   };
+  const automationRepository = new AutomationRepository(db);
+  const automations = new AutomationService({
+    automations: automationRepository,
+    users,
+    clock,
+    defaultTimezone: config.DEFAULT_TIMEZONE,
+    perUser: config.AUTOMATIONS_PER_USER,
+    minIntervalMinutes: config.AUTOMATION_MIN_INTERVAL_MINUTES,
+    queued: () => jobs.kick('automation_run'),
+  });
   const conversations = new ConversationService({
     conversations: conversationRepository,
     history: new HistoryRepository(db),
@@ -288,6 +303,7 @@ export async function main(config: Config): Promise<void> {
     tools: ({ userId, image, afterAnswer }) => ({
       ...reminderTools({ userId, reminders }),
       ...profileTools({ userId, users }),
+      ...(config.AUTOMATIONS_PER_USER > 0 ? automationTools({ userId, automations }) : {}),
       ...withCorrectiveFallback(
         documentTools({
           userId,
@@ -342,6 +358,30 @@ export async function main(config: Config): Promise<void> {
     onLimitsRead: (userId, overrides) => limits.remember(userId, overrides),
     now: () => clock.now().getTime(),
   });
+
+  // Automations: prompts the user's assistant answers on a schedule, on the reminders' clock
+  // and tick, delivered like the Telegram door's answers. Off (AUTOMATIONS_PER_USER=0): no
+  // kind, so no worker polls for it.
+  if (config.AUTOMATIONS_PER_USER > 0) {
+    const automationLogger = logger.child({ component: 'automations' });
+    jobs.add(
+      automationJob({
+        automations: automationRepository,
+        run: {
+          chats,
+          createConversation: (userId, title) => conversations.create(userId, title, false),
+          automations: automationRepository,
+          admitChat: (principal, userId) => limits.admitChat(principal, userId),
+          delivery: telegram && telegramAutomationDelivery(telegram, automationLogger),
+          defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
+        },
+        clock,
+        logger: automationLogger,
+        // Not JOB_LEASE_SECONDS: a run may take as long as a chat, and its claim must outlast it.
+        policy: { ...AUTOMATION_POLICY, intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000 },
+      }),
+    );
+  }
 
   const ingestion = new IngestionService(
     documents,
@@ -420,6 +460,7 @@ export async function main(config: Config): Promise<void> {
     documents,
     feedback: feedbackService,
     reminders,
+    automations,
     ingestion,
     ingestMaxBytes: config.INGEST_MAX_BYTES,
     requestTimeoutMs: config.REQUEST_TIMEOUT_MS,

@@ -24,7 +24,7 @@ export async function* exportUserData(
     }
     yield ']';
   }
-  for (const table of ['memories', 'graph', 'reminders', 'documents'] as const) {
+  for (const table of ['memories', 'graph', 'reminders', 'automations', 'documents'] as const) {
     yield `,${JSON.stringify(table)}:${JSON.stringify(await userData.rows(table, userId))}`;
   }
   yield '}\n';

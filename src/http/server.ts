@@ -12,6 +12,7 @@ import type { AccountService } from '../accounts/account-service.ts';
 import type { UsageLimits } from '../accounts/usage-limits.ts';
 import type { WebSessions } from '../accounts/web-sessions.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
+import type { AutomationService } from '../automations/automation-service.ts';
 import type { ConversationService } from '../conversations/conversation-service.ts';
 import type { DocumentService } from '../documents/document-service.ts';
 import type { IngestionService } from '../documents/ingestion-service.ts';
@@ -32,6 +33,7 @@ import { installErrorHandling } from './error-handler.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
 import { registerAccountRoutes } from './routes/account.ts';
 import { type FailedJobs, registerAdminRoutes } from './routes/admin.ts';
+import { registerAutomationRoutes } from './routes/automations.ts';
 import { type Backups, registerBackupRoute } from './routes/backup.ts';
 import { type ChatRouteSettings, registerChatRoutes } from './routes/chat.ts';
 import { registerConversationSearchRoutes } from './routes/conversation-search.ts';
@@ -88,6 +90,7 @@ export interface HttpDependencies {
   /** The service's clock, in ms, for the bearer throttle's window (tests move it). */
   now?: (() => number) | undefined;
   reminders: ReminderService;
+  automations: AutomationService;
   profiles: ProfileService;
   graph: GraphService;
   /** Present when CONV_RAG_ENABLED. */
@@ -206,6 +209,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerReminderRoutes(app, deps.reminders);
   registerIngestRoutes(app, deps.ingestion, deps.ingestMaxBytes, deps.limits);
   registerUserRoutes(app, deps.profiles);
+  registerAutomationRoutes(app, deps.automations);
   registerGraphRoutes(app, deps.graph);
   registerMemoryRoutes(app, deps.memory);
   registerMcpRoute(

@@ -13,7 +13,8 @@ export type JobKind =
   | 'memory_decision'
   | 'conversation_title'
   | 'embedding_batch'
-  | 'reminder_notice';
+  | 'reminder_notice'
+  | 'automation_run';
 /** `failed`: an attempt failed and the job will be tried again; `buried`: failed for good. */
 export type JobOutcome = 'done' | 'failed' | 'buried';
 export type NoticeOutcome = 'sent' | 'failed' | 'retry';

@@ -556,3 +556,66 @@ export const webSessions = pgTable(
   },
   (t) => [index('web_sessions_user_idx').on(t.userId)],
 );
+
+/**
+ * A prompt the user's assistant answers on a schedule (src/automations/). `schedule` is the
+ * Schedule of automations/schedule.ts, read in `timezone`; `next_run_at` is the first
+ * occurrence not yet settled (null once a one-time automation has run). Three failed runs in a
+ * row pause it (`paused_reason` says why).
+ */
+export const automations = pgTable(
+  'automations',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    name: text('name').notNull(),
+    prompt: text('prompt').notNull(),
+    schedule: jsonb('schedule').notNull(),
+    timezone: text('timezone').notNull(),
+    status: text('status').$type<'active' | 'paused' | 'finished'>().notNull().default('active'),
+    pausedReason: text('paused_reason'),
+    nextRunAt: timestamp('next_run_at', { withTimezone: true }),
+    consecutiveFailures: integer('consecutive_failures').notNull().default(0),
+    /** The automation's own conversation, made at its first run; kept from run to run. */
+    conversationId: uuid('conversation_id').references(() => conversations.id, {
+      onDelete: 'set null',
+    }),
+    createdAt: timestamp('created_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    index('automations_user_id_idx').on(t.userId),
+    index('automations_due_idx').on(t.nextRunAt).where(sql`${t.status} = 'active'`),
+  ],
+);
+
+/**
+ * One run of an automation: its row is the claim (unique per automation and occurrence), so
+ * an occurrence runs once across replicas and restarts. `claimed_until`: a 'running' row whose
+ * runner died is taken over after it. `read_at` null on a settled run: the web client's
+ * unread mark.
+ */
+export const automationRuns = pgTable(
+  'automation_runs',
+  {
+    id: uuid('id').primaryKey(),
+    automationId: uuid('automation_id')
+      .notNull()
+      .references(() => automations.id, { onDelete: 'cascade' }),
+    occurrence: timestamp('occurrence', { withTimezone: true }).notNull(),
+    manual: boolean('manual').notNull().default(false),
+    status: text('status')
+      .$type<'queued' | 'running' | 'done' | 'failed' | 'refused' | 'skipped'>()
+      .notNull(),
+    claimedUntil: timestamp('claimed_until', { withTimezone: true }),
+    startedAt: timestamp('started_at', { withTimezone: true }),
+    finishedAt: timestamp('finished_at', { withTimezone: true }),
+    chatRunId: uuid('chat_run_id'),
+    error: text('error'),
+    deliveredTo: text('delivered_to'),
+    readAt: timestamp('read_at', { withTimezone: true }),
+  },
+  (t) => [
+    uniqueIndex('automation_runs_occurrence_idx').on(t.automationId, t.occurrence),
+    index('automation_runs_open_idx').on(t.status).where(sql`${t.status} IN ('queued', 'running')`),
+  ],
+);

@@ -29,6 +29,8 @@ export class UserDataRepository {
       'DELETE FROM accounts WHERE user_id = $1',
       'DELETE FROM web_sessions WHERE user_id = $1',
       'DELETE FROM telegram_chats WHERE user_id = $1',
+      // Automations act as the user: none runs once they are gone (their runs cascade).
+      'DELETE FROM automations WHERE user_id = $1',
     ]) {
       doors += (await this.#db.$client.query(statement, [userId])).rowCount ?? 0;
     }
@@ -104,6 +106,14 @@ const EXPORT_QUERIES = {
                                  'status', n.status, 'sent_at', n.sent_at) ORDER BY n.days_before DESC)
                                 FROM reminder_notices n WHERE n.reminder_id = r.id), '[]') AS notices
                 FROM reminders r WHERE r.user_id = $1 ORDER BY r.due_on, r.id`,
+  automations: `SELECT a.id, a.name, a.prompt, a.schedule, a.timezone, a.status, a.paused_reason,
+                       a.next_run_at, a.conversation_id, a.created_at,
+                       coalesce((SELECT json_agg(json_build_object('occurrence', r.occurrence,
+                                   'manual', r.manual, 'status', r.status, 'finished_at', r.finished_at,
+                                   'error', r.error, 'delivered_to', r.delivered_to)
+                                   ORDER BY r.occurrence)
+                                  FROM automation_runs r WHERE r.automation_id = a.id), '[]') AS runs
+                  FROM automations a WHERE a.user_id = $1 ORDER BY a.created_at, a.id`,
   documents: `SELECT source, filename, content_type, bytes, chunk_count, created_at FROM documents
                WHERE owner = $1 AND kind = 'document' ORDER BY source`,
 } as const;

@@ -1,6 +1,7 @@
 import type { InlineKeyboardMarkup, PhotoSize } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { Principal } from '../accounts/principal.ts';
+import { ANSWER_MAX_MS } from '../assistant/answer-limit.ts';
 import { SHUTDOWN } from '../assistant/chat-events.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
 import { AppError } from '../errors.ts';
@@ -104,7 +105,7 @@ export class ChatDoor {
         buttons: rateButtons,
         noAnswer: t.noAnswer,
         logger: log,
-        signal: AbortSignal.any([sending.signal, AbortSignal.timeout(30 * 60_000)]),
+        signal: AbortSignal.any([sending.signal, AbortSignal.timeout(ANSWER_MAX_MS)]),
         receivedAt: incoming.receivedAt,
         errorText: (error) =>
           error.code === 'model_downloading'

@@ -92,6 +92,8 @@ type Rule =
       last?: true;
     };
 
+/** An id no automation has (the owner gets 404, another user 403 before any lookup). */
+const NO_AUTOMATION = '00000000-0000-4000-8000-0000000a0700';
 /** An id no conversation has. */
 const NO_CONVERSATION = '00000000-0000-4000-8000-00000000c0de';
 
@@ -288,6 +290,68 @@ const RULES: Record<string, Rule> = {
     other: 403,
     call: (t) => ({ method: 'DELETE', path: `/users/${t}/conversations` }),
     last: true,
+  },
+  'POST /users/{user_id}/automations': {
+    kind: 'user',
+    status: 201,
+    other: 403,
+    call: (t) => ({
+      method: 'POST',
+      path: `/users/${t}/automations`,
+      json: { prompt: 'What is new?', schedule: { type: 'daily', time: '08:00' } },
+    }),
+  },
+  'GET /users/{user_id}/automations': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/automations` }),
+  },
+  'PATCH /users/{user_id}/automations/{id}': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({
+      method: 'PATCH',
+      path: `/users/${t}/automations/${NO_AUTOMATION}`,
+      json: { name: 'renamed' },
+    }),
+  },
+  'DELETE /users/{user_id}/automations/{id}': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({ method: 'DELETE', path: `/users/${t}/automations/${NO_AUTOMATION}` }),
+  },
+  'GET /users/{user_id}/automations/{id}/runs': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/automations/${NO_AUTOMATION}/runs` }),
+  },
+  'POST /users/{user_id}/automations/{id}/pause': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({ method: 'POST', path: `/users/${t}/automations/${NO_AUTOMATION}/pause` }),
+  },
+  'POST /users/{user_id}/automations/{id}/resume': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({ method: 'POST', path: `/users/${t}/automations/${NO_AUTOMATION}/resume` }),
+  },
+  'POST /users/{user_id}/automations/{id}/run': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({ method: 'POST', path: `/users/${t}/automations/${NO_AUTOMATION}/run` }),
+  },
+  'POST /users/{user_id}/automations/{id}/read': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t) => ({ method: 'POST', path: `/users/${t}/automations/${NO_AUTOMATION}/read` }),
   },
   'GET /users/{user_id}/conversations/{conversation_id}': {
     kind: 'user',

@@ -111,7 +111,15 @@ describe('the web client in Chromium', () => {
     const session = cookies.find((cookie) => cookie.name === 'parley_session');
     expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
     expect(await page.evaluate('document.cookie')).toBe(''); // scripts cannot read it
-    for (const name of ['Chat', 'Documents', 'Reminders', 'Memories', 'Graph', 'Profile']) {
+    for (const name of [
+      'Chat',
+      'Documents',
+      'Reminders',
+      'Automations',
+      'Memories',
+      'Graph',
+      'Profile',
+    ]) {
       expect(await page.getByRole('link', { name }).count(), name).toBe(1);
     }
     expect(await page.getByRole('link', { name: 'Admin' }).count()).toBe(0);
@@ -454,7 +462,7 @@ describe('the web client in Chromium', () => {
     const shot = await page.screenshot({ type: 'png' });
     expect(shot.length).toBeLessThan(200 * 1024);
     await writeFile(SCREENSHOT, shot);
-    for (const name of ['Documents', 'Reminders', 'Memories', 'Graph', 'Profile']) {
+    for (const name of ['Documents', 'Reminders', 'Automations', 'Memories', 'Graph', 'Profile']) {
       await page.getByRole('link', { name }).click();
       await page.getByRole('heading', { level: 1 }).waitFor();
       await page.waitForLoadState('networkidle');

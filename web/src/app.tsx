@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { AdminPage } from './admin.tsx';
 import { api, signedOut } from './api.ts';
+import { AutomationsPage, unreadAutomations } from './automations.tsx';
 import { type ChatRoute, ConversationsPage } from './conversations-page.tsx';
 import { DocumentsPage } from './documents.tsx';
 import { t } from './i18n.ts';
@@ -17,7 +18,16 @@ export interface Session {
 /** Whose data the pages show: the user's own, or `default` for the administrator (as the API has it). */
 export const userOf = (session: Session) => session.user_id ?? 'default';
 
-const PAGES = ['chat', 'documents', 'reminders', 'memories', 'graph', 'profile', 'admin'] as const;
+const PAGES = [
+  'chat',
+  'documents',
+  'reminders',
+  'automations',
+  'memories',
+  'graph',
+  'profile',
+  'admin',
+] as const;
 type Page = (typeof PAGES)[number];
 
 /** A conversation's address: `#/c/<id>`, or `#/c/<id>/<run_id>` to open it at one turn. */
@@ -39,6 +49,12 @@ export function App() {
   const [session, setSession] = useState<Session | undefined>();
   const [page, setPage] = useState<Page>(pageOf(location.hash));
   const [chatRoute, setChatRoute] = useState<ChatRoute>(() => chatRouteOf(location.hash));
+  /** Automation results not yet seen: the mark beside "Automations". */
+  const [unread, setUnread] = useState(0);
+  const user = session && userOf(session);
+  const refreshUnread = () => {
+    if (user) void unreadAutomations(user).then(setUnread);
+  };
 
   useEffect(() => {
     api<Session>('/session').then(setSession, () =>
@@ -60,6 +76,14 @@ export function App() {
     };
   }, []);
 
+  // Read at sign-in, on every page change, and every minute while the page is open.
+  useEffect(() => {
+    if (!session?.signed_in) return;
+    refreshUnread();
+    const timer = setInterval(refreshUnread, 60_000);
+    return () => clearInterval(timer);
+  }, [session?.signed_in, user, page]);
+
   useEffect(() => {
     document.title = `${t[page]} · Parley`;
     document.getElementById('main')?.focus({ preventScroll: true });
@@ -74,7 +98,7 @@ export function App() {
     setSession({ ...session, signed_in: false, role: null, user_id: null });
   };
   const links = PAGES.filter((name) => name !== 'admin' || session.role === 'admin');
-  const user = userOf(session);
+  const pageUser = userOf(session);
   return (
     <div class={`shell page-${page}`}>
       <header class="top">
@@ -85,6 +109,12 @@ export function App() {
               <li key={name}>
                 <a href={`#/${name}`} aria-current={page === name ? 'page' : undefined}>
                   {t[name]}
+                  {name === 'automations' && unread > 0 && (
+                    <span class="badge">
+                      <span aria-hidden="true">{unread}</span>
+                      <span class="visually-hidden">{`, ${t.unread(unread)}`}</span>
+                    </span>
+                  )}
                 </a>
               </li>
             ))}
@@ -96,12 +126,13 @@ export function App() {
         </button>
       </header>
       <main id="main" tabIndex={-1}>
-        {page === 'chat' && <ConversationsPage user={user} route={chatRoute} />}
+        {page === 'chat' && <ConversationsPage user={pageUser} route={chatRoute} />}
         {page === 'documents' && <DocumentsPage isAdmin={session.role === 'admin'} />}
-        {page === 'reminders' && <RemindersPage user={user} />}
-        {page === 'memories' && <MemoriesPage user={user} />}
-        {page === 'graph' && <GraphPage user={user} />}
-        {page === 'profile' && <ProfilePage user={user} />}
+        {page === 'reminders' && <RemindersPage user={pageUser} />}
+        {page === 'automations' && <AutomationsPage user={pageUser} onRead={refreshUnread} />}
+        {page === 'memories' && <MemoriesPage user={pageUser} />}
+        {page === 'graph' && <GraphPage user={pageUser} />}
+        {page === 'profile' && <ProfilePage user={pageUser} />}
         {page === 'admin' && session.role === 'admin' && <AdminPage />}
       </main>
     </div>

@@ -60,6 +60,7 @@ export function registerAccountRoutes(
       memories: rows,
       graph: rows,
       reminders: rows.describe('With their notices'),
+      automations: rows.describe('With their runs'),
       documents: rows.describe("The user's private documents (names and sizes, not contents)"),
     })
     .describe('Everything kept about the user');
@@ -70,7 +71,8 @@ export function registerAccountRoutes(
         summary: 'Everything kept about a user, as one JSON document (streamed)',
         description:
           'profile, conversations, messages (every version of every turn), runs with their feedback, memories, graph, ' +
-          'reminders with their notices, and the list of the user’s private documents.',
+          'reminders with their notices, automations with their runs, and the list of the user’s ' +
+          'private documents.',
         tags: ['users'],
         params,
         produces: ['application/json'],

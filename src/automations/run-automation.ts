@@ -1,0 +1,94 @@
+import type { Logger } from 'pino';
+import type { Principal } from '../accounts/principal.ts';
+import type { ChatEvent, ChatRequest } from '../assistant/chat-events.ts';
+import { AppError } from '../errors.ts';
+import type { AutomationRepository, ClaimedRun } from '../storage/automation-repository.ts';
+
+/** Where a result goes besides the web client: a Telegram chat (src/telegram/). */
+export interface AutomationDelivery {
+  /** Sends a Markdown text; throws when it was not sent. */
+  send(chatId: string, markdown: string, signal: AbortSignal): Promise<void>;
+}
+
+export interface AutomationRunDependencies {
+  chats: { chat(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatEvent> };
+  /** ConversationService.create: the automation's own conversation, not made current. */
+  createConversation(userId: string, title: string): Promise<{ id: string }>;
+  automations: Pick<AutomationRepository, 'keepConversation'>;
+  /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
+  admitChat(principal: Principal, userId: string): Promise<void>;
+  /** Absent without TELEGRAM_BOT_TOKEN: results go to the web client only. */
+  delivery?: AutomationDelivery | undefined;
+  /** TELEGRAM_DEFAULT_CHAT_ID: for users who linked no chat, as for reminder notices. */
+  defaultChatId?: string | undefined;
+  logger: Logger;
+}
+
+/** What a run came to, before its row records it. */
+export interface RunResult {
+  status: 'done' | 'failed' | 'refused';
+  /** Our words (a limit's message, an error code's), never the user's or the model's. */
+  error?: string | undefined;
+  chatRunId?: string | undefined;
+  deliveredTo?: string | undefined;
+}
+
+/**
+ * One run: the user's own assistant answers the automation's prompt in the automation's
+ * conversation, as the user (same limits, same tools, one chat at a time per user), driven to
+ * its end here since nobody is listening; the answer then goes to Telegram once. The web
+ * client sees it in the conversation and by the run's unread mark.
+ */
+export async function runAutomation(
+  deps: AutomationRunDependencies,
+  run: ClaimedRun,
+  signal: AbortSignal,
+): Promise<RunResult> {
+  const { userId } = run;
+  const log = deps.logger.child({ automationId: run.automationId, userId });
+  const principal: Principal = { kind: 'user', userId, keyId: undefined };
+  try {
+    await deps.admitChat(principal, userId);
+  } catch (error) {
+    if (!AppError.isInstance(error) || error.status !== 429) throw error;
+    log.info({ code: error.code }, 'automation run refused by a limit');
+    return { status: 'refused', error: error.message };
+  }
+  const conversationId =
+    run.conversationId ??
+    (await deps.automations.keepConversation(
+      run.automationId,
+      (
+        await deps.createConversation(userId, run.name)
+      ).id,
+    ));
+  let text = '';
+  let failure: string | undefined;
+  let chatRunId: string | undefined;
+  for await (const event of deps.chats.chat(
+    { userId, conversationId, message: run.prompt, showThinking: false },
+    signal,
+  )) {
+    if (event.type === 'text') text += event.text;
+    else if (event.type === 'error') failure = `${event.code}: ${event.message}`;
+    else if (event.type === 'done') chatRunId = event.runId;
+  }
+  // Stopped (shutdown, or the answer's time limit): the job runner tells which from the signal.
+  if (signal.aborted) throw signal.reason ?? new Error('the run was stopped');
+  if (failure !== undefined || !text.trim()) {
+    return { status: 'failed', error: failure ?? 'the assistant gave no answer', chatRunId };
+  }
+  const deliveredTo = ['web'];
+  const chatId = run.chatId ?? deps.defaultChatId;
+  if (deps.delivery && chatId) {
+    try {
+      await deps.delivery.send(chatId, `🔁 **${run.name}**\n\n${text}`, signal);
+      deliveredTo.unshift('telegram');
+    } catch (error) {
+      // The answer is in the conversation: the run is done, the web client shows it.
+      log.warn({ err: error }, 'automation result not sent to Telegram');
+    }
+  }
+  log.info({ chatRunId, deliveredTo }, 'automation run done');
+  return { status: 'done', chatRunId, deliveredTo: deliveredTo.join(',') };
+}

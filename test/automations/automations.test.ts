@@ -1,0 +1,435 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { automationTickAt, call } from '../support/automation-ticks.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import { type ReminderStack, startReminderStack } from '../support/reminder-stack.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/** Starting Parley took over 60 s while this machine was shared; a wait, not a speed check. */
+const START_TIMEOUT_MS = 180_000;
+
+/**
+ * Automations seen from outside: the clock moves only when a test moves it (across the March
+ * change in New York, and across downtime), the model is the fake one and results arrive at
+ * the fake Bot API. Each scenario has its own user.
+ */
+describe.each(ENGINES)('automations on the %s engine', (engine) => {
+  let stack: ReminderStack;
+  const api = (method: string, path: string, body?: unknown, token?: string) =>
+    call(stack.parley, method, path, body, token);
+  const tick = (iso: string) => automationTickAt(stack, iso);
+  const visible = (chatId: string) => stack.telegram.visibleIn(chatId);
+  const runsOf = async (userId: string, id: string) =>
+    (await api('GET', `/users/${userId}/automations/${id}/runs`)).body.runs as Array<{
+      status: string;
+      occurrence: string;
+      error: string | null;
+      delivered_to: string | null;
+      manual: boolean;
+    }>;
+  const create = async (userId: string, body: Record<string, unknown>) => {
+    const created = await api('POST', `/users/${userId}/automations`, body);
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return created.body as { id: string; [key: string]: unknown };
+  };
+  const profile = async (userId: string, body: Record<string, unknown>) => {
+    expect((await stack.putProfile(userId, body)).status).toBe(200);
+  };
+
+  vi.setConfig({ testTimeout: 180_000 });
+  beforeAll(async () => {
+    stack = await startReminderStack(engine, {
+      start: '2030-03-08T14:00:00Z',
+      env: { AUTOMATIONS_PER_USER: '3', AUTOMATION_MIN_INTERVAL_MINUTES: '120' },
+    });
+  }, START_TIMEOUT_MS);
+  afterEach(() => {
+    stack.telegram.assertNoUnexpected();
+    stack.llm.assertNoUnexpected();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('runs at 08:00 in New York across the March change, in its own conversation, once each', async () => {
+    await profile('ny', { timezone: 'America/New_York', telegram_chat_id: '5001' });
+    const made = await create('ny', {
+      prompt: 'What is on today?',
+      schedule: { type: 'daily', time: '08:00' },
+    });
+    expect(made).toMatchObject({
+      name: 'What is on today?',
+      schedule_in_words: 'every day at 08:00 (America/New_York)',
+      timezone: 'America/New_York',
+      status: 'active',
+      next_run_at: '2030-03-09T13:00:00.000Z', // 08:00 EST
+      conversation_id: null,
+      unread: 0,
+    });
+
+    stack.llm.enqueue(reply.text('**Saturday**: nothing due.'));
+    await tick('2030-03-09T12:59:00Z');
+    expect(visible('5001')).toEqual([]);
+    await tick('2030-03-09T13:00:00Z');
+    expect(visible('5001')).toEqual(['🔁 What is on today?\n\nSaturday: nothing due.']);
+    const [first] = stack.telegram.sentTo('5001');
+    expect(first?.parseMode).toBe('HTML');
+    expect(first?.text).toContain('<b>Saturday</b>');
+    await tick('2030-03-09T13:00:30Z');
+    await tick('2030-03-09T18:00:00Z');
+    expect(visible('5001')).toHaveLength(1);
+
+    // Clocks go forward on Sunday 10 March: 08:00 EDT is 12:00 UTC.
+    stack.llm.enqueue(reply.text('Sunday: still nothing.'));
+    await tick('2030-03-10T11:59:00Z');
+    expect(visible('5001')).toHaveLength(1);
+    await tick('2030-03-10T12:00:00Z');
+    expect(visible('5001')).toEqual([
+      '🔁 What is on today?\n\nSaturday: nothing due.',
+      '🔁 What is on today?\n\nSunday: still nothing.',
+    ]);
+    // The second run saw the first: the conversation keeps its history from run to run.
+    const messages = stack.llm.chats.at(-1)?.body.messages ?? [];
+    expect(messages.filter((m) => m.role === 'user').map((m) => m.content)).toEqual([
+      'What is on today?',
+      'What is on today?',
+    ]);
+    expect(
+      messages.some((m) => m.role === 'assistant' && m.content === '**Saturday**: nothing due.'),
+    ).toBe(true);
+
+    const runs = await runsOf('ny', made.id);
+    expect(runs.map((r) => [r.occurrence, r.status, r.delivered_to])).toEqual([
+      ['2030-03-10T12:00:00.000Z', 'done', 'telegram,web'],
+      ['2030-03-09T13:00:00.000Z', 'done', 'telegram,web'],
+    ]);
+    const listed = (await api('GET', '/users/ny/automations')).body;
+    expect(listed.unread).toBe(2);
+    const conversationId = listed.automations[0].conversation_id as string;
+    const conversation = await api('GET', `/users/ny/conversations/${conversationId}`);
+    expect(conversation.status).toBe(200);
+    // The automation's own conversation, with both runs; not the user's current one, so the
+    // web client's chat goes on where it was.
+    expect(conversation.body.conversation).toMatchObject({
+      title: 'What is on today?',
+      current: false,
+    });
+    expect(conversation.body.turns.map((t: { answer: string }) => t.answer)).toEqual([
+      'Sunday: still nothing.',
+      '**Saturday**: nothing due.',
+    ]);
+    expect((await api('POST', `/users/ny/automations/${made.id}/read`)).body).toEqual({
+      unread: 0,
+    });
+    expect((await api('GET', '/users/ny/automations')).body.unread).toBe(0);
+    // Paused, it stays out of the scenarios that follow.
+    const paused = await api('POST', `/users/ny/automations/${made.id}/pause`);
+    expect(paused.body).toMatchObject({ status: 'paused', paused_reason: null });
+  });
+
+  it('runs what was missed while Parley was down once, and skips what is over a day late', async () => {
+    await profile('down', { timezone: 'America/New_York', telegram_chat_id: '5101' });
+    const daily = await create('down', {
+      prompt: 'Morning summary',
+      schedule: { type: 'daily', time: '08:00' },
+    });
+    const once = await create('down', {
+      name: 'Call the bank',
+      prompt: 'Remind me to call the bank',
+      schedule: { type: 'once', date: '2030-03-14', time: '09:00' },
+    });
+    // Down from 10 March 13:00 UTC until 13 March 12:30 UTC (08:30 EDT): the occurrences of
+    // the 11th, 12th and 13th collapse into the 13th's.
+    stack.llm.enqueue(reply.text('Summary after the outage.'));
+    stack.setClock('2030-03-13T12:30:00Z');
+    await stack.restart();
+    await tick('2030-03-13T12:30:01Z');
+    expect(visible('5101')).toEqual(['🔁 Morning summary\n\nSummary after the outage.']);
+    expect((await runsOf('down', daily.id)).map((r) => r.occurrence)).toEqual([
+      '2030-03-13T12:00:00.000Z',
+    ]);
+
+    // Paused, the daily one does not run; the one-time one, more than a day late, is skipped.
+    const paused = await api('POST', `/users/down/automations/${daily.id}/pause`);
+    expect(paused.body.status).toBe('paused');
+    await tick('2030-03-15T14:00:00Z');
+    expect(visible('5101')).toHaveLength(1);
+    expect(await runsOf('down', once.id)).toMatchObject([
+      { occurrence: '2030-03-14T13:00:00.000Z', status: 'skipped', error: 'more than a day late' },
+    ]);
+    const onceNow = (await api('GET', '/users/down/automations')).body.automations.find(
+      (a: { id: string }) => a.id === once.id,
+    );
+    expect(onceNow).toMatchObject({ status: 'finished', next_run_at: null });
+
+    // Resumed: from the next occurrence on, nothing of what passed while paused.
+    const resumed = await api('POST', `/users/down/automations/${daily.id}/resume`);
+    expect(resumed.body).toMatchObject({
+      status: 'active',
+      next_run_at: '2030-03-16T12:00:00.000Z',
+    });
+    await tick('2030-03-15T14:00:30Z');
+    expect(visible('5101')).toHaveLength(1);
+    expect(stack.llm.pendingReplies).toBe(0);
+    // Deleted with its runs (it stays out of the scenarios that follow).
+    expect((await api('DELETE', `/users/down/automations/${daily.id}`)).body).toEqual({
+      deleted: daily.id,
+    });
+    expect((await api('GET', `/users/down/automations/${daily.id}/runs`)).status).toBe(404);
+  });
+
+  it('pauses an automation after three failed runs in a row and tells the user why', async () => {
+    await profile('fails', { telegram_chat_id: '5201' });
+    stack.setClock('2030-03-20T00:00:00Z');
+    const every = await create('fails', {
+      prompt: 'Check the feed',
+      schedule: { type: 'every', hours: 2 },
+    });
+    expect(every).toMatchObject({
+      schedule_in_words: 'every 2 hours, starting 2030-03-20T02:00:00.000Z',
+      next_run_at: '2030-03-20T02:00:00.000Z',
+    });
+    stack.llm.enqueue(reply.error(500), reply.error(500), reply.error(500));
+    await tick('2030-03-20T02:00:00Z');
+    await tick('2030-03-20T04:00:00Z');
+    expect((await api('GET', '/users/fails/automations')).body.automations[0].status).toBe(
+      'active',
+    );
+    await tick('2030-03-20T06:00:00Z');
+    const listed = (await api('GET', '/users/fails/automations')).body.automations[0];
+    expect(listed.status).toBe('paused');
+    expect(listed.paused_reason).toMatch(/^Paused after 3 failed runs in a row\. The last: model_/);
+    const runs = await runsOf('fails', every.id);
+    expect(runs.map((r) => r.status)).toEqual(['failed', 'failed', 'failed']);
+    expect(visible('5201')).toEqual([`⏸️ Check the feed\n\n${listed.paused_reason}`]);
+    // Paused: the next occurrences do not run (the model is not asked again).
+    await tick('2030-03-20T08:00:00Z');
+    expect(await runsOf('fails', every.id)).toHaveLength(3);
+  });
+
+  it('runs now on request; a run refused by the user’s limit is recorded once, not retried', async () => {
+    const admin = await api('POST', '/admin/users', { user_id: 'limited' });
+    expect(admin.status).toBe(201);
+    const key = admin.body.key as string;
+    expect(
+      (await api('PATCH', '/admin/users/limited', { limits: { chats_per_minute: 1 } })).status,
+    ).toBe(200);
+    const made = (
+      await api(
+        'POST',
+        '/users/limited/automations',
+        {
+          prompt: 'Anything new?',
+          schedule: { type: 'weekly', days: ['mon', 'thu'], time: '07:30' },
+        },
+        key,
+      )
+    ).body as { id: string; schedule_in_words: string };
+    expect(made.schedule_in_words).toBe('every Monday and Thursday at 07:30 (UTC)');
+
+    stack.llm.enqueue(reply.text('Nothing new.'));
+    expect(
+      (await api('POST', `/users/limited/automations/${made.id}/run`, undefined, key)).status,
+    ).toBe(202);
+    await waitFor(async () => (await runsOf('limited', made.id))[0]?.status === 'done');
+    // A second one within the minute: over the chat rate, like a chat would be.
+    expect(
+      (await api('POST', `/users/limited/automations/${made.id}/run`, undefined, key)).status,
+    ).toBe(202);
+    await waitFor(async () => (await runsOf('limited', made.id))[0]?.status === 'refused');
+    const runs = await runsOf('limited', made.id);
+    expect(runs.map((r) => [r.manual, r.status, r.delivered_to])).toEqual([
+      [true, 'refused', null],
+      [true, 'done', 'web'],
+    ]);
+    expect(runs[0]?.error).toContain('1 a minute');
+    await tick('2030-03-20T08:00:30Z');
+    expect(await runsOf('limited', made.id)).toHaveLength(2);
+    expect(stack.llm.pendingReplies).toBe(0);
+    // The user's export holds them, with their runs.
+    const exported = await api('GET', '/users/limited/export');
+    expect(exported.body.automations).toMatchObject([
+      {
+        id: made.id,
+        prompt: 'Anything new?',
+        schedule: { type: 'weekly', days: ['mon', 'thu'], time: '07:30' },
+        runs: [
+          { manual: true, status: 'done' },
+          { manual: true, status: 'refused' },
+        ],
+      },
+    ]);
+    // A user who is deleted takes their automations along: none runs as them any more.
+    expect((await api('DELETE', '/admin/users/limited')).status).toBe(200);
+    expect((await api('GET', '/users/limited/automations')).body.automations).toEqual([]);
+  });
+
+  it('is created by asking the assistant, which says the schedule back in words', async () => {
+    stack.llm.enqueue(
+      reply.toolCalls([
+        {
+          name: 'create_automation',
+          args: {
+            prompt: 'Summarise the news about solar power',
+            schedule: { type: 'weekdays', time: '08:00' },
+          },
+        },
+      ]),
+      (request) => {
+        const result = request.messages.findLast((m) => m.role === 'tool');
+        const said = JSON.parse(String(result?.content)) as { schedule_in_words: string };
+        return reply.text(`Done: ${said.schedule_in_words}.`);
+      },
+    );
+    const chat = await stack.parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        user_id: 'asker',
+        message: 'Every weekday at 8, summarise the solar news',
+      }),
+    });
+    expect(await chat.text()).toContain('Done: every weekday (Monday to Friday) at 08:00 (UTC).');
+    const listed = (await api('GET', '/users/asker/automations')).body.automations;
+    expect(listed).toMatchObject([
+      {
+        prompt: 'Summarise the news about solar power',
+        schedule: { type: 'weekdays', time: '08:00' },
+      },
+    ]);
+    // Paused, it stays out of the scenarios that follow.
+    expect((await api('POST', `/users/asker/automations/${listed[0].id}/pause`)).status).toBe(200);
+  });
+
+  it('sends a long result in parts, and a run cut short by a restart once, after it', async () => {
+    await profile('long', { telegram_chat_id: '5301' });
+    stack.setClock('2030-03-21T00:00:00Z');
+    const made = await create('long', {
+      prompt: 'Long report',
+      schedule: { type: 'daily', time: '06:00' },
+    });
+    // Over Telegram's 4,096 characters: two messages, each whole paragraphs.
+    const paragraph = (n: number) => `Paragraph ${n}: ${'word '.repeat(180).trim()}.`;
+    const long = Array.from({ length: 8 }, (_, i) => paragraph(i + 1)).join('\n\n');
+    stack.llm.enqueue(reply.text(long));
+    await tick('2030-03-21T06:00:00Z');
+    const parts = visible('5301');
+    expect(parts).toHaveLength(2);
+    expect(parts.every((part) => part.length <= 4096)).toBe(true);
+    expect(parts.join('\n\n')).toBe(`🔁 Long report\n\n${long}`);
+
+    // The next run hangs in the model; Parley is stopped under it. The run is not recorded as
+    // done, so the restarted process runs the occurrence again, and delivers it once.
+    stack.llm.enqueue(reply.stall(), reply.text('After the restart.'));
+    stack.setClock('2030-03-22T06:00:00Z');
+    await waitFor(
+      () => stack.llm.chats.length > 0 && stack.llm.chats.at(-1)?.outcome === 'pending',
+      30_000,
+    );
+    stack.setClock('2030-03-22T06:00:05Z');
+    await stack.restart();
+    // The first tick of the new process ran the occurrence (its claim was let go at the stop).
+    await tick('2030-03-22T06:00:06Z');
+    expect(visible('5301').slice(2)).toEqual(['🔁 Long report\n\nAfter the restart.']);
+    expect((await runsOf('long', made.id)).map((r) => [r.occurrence, r.status])).toEqual([
+      ['2030-03-22T06:00:00.000Z', 'done'],
+      ['2030-03-21T06:00:00.000Z', 'done'],
+    ]);
+    await tick('2030-03-22T06:00:30Z');
+    expect(visible('5301')).toHaveLength(3);
+    expect((await api('POST', `/users/long/automations/${made.id}/pause`)).status).toBe(200);
+  });
+
+  it('refuses what it cannot do with a clear 4xx', async () => {
+    const bad = [
+      { prompt: 'x', schedule: { type: 'daily', time: '25:00' } },
+      { prompt: 'x', schedule: { type: 'weekly', days: [], time: '08:00' } },
+      { prompt: 'x', schedule: { type: 'monthly', day: 32, time: '08:00' } },
+      { prompt: 'x', schedule: { type: 'once', date: '2030-02-30', time: '08:00' } },
+      { prompt: '', schedule: { type: 'daily', time: '08:00' } },
+      { prompt: 'x', schedule: { type: 'hourly' } },
+      { prompt: 'x', schedule: { type: 'daily', time: '08:00' }, timezone: 'Mars/Olympus' },
+    ];
+    for (const body of bad) {
+      expect(
+        (await api('POST', '/users/rules/automations', body)).status,
+        JSON.stringify(body),
+      ).toBe(422);
+    }
+    const tooOften = await api('POST', '/users/rules/automations', {
+      prompt: 'x',
+      schedule: { type: 'every', hours: 1 },
+    });
+    expect(tooOften).toMatchObject({
+      status: 422,
+      body: { detail: expect.stringContaining('120 minutes') },
+    });
+    const past = await api('POST', '/users/rules/automations', {
+      prompt: 'x',
+      schedule: { type: 'once', date: '2020-01-01', time: '08:00' },
+    });
+    expect(past).toMatchObject({
+      status: 422,
+      body: { detail: expect.stringContaining('has passed') },
+    });
+    for (let i = 0; i < 3; i++)
+      await create('rules', { prompt: `p${i}`, schedule: { type: 'daily', time: '08:00' } });
+    const fourth = await api('POST', '/users/rules/automations', {
+      prompt: 'p',
+      schedule: { type: 'daily', time: '08:00' },
+    });
+    expect(fourth).toMatchObject({
+      status: 422,
+      body: { detail: expect.stringContaining('3 automations') },
+    });
+
+    // A change: the schedule and timezone count from now; a bad one is refused, nothing changed.
+    const [first] = (await api('GET', '/users/rules/automations')).body.automations as {
+      id: string;
+    }[];
+    const changed = await api('PATCH', `/users/rules/automations/${first?.id}`, {
+      name: 'Renamed',
+      schedule: { type: 'monthly', day: 31, time: '09:00' },
+      timezone: 'Asia/Seoul',
+    });
+    expect(changed).toMatchObject({
+      status: 200,
+      body: {
+        name: 'Renamed',
+        schedule_in_words:
+          'on day 31 of every month at 09:00 (Asia/Seoul), or the last day of a shorter month',
+        next_run_at: '2030-03-31T00:00:00.000Z',
+      },
+    });
+    const refused = await api('PATCH', `/users/rules/automations/${first?.id}`, {
+      schedule: { type: 'every', hours: 1 },
+    });
+    expect(refused.status).toBe(422);
+    expect(
+      (await api('PATCH', `/users/rules/automations/${first?.id}`, { colour: 'red' })).status,
+    ).toBe(422);
+    const after = (await api('GET', '/users/rules/automations')).body.automations[0];
+    expect(after).toMatchObject({
+      name: 'Renamed',
+      timezone: 'Asia/Seoul',
+      schedule: { type: 'monthly' },
+    });
+
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    for (const [method, path] of [
+      ['PATCH', `/users/rules/automations/${unknown}`],
+      ['POST', `/users/rules/automations/${unknown}/pause`],
+      ['POST', `/users/rules/automations/${unknown}/run`],
+      ['GET', `/users/rules/automations/${unknown}/runs`],
+      ['DELETE', `/users/rules/automations/${unknown}`],
+    ] as const) {
+      expect((await api(method, path, method === 'PATCH' ? { name: 'n' } : undefined)).status).toBe(
+        404,
+      );
+    }
+    // Another user's automation is not found either.
+    const theirs = (await api('GET', '/users/ny/automations')).body.automations[0].id as string;
+    expect((await api('DELETE', `/users/rules/automations/${theirs}`)).status).toBe(404);
+    expect((await api('GET', '/users/ny/automations')).body.automations).toHaveLength(1);
+  });
+});
