@@ -40,6 +40,7 @@ import { fileClock, systemClock } from './reminders/clock.ts';
 import { NOTICE_POLICY, noticeJob } from './reminders/notice-job.ts';
 import { ProfileService } from './reminders/profile-service.ts';
 import { ReminderService } from './reminders/reminder-service.ts';
+import { DetachedRuns } from './runs/detached-runs.ts';
 import { stopOnSignals } from './shutdown.ts';
 import { AccountRepository } from './storage/account-repository.ts';
 import { ChatContextRepository } from './storage/chat-context-repository.ts';
@@ -56,6 +57,7 @@ import { LeaseRepository } from './storage/lease-repository.ts';
 import { MemoryQueueRepository } from './storage/memory-queue-repository.ts';
 import { NoticeRepository } from './storage/notice-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
+import { RunEventRepository } from './storage/run-event-repository.ts';
 import { RunRepository } from './storage/run-repository.ts';
 import { TelegramRepository } from './storage/telegram-repository.ts';
 import { TitleRequestRepository } from './storage/title-request-repository.ts';
@@ -79,6 +81,9 @@ import { createImageIntake } from './vision/image-intake.ts';
 import { visionModelFor } from './vision/vision-model.ts';
 import { createWebSearch } from './web-search/web-search.ts';
 import { uploadsDirOf } from './workers.ts';
+
+/** Without JOB_LEASE_SECONDS: how long a resumable run's silent holder counts as alive. */
+const RUN_LEASE_SECONDS = 30;
 
 /** Users whose knowledge graphs stay cached in memory (validated against the table on use). */
 const GRAPH_CACHE_USERS = 1_000;
@@ -323,6 +328,18 @@ export async function main(config: Config): Promise<void> {
     },
   });
 
+  // Resumable answers: their event log in the database, heard across replicas through it.
+  const detachedRuns = new DetachedRuns({
+    store: new RunEventRepository(db, { notify: database.engine === 'server' }),
+    logger: logger.child({ component: 'runs' }),
+    answerMaxMs: config.ANSWER_MAX_SECONDS * 1000,
+    leaseMs: (lease ?? RUN_LEASE_SECONDS) * 1000,
+    keepMs: config.RUN_EVENTS_KEEP_HOURS * 3_600_000,
+    shutdown: shutdownSignal.signal,
+    listenUrl: database.engine === 'server' ? config.DATABASE_URL : undefined,
+  });
+  await detachedRuns.start();
+
   const accountRepository = new AccountRepository(db);
   const limitDefaults = defaultLimits(config);
   const limits = new UsageLimits({
@@ -415,6 +432,7 @@ export async function main(config: Config): Promise<void> {
       shutdown: shutdownSignal.signal,
       admit: (principal, userId) => limits.admitChat(principal, userId),
       metrics,
+      runs: detachedRuns,
     },
     conversations,
     documents,
@@ -470,8 +488,10 @@ export async function main(config: Config): Promise<void> {
           } finally {
             clearInterval(idle);
           }
-          // Telegram answers in progress finish (or are stopped with the grace period) first.
+          // Telegram answers in progress finish (or are stopped with the grace period) first,
+          // and so do resumable answers nobody listens to any more.
           await telegramDoor?.stop();
+          await detachedRuns.drain();
           ingestion.stop();
         },
         // No job starts from now on (a memory decision queued meanwhile is done after the
@@ -484,7 +504,7 @@ export async function main(config: Config): Promise<void> {
         model: () => model.dispose?.(),
         langsmith: () => langSmith?.flush(),
       },
-      { database: () => database.close() },
+      { database: () => database.close(), runs: () => detachedRuns.close() },
     ],
     // A cluster worker's channel to the primary would keep it alive; the primary sees it exit.
     finally: () => cluster.worker?.disconnect(),

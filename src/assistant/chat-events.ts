@@ -39,10 +39,17 @@ export type ChatErrorCode =
   | 'database_unavailable'
   | 'shutting_down'
   | 'turn_lost'
+  /** A resumable run's answer took longer than ANSWER_MAX_SECONDS. */
+  | 'answer_timeout'
+  /** The process generating a resumable run stopped (it died) before the answer's end. */
+  | 'run_interrupted'
   | 'internal_error';
 
 /** The abort reason the HTTP edge gives when the server is stopping (not the client leaving). */
 export const SHUTDOWN = 'shutdown';
+
+/** The abort reason of a resumable run its owner stopped (POST …/runs/{run_id}/stop). */
+export const STOPPED = 'stopped';
 
 export interface ChatRequest {
   userId: string;
