@@ -113,7 +113,8 @@ export function registerChatRoutes(
           'the two end events. Lines starting with `:` are keep-alives. The `X-Parley-Run-Id` ' +
           'response header carries the same run_id from the start, so an answer the client ' +
           'stops early can still be rated. `X-Parley-Conversation-Id` names the conversation ' +
-          'the turn goes to.',
+          'the turn goes to. With `"resumable": true` every event also has an `id:` and the ' +
+          'answer outlives the connection (see `resumable`).',
         tags: ['chat'],
         body: bodySchema.refine(
           (value) => value.parent === undefined || value.regenerate === undefined,
