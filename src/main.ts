@@ -396,6 +396,7 @@ export async function main(config: Config): Promise<void> {
         store: new TelegramRepository(db),
         leases: new LeaseRepository(db),
         chats,
+        runs: detachedRuns,
         conversations,
         limits,
         feedback: feedbackService,
