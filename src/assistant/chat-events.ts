@@ -17,7 +17,13 @@ export type ChatEvent =
       /** model_downloading: how far the download is, for a door to say in its own words. */
       percent?: number;
     }
-  | { type: 'done'; runId: string; end?: AnswerEnd | undefined };
+  | {
+      type: 'done';
+      runId: string;
+      end?: AnswerEnd | undefined;
+      /** A resumable run its owner stopped (what was written is kept, interrupted). */
+      stopped?: true | undefined;
+    };
 
 /** How a completed answer ended (absent after an error): why the model stopped, and its usage. */
 export interface AnswerEnd {

@@ -19,7 +19,7 @@ export function encodeEvent(event: ChatEvent): string {
     case 'error':
       return `data: ${JSON.stringify({ __error: { code: event.code, message: event.message } })}\n\n`;
     case 'done':
-      return `data: ${JSON.stringify({ __done: true, run_id: event.runId })}\n\ndata: [DONE]\n\n`;
+      return `data: ${JSON.stringify({ __done: true, run_id: event.runId, ...(event.stopped && { stopped: true }) })}\n\ndata: [DONE]\n\n`;
   }
 }
 

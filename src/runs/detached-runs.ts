@@ -191,7 +191,8 @@ export class DetachedRuns {
       // still get one, after the reason when it is not the owner's own stop.
       const error = endingError(run.stop.signal, timeout, shutdown);
       if (error) this.#push(run, error);
-      this.#push(run, { type: 'done', runId: run.runId });
+      const stopped = run.stop.signal.aborted || undefined;
+      this.#push(run, { type: 'done', runId: run.runId, stopped });
     }
     run.ended = true;
     this.#writer.end(run.runId);

@@ -201,8 +201,9 @@ describe.each(ENGINES)('resumable answers on the %s engine', (engine) => {
     const partial = textOf(events);
     expect(text.startsWith(partial)).toBe(true);
     expect(partial.length).toBeLessThan(text.length);
+    // The end says it was stopped (so a listener elsewhere knows), with no error.
     expect(events.slice(-2).map((event) => event.data)).toEqual([
-      JSON.stringify({ __done: true, run_id: runId }),
+      JSON.stringify({ __done: true, run_id: runId, stopped: true }),
       '[DONE]',
     ]);
     expect(events.some((event) => event.data.includes('__error'))).toBe(false);

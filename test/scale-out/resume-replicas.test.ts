@@ -103,7 +103,10 @@ describe('resumable answers across replicas', () => {
     hold.release();
     expect(text.startsWith(textOf(events))).toBe(true);
     expect(textOf(events).length).toBeLessThan(text.length);
-    expect(events.at(-1)?.data).toBe('[DONE]');
+    expect(events.slice(-2).map((event) => event.data)).toEqual([
+      JSON.stringify({ __done: true, run_id: runId, stopped: true }),
+      '[DONE]',
+    ]);
     // Kept, marked interrupted, on the replica that generated it.
     const turn = await waitFor(async () => {
       const history = (await (await b.fetch('/users/stop-across/history')).json()) as {

@@ -61,7 +61,8 @@ export type StreamEvent =
   | { type: 'id'; id: number }
   | { type: 'text'; text: string }
   | { type: 'error'; code: string; message: string }
-  | { type: 'done'; runId: string };
+  /** `stopped`: a resumable answer stopped by Stop (here or in another tab). */
+  | { type: 'done'; runId: string; stopped: boolean };
 
 /** POST /chat and the events of its stream, as they arrive (spec §6). */
 export async function* chatStream(
@@ -126,10 +127,17 @@ async function* streamEvents(response: Response): AsyncGenerator<StreamEvent> {
         if (data === '[DONE]') return;
         const parsed = JSON.parse(data) as
           | string
-          | { __done?: boolean; run_id?: string; __error?: { code: string; message: string } };
+          | {
+              __done?: boolean;
+              run_id?: string;
+              stopped?: boolean;
+              __error?: { code: string; message: string };
+            };
         if (typeof parsed === 'string') yield { type: 'text', text: parsed };
         else if (parsed.__error) yield { type: 'error', ...parsed.__error };
-        else if (parsed.__done && parsed.run_id) yield { type: 'done', runId: parsed.run_id };
+        else if (parsed.__done && parsed.run_id) {
+          yield { type: 'done', runId: parsed.run_id, stopped: parsed.stopped === true };
+        }
       }
     }
   }

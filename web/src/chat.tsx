@@ -214,6 +214,8 @@ export function ChatPage(props: {
     let lastId = 0;
     let failed = false;
     let ended = false;
+    /** Stopped by Stop, in this tab or another. */
+    let stoppedThere = false;
     // An answer that did not fail offers no Retry: its image is only shown from then on.
     const shownOnly = () => (attached && !failed ? { image: { url: attached.url } } : {});
     // A redraw waits for DRAW_MS since the last one, then for the next frame: each has its
@@ -262,6 +264,7 @@ export function ChatPage(props: {
             } else {
               runId = event.runId;
               ended = true;
+              stoppedThere = event.stopped;
             }
           }
           if (ended || !runId || retries >= 3) break;
@@ -274,7 +277,7 @@ export function ChatPage(props: {
         events = followRun(props.user, runId, lastId, controller.signal);
       }
       cancelDraw();
-      if (stopping()) {
+      if (stoppedThere || stopping()) {
         // Stopped: the server keeps what was written under this run, which can be rated. One
         // stopped before any word may never have started (still waiting for the user's
         // previous chat): nothing to rate then.
@@ -324,8 +327,9 @@ export function ChatPage(props: {
     );
     if (ended === 'left' || generation.current !== started) return;
     forgetLiveRun(props.user, props.conversation);
-    // Shown as stored (with its rating and versions); one gone meanwhile is not shown at all.
-    setTurns((all) => all.filter((turn) => turn.key !== key));
+    // Shown as stored (with its rating and versions): the reload puts the stored turn in its
+    // place. One gone meanwhile (pruned) is not shown at all.
+    if (ended === 'failed') setTurns((all) => all.filter((turn) => turn.key !== key));
     await reload();
     props.onActivity();
   };
