@@ -12,6 +12,8 @@ import {
   textOf,
 } from '../support/resumable.ts';
 
+const ANSWER_MAX_SECONDS = 10;
+
 /**
  * Answers that outlive their connection (issue 32), on one process of each engine: a client
  * that opts in with `"resumable": true` can leave at any moment and come back for exactly
@@ -22,7 +24,8 @@ describe.each(ENGINES)('resumable answers on the %s engine', (engine) => {
   let stack: EngineStack;
 
   beforeAll(async () => {
-    stack = await startEngineStack(engine);
+    // The shortest bound there is, so an answer nobody listens to is seen to end.
+    stack = await startEngineStack(engine, { ANSWER_MAX_SECONDS: String(ANSWER_MAX_SECONDS) });
   });
   afterAll(() => stack?.stop());
   afterEach(() => {
@@ -248,6 +251,36 @@ describe.each(ENGINES)('resumable answers on the %s engine', (engine) => {
     expect(badId.status).toBe(422);
     expect((await stack.parley.fetch(`/users/owner/runs/not-a-uuid/events`)).status).toBe(422);
   });
+
+  it('stops an answer nobody listens to at ANSWER_MAX_SECONDS, keeping it, and frees the user', async () => {
+    // The model writes a few words, then nothing more: only the bound can end it.
+    stack.llm.enqueue(reply.text(text, { stallAfter: 4 }));
+    const leaving = new AbortController();
+    const startedAt = Date.now();
+    const response = await chat(
+      { user_id: 'bounded', message: 'go', resumable: true },
+      leaving.signal,
+    );
+    const runId = response.headers.get('x-parley-run-id') as string;
+    const before = await readThenLeave(response, leaving, (events) => textOf(events) !== '');
+    const rest = (await readAll(await resume('bounded', runId, lastEventId(before)))).events;
+    const tookMs = Date.now() - startedAt;
+    const error = rest.find((event) => event.data.includes('__error'));
+    expect(JSON.parse(error?.data ?? '{}').__error.code).toBe('answer_timeout');
+    expect(rest.at(-1)?.data).toBe('[DONE]');
+    expect(tookMs).toBeGreaterThanOrEqual(ANSWER_MAX_SECONDS * 1000 - 500);
+    expect(tookMs).toBeLessThan(ANSWER_MAX_SECONDS * 1000 + 10_000);
+    const partial = textOf(before) + textOf(rest);
+    expect(partial.length).toBeGreaterThan(0);
+    expect(text.startsWith(partial)).toBe(true);
+    const turn = await waitForTurn('bounded', runId, 'interrupted');
+    expect(turn.answer).toBe(partial);
+    // The user's turn is free again.
+    stack.llm.enqueue(reply.text('next'));
+    expect((await readChat(await chat({ user_id: 'bounded', message: 'again' }))).text).toBe(
+      'next',
+    );
+  }, 40_000);
 
   async function waitForTurn(user: string, runId: string, status: string) {
     for (let tries = 0; ; tries++) {
