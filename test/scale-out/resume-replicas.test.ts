@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ReplicaStack, startReplicas } from '../support/chat-stack.ts';
 import { streamReader } from '../support/chat-stream.ts';
@@ -115,6 +116,34 @@ describe('resumable answers across replicas', () => {
       return history.turns.find((t) => t.run_id === runId && t.status === 'interrupted');
     });
     expect(turn.answer).toBe(textOf(events));
+  });
+
+  it('stores a paced answer in one statement per 50 ms at most, not one per token', async () => {
+    const tokens = 150;
+    const paced = Array.from({ length: tokens }, (_, i) => `t${i}`).join(' ');
+    stack.llm.enqueue(reply.text(paced, { chunks: tokens, delayMs: 10 }));
+    const startedAt = Date.now();
+    const response = await chat(a, 'cost');
+    const runId = response.headers.get('x-parley-run-id') as string;
+    expect(textOf((await readAll(response)).events)).toBe(paced);
+    const tookMs = Date.now() - startedAt;
+    // Each flush is one statement (one transaction: one created_at for all its rows).
+    const client = new pg.Client({ connectionString: stack.database.url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ events: number; flushes: number }>(
+        `SELECT count(*)::int AS events, count(DISTINCT created_at)::int AS flushes
+           FROM run_events WHERE run_id = $1`,
+        [runId],
+      );
+      const { events, flushes } = rows[0] as { events: number; flushes: number };
+      const measured = `${flushes} flushes for ${events} events in ${tookMs} ms`;
+      expect(events, measured).toBeGreaterThanOrEqual(tokens);
+      expect(flushes, measured).toBeLessThanOrEqual(Math.ceil(tookMs / 50) + 2);
+      expect(flushes, measured).toBeLessThan(events / 3);
+    } finally {
+      await client.end();
+    }
   });
 
   it('a replica killed mid-answer leaves its listeners an interruption, not a hang', async () => {
