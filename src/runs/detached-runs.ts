@@ -49,6 +49,8 @@ interface LiveRun {
 
 /** How often a listener of another process's run reads the log without being told to. */
 const POLL_MS = 1_000;
+/** How long a stopping process waits for its last batches to be stored. */
+const DRAIN_WAIT_MS = 5_000;
 /** How often the logs of old runs are pruned. */
 const PRUNE_EVERY_MS = 3_600_000;
 
@@ -113,7 +115,6 @@ export class DetachedRuns {
    * `source` to its end in the background. Rejects only if the run could not be registered.
    */
   async begin(run: { runId: string; userId: string }, source: RunSource): Promise<void> {
-    await this.#options.store.open(run.runId, run.userId, this.#holder);
     const live: LiveRun = {
       ...run,
       events: [],
@@ -121,7 +122,15 @@ export class DetachedRuns {
       stop: new AbortController(),
       waiters: new Set(),
     };
+    // Live here before it is in the log: a listener of this process never takes it for one
+    // whose holder died.
     this.#live.set(run.runId, live);
+    try {
+      await this.#options.store.open(run.runId, run.userId, this.#holder);
+    } catch (error) {
+      this.#live.delete(run.runId);
+      throw error;
+    }
     this.#startHeartbeat();
     const driving = this.#drive(live, source);
     this.#driving.add(driving);
@@ -164,7 +173,8 @@ export class DetachedRuns {
   /** Resolves once every run of this process has ended and is stored (after shutdown). */
   async drain(): Promise<void> {
     await Promise.allSettled([...this.#driving]);
-    await this.#writer.idle();
+    // Not forever: a database that is down at shutdown loses the last batch, not the stop.
+    await Promise.race([this.#writer.idle(), delay(DRAIN_WAIT_MS, undefined, { ref: false })]);
   }
 
   async close(): Promise<void> {
