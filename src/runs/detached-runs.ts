@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { type ChatEvent, STOPPED } from '../assistant/chat-events.ts';
+import { AppError } from '../errors.ts';
 import {
   READ_LIMIT,
   type RunEventRepository,
@@ -49,6 +50,8 @@ interface LiveRun {
 
 /** How often a listener of another process's run reads the log without being told to. */
 const POLL_MS = 1_000;
+/** Streams of one user's answers followed at once in one process (tabs, devices). */
+const MAX_LISTENERS_PER_USER = 20;
 /** How long a stopping process waits for its last batches to be stored. */
 const DRAIN_WAIT_MS = 5_000;
 /** How often the logs of old runs are pruned. */
@@ -73,6 +76,8 @@ export class DetachedRuns {
   /** This process, as the holder of the runs it generates. */
   readonly #holder = randomUUID();
   readonly #driving = new Set<Promise<void>>();
+  /** Streams followed now, per user, in this process. */
+  readonly #listeners = new Map<string, number>();
   #heartbeat: NodeJS.Timeout | undefined;
   readonly #prune: NodeJS.Timeout;
 
@@ -140,19 +145,50 @@ export class DetachedRuns {
   /**
    * The user's run's events after `after`, then the live ones, ending with its end event;
    * undefined when the user has no such run (unknown, another user's, or pruned). Leaving
-   * (`signal`) stops the listening, never the run.
+   * (`signal`) stops the listening, never the run. A client coming back is `bounded` (a 429
+   * past MAX_LISTENERS_PER_USER); the door that began the run is not.
    */
   async listen(
     runId: string,
     userId: string,
     after: number,
     signal: AbortSignal,
+    options: { bounded: boolean } = { bounded: true },
   ): Promise<AsyncIterable<NumberedEvent> | undefined> {
     const live = this.#live.get(runId);
-    if (live) return live.userId === userId ? this.#followLocal(live, after, signal) : undefined;
-    const first = await this.#options.store.read(runId, userId, after);
-    if (!first) return undefined;
-    return this.#followStored(runId, userId, after, first, signal);
+    if (live && live.userId !== userId) return undefined;
+    const first = live ? undefined : await this.#options.store.read(runId, userId, after);
+    if (!live && !first) return undefined;
+    // Each listener holds a connection (and, for a run of another process, reads the log
+    // every second): a user's are bounded in each process.
+    const listening = this.#listeners.get(userId) ?? 0;
+    if (options.bounded && listening >= MAX_LISTENERS_PER_USER) {
+      throw new AppError(
+        'too_many_listeners',
+        429,
+        `At most ${MAX_LISTENERS_PER_USER} streams of a user's answers can be followed at once here; close one.`,
+        { retryAfterSeconds: 5 },
+      );
+    }
+    this.#listeners.set(userId, listening + 1);
+    const events =
+      live && first === undefined
+        ? this.#followLocal(live, after, signal)
+        : this.#followStored(runId, userId, after, first as RunRead, signal);
+    return this.#counted(userId, events);
+  }
+
+  async *#counted(
+    userId: string,
+    events: AsyncGenerator<NumberedEvent>,
+  ): AsyncGenerator<NumberedEvent> {
+    try {
+      yield* events;
+    } finally {
+      const left = (this.#listeners.get(userId) ?? 1) - 1;
+      if (left > 0) this.#listeners.set(userId, left);
+      else this.#listeners.delete(userId);
+    }
   }
 
   /**

@@ -108,7 +108,9 @@ export class ChatDoor {
         return image ? disposeAfter(answer, image.dispose) : answer;
       });
       begun = true;
-      const numbered = await this.#deps.runs.listen(runId, userId, 0, sending.signal);
+      const numbered = await this.#deps.runs.listen(runId, userId, 0, sending.signal, {
+        bounded: false,
+      });
       if (!numbered) throw new Error('a run just begun was not found');
       const stream = new AnswerStream({
         telegram,

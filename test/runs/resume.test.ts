@@ -282,6 +282,24 @@ describe.each(ENGINES)('resumable answers on the %s engine', (engine) => {
     );
   }, 40_000);
 
+  it('follows at most 20 streams of a user at once (429), the one that asked included', async () => {
+    const hold = holdAt((chunk) => chunk === 2);
+    stack.llm.enqueue(reply.text(text, { pace: hold.pace }));
+    const response = await chat({ user_id: 'many', message: 'go', resumable: true });
+    const runId = response.headers.get('x-parley-run-id') as string;
+    await hold.reached;
+    const listeners = await Promise.all(Array.from({ length: 19 }, () => resume('many', runId, 0)));
+    expect(listeners.map((listener) => listener.status)).toEqual(listeners.map(() => 200));
+    const refused = await resume('many', runId, 0);
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    hold.release();
+    const all = await Promise.all([response, ...listeners].map(readAll));
+    for (const { events } of all) expect(textOf(events)).toBe(text);
+    // Once they are done, following is possible again.
+    expect((await resume('many', runId, 0)).status).toBe(200);
+  });
+
   async function waitForTurn(user: string, runId: string, status: string) {
     for (let tries = 0; ; tries++) {
       const turn = (await history(user)).turns.find((t) => t.run_id === runId);

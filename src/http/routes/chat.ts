@@ -214,7 +214,7 @@ export function registerChatRoutes(
     }
     reply.header('x-parley-run-id', runId);
     reply.header('x-parley-conversation-id', place.conversationId);
-    const events = await runs.listen(runId, userId, 0, left);
+    const events = await runs.listen(runId, userId, 0, left, { bounded: false });
     if (!events) throw new Error('a run just begun was not found');
     return sendEventStream(
       reply,
