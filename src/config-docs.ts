@@ -108,6 +108,12 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   CHAT_MAX_STEPS: { doc: "Model calls per chat (the tool loop's limit)." },
   HISTORY_MAX_TOKENS: { doc: 'History budget per chat (see above).' },
   SSE_KEEPALIVE_MS: { doc: 'Silence before a `: ping` keep-alive.' },
+  ANSWER_MAX_SECONDS: {
+    doc: 'The longest a resumable answer (`"resumable": true` on `POST /chat`, the web client, Telegram) may take, whether anyone listens or not; it is then stopped with an `answer_timeout` error and kept as far as it went. 10–86400.',
+  },
+  RUN_EVENTS_KEEP_HOURS: {
+    doc: 'How long after a resumable answer ended its events can still be replayed (`GET /users/{user_id}/runs/{run_id}/events`); older ones are pruned every hour (see Resumable answers in the REST API page). 1–8760.',
+  },
   GRAPH_ENABLED: {
     doc: 'Knowledge graph: `add_relation`, `query_entity` and a summary in every prompt (see Tools).',
   },

@@ -257,6 +257,13 @@ export const configSchema = z.object({
   /** Estimated tokens of history sent with each chat; older turns are dropped first. */
   HISTORY_MAX_TOKENS: integer(8_000, 100, 1_000_000),
   SSE_KEEPALIVE_MS: integer(15_000, 100, 600_000),
+  /**
+   * The longest a resumable answer (one that goes on without its client) may take, listened
+   * to or not; it is then stopped and kept as far as it went.
+   */
+  ANSWER_MAX_SECONDS: integer(600, 10, 86_400),
+  /** How long a resumable answer's events can still be replayed after it ended. */
+  RUN_EVENTS_KEEP_HOURS: integer(24, 1, 8_760),
 
   // Features (spec §1)
   GRAPH_ENABLED: flag(false),

@@ -9,7 +9,7 @@ import { type AnsweredTurn, ChatService } from './assistant/chat-service.ts';
 import { noTracing } from './assistant/run-tracer.ts';
 import { SharedUserChatLock } from './assistant/shared-user-chat-lock.ts';
 import { LocalUserChatLock } from './assistant/user-chat-lock.ts';
-import { AUTOMATION_POLICY, automationJob } from './automations/automation-job.ts';
+import { automationJob, automationPolicy } from './automations/automation-job.ts';
 import { AutomationService } from './automations/automation-service.ts';
 import { createJobEngine } from './background/job-engine.ts';
 import { withLease } from './background/job-lease.ts';
@@ -42,6 +42,7 @@ import { fileClock, systemClock } from './reminders/clock.ts';
 import { NOTICE_POLICY, noticeJob } from './reminders/notice-job.ts';
 import { ProfileService } from './reminders/profile-service.ts';
 import { ReminderService } from './reminders/reminder-service.ts';
+import { DetachedRuns } from './runs/detached-runs.ts';
 import { stopOnSignals } from './shutdown.ts';
 import { AccountRepository } from './storage/account-repository.ts';
 import { AutomationRepository } from './storage/automation-repository.ts';
@@ -59,6 +60,7 @@ import { LeaseRepository } from './storage/lease-repository.ts';
 import { MemoryQueueRepository } from './storage/memory-queue-repository.ts';
 import { NoticeRepository } from './storage/notice-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
+import { RunEventRepository } from './storage/run-event-repository.ts';
 import { RunRepository } from './storage/run-repository.ts';
 import { TelegramRepository } from './storage/telegram-repository.ts';
 import { TitleRequestRepository } from './storage/title-request-repository.ts';
@@ -84,6 +86,9 @@ import { createImageIntake } from './vision/image-intake.ts';
 import { visionModelFor } from './vision/vision-model.ts';
 import { createWebSearch } from './web-search/web-search.ts';
 import { uploadsDirOf } from './workers.ts';
+
+/** Without JOB_LEASE_SECONDS: how long a resumable run's silent holder counts as alive. */
+const RUN_LEASE_SECONDS = 30;
 
 /** Users whose knowledge graphs stay cached in memory (validated against the table on use). */
 const GRAPH_CACHE_USERS = 1_000;
@@ -339,6 +344,18 @@ export async function main(config: Config): Promise<void> {
     },
   });
 
+  // Resumable answers: their event log in the database, heard across replicas through it.
+  const detachedRuns = new DetachedRuns({
+    store: new RunEventRepository(db, { notify: database.engine === 'server' }),
+    logger: logger.child({ component: 'runs' }),
+    answerMaxMs: config.ANSWER_MAX_SECONDS * 1000,
+    leaseMs: (lease ?? RUN_LEASE_SECONDS) * 1000,
+    keepMs: config.RUN_EVENTS_KEEP_HOURS * 3_600_000,
+    shutdown: shutdownSignal.signal,
+    listenUrl: database.engine === 'server' ? config.DATABASE_URL : undefined,
+  });
+  await detachedRuns.start();
+
   const accountRepository = new AccountRepository(db);
   const limitDefaults = defaultLimits(config);
   const limits = new UsageLimits({
@@ -378,7 +395,10 @@ export async function main(config: Config): Promise<void> {
         clock,
         logger: automationLogger,
         // Not JOB_LEASE_SECONDS: a run may take as long as a chat, and its claim must outlast it.
-        policy: { ...AUTOMATION_POLICY, intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000 },
+        policy: {
+          ...automationPolicy(config.ANSWER_MAX_SECONDS * 1000),
+          intervalMs: config.REMINDER_INTERVAL_SECONDS * 1000,
+        },
       }),
     );
   }
@@ -419,6 +439,7 @@ export async function main(config: Config): Promise<void> {
         store: new TelegramRepository(db),
         leases: new LeaseRepository(db),
         chats,
+        runs: detachedRuns,
         conversations,
         limits,
         feedback: feedbackService,
@@ -455,6 +476,7 @@ export async function main(config: Config): Promise<void> {
       shutdown: shutdownSignal.signal,
       admit: (principal, userId) => limits.admitChat(principal, userId),
       metrics,
+      runs: detachedRuns,
     },
     conversations,
     documents,
@@ -516,8 +538,10 @@ export async function main(config: Config): Promise<void> {
           } finally {
             clearInterval(idle);
           }
-          // Telegram answers in progress finish (or are stopped with the grace period) first.
+          // Telegram answers in progress finish (or are stopped with the grace period) first,
+          // and so do resumable answers nobody listens to any more.
           await telegramDoor?.stop();
+          await detachedRuns.drain();
           ingestion.stop();
         },
         // No job starts from now on (a memory decision queued meanwhile is done after the
@@ -530,7 +554,7 @@ export async function main(config: Config): Promise<void> {
         model: () => model.dispose?.(),
         langsmith: () => langSmith?.flush(),
       },
-      { database: () => database.close() },
+      { database: () => database.close(), runs: () => detachedRuns.close() },
     ],
     // A cluster worker's channel to the primary would keep it alive; the primary sees it exit.
     finally: () => cluster.worker?.disconnect(),

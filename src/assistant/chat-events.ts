@@ -17,7 +17,13 @@ export type ChatEvent =
       /** model_downloading: how far the download is, for a door to say in its own words. */
       percent?: number;
     }
-  | { type: 'done'; runId: string; end?: AnswerEnd | undefined };
+  | {
+      type: 'done';
+      runId: string;
+      end?: AnswerEnd | undefined;
+      /** A resumable run its owner stopped (what was written is kept, interrupted). */
+      stopped?: true | undefined;
+    };
 
 /** How a completed answer ended (absent after an error): why the model stopped, and its usage. */
 export interface AnswerEnd {
@@ -39,10 +45,17 @@ export type ChatErrorCode =
   | 'database_unavailable'
   | 'shutting_down'
   | 'turn_lost'
+  /** A resumable run's answer took longer than ANSWER_MAX_SECONDS. */
+  | 'answer_timeout'
+  /** The process generating a resumable run stopped (it died) before the answer's end. */
+  | 'run_interrupted'
   | 'internal_error';
 
 /** The abort reason the HTTP edge gives when the server is stopping (not the client leaving). */
 export const SHUTDOWN = 'shutdown';
+
+/** The abort reason of a resumable run its owner stopped (POST …/runs/{run_id}/stop). */
+export const STOPPED = 'stopped';
 
 export interface ChatRequest {
   userId: string;

@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import { ANSWER_MAX_MS } from '../assistant/answer-limit.ts';
 import { errorKindOf } from '../background/error-kind.ts';
 import type { JobFailure, JobKindDefinition, JobPolicy } from '../background/job-kind.ts';
 import { isUuid } from '../is-uuid.ts';
@@ -13,20 +12,20 @@ export const FAILURES_TO_PAUSE = 3;
 
 /**
  * A run's row is its claim, like a reminder notice's, on the same clock (which a test moves).
- * A run may take as long as a chat (ANSWER_MAX_MS) plus its delivery; the claim lasts twice
- * that, so it is never taken over while its runner still works. A failed run is not tried
+ * A run may take as long as a chat (ANSWER_MAX_SECONDS) plus its delivery; the claim lasts
+ * twice that, so it is never taken over while its runner still works. A failed run is not tried
  * again (it is recorded, and counts towards the pause): the next occurrence is the next try.
  */
-export const AUTOMATION_POLICY: Omit<JobPolicy, 'intervalMs'> = {
-  leaseSeconds: (2 * (ANSWER_MAX_MS + 60_000)) / 1000,
-  budgetMs: ANSWER_MAX_MS + 60_000,
+export const automationPolicy = (answerMaxMs: number): Omit<JobPolicy, 'intervalMs'> => ({
+  leaseSeconds: Math.ceil((2 * (answerMaxMs + 60_000)) / 1000),
+  budgetMs: answerMaxMs + 60_000,
   batch: 500,
   concurrency: 4,
   backoffMs: 60_000,
   maxBackoffMs: 15 * 60_000,
   maxAttempts: 1,
   rowIsClaim: true,
-};
+});
 
 type RunJob = ClaimedRun & { attempts: number; result?: RunResult };
 

@@ -44,3 +44,17 @@ export async function* disposeAfter<T>(
     await dispose();
   }
 }
+
+/**
+ * Aborted when the client goes away before the response finished: for a listener of a
+ * resumable run, whose leaving stops only its own listening, never the run.
+ */
+export function closedSignal(response: ServerResponse): AbortSignal {
+  const left = new AbortController();
+  const onClose = () => {
+    if (!response.writableFinished) left.abort();
+  };
+  if (response.destroyed) onClose();
+  else response.on('close', onClose);
+  return left.signal;
+}

@@ -50,6 +50,7 @@ import { type MetricsRouteSettings, registerMetricsRoutes } from './routes/metri
 import { registerOpenAiRoutes } from './routes/openai.ts';
 import { registerReminderRoutes } from './routes/reminders.ts';
 import { registerResetRoutes } from './routes/reset.ts';
+import { registerRunRoutes } from './routes/runs.ts';
 import { registerSessionRoutes } from './routes/session.ts';
 import {
   registerTelegramWebhookRoute,
@@ -202,6 +203,9 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   );
   registerHealthRoutes(app, deps.ping, deps.modelStatus);
   registerChatRoutes(app, deps.chats, deps.conversations, deps.chatSettings);
+  if (deps.chatSettings.runs) {
+    registerRunRoutes(app, deps.chatSettings.runs, deps.chatSettings.keepAliveMs);
+  }
   await registerOpenAiRoutes(app, deps.chats, deps.chatSettings);
   registerResetRoutes(app, deps.conversations);
   registerDocumentRoutes(app, deps.documents);

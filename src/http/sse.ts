@@ -19,9 +19,23 @@ export function encodeEvent(event: ChatEvent): string {
     case 'error':
       return `data: ${JSON.stringify({ __error: { code: event.code, message: event.message } })}\n\n`;
     case 'done':
-      return `data: ${JSON.stringify({ __done: true, run_id: event.runId })}\n\ndata: [DONE]\n\n`;
+      return `data: ${JSON.stringify({ __done: true, run_id: event.runId, ...(event.stopped && { stopped: true }) })}\n\ndata: [DONE]\n\n`;
   }
 }
+
+/**
+ * A resumable run's event (`"resumable": true`): the same framing, with the event's number in
+ * the run's log as its SSE `id:`, which a client that comes back sends as `Last-Event-ID` (or
+ * `?after=`). The `[DONE]` after `__done` carries none: it repeats the end, so a client that
+ * saw `__done` and resumes from its id gets `[DONE]` alone.
+ */
+export function encodeNumberedEvent(numbered: { seq: number; event: ChatEvent }): string {
+  const data = encodeEvent(numbered.event);
+  return data === '' ? '' : `id: ${numbered.seq}\n${data}`;
+}
+
+/** The end of a resumed stream whose run had already ended where the client resumed. */
+export const DONE_ONLY = 'data: [DONE]\n\n';
 
 /** A comment line: clients ignore it, proxies see traffic and keep the connection open. */
 export const KEEP_ALIVE = ': ping\n\n';
@@ -49,7 +63,19 @@ export function toSseBody(
   events: AsyncIterable<ChatEvent>,
   keepAliveMs: number,
   response: ServerResponse,
-  encode: (event: ChatEvent) => string = encodeEvent,
+  encode?: (event: ChatEvent) => string,
+): Readable;
+export function toSseBody<T>(
+  events: AsyncIterable<T>,
+  keepAliveMs: number,
+  response: ServerResponse,
+  encode: (event: T) => string,
+): Readable;
+export function toSseBody(
+  events: AsyncIterable<unknown>,
+  keepAliveMs: number,
+  response: ServerResponse,
+  encode: (event: never) => string = encodeEvent,
 ): Readable {
   const body = new PassThrough();
   // Node sends the headers with the first write; send them as soon as the framework has set
@@ -87,7 +113,7 @@ export function toSseBody(
     try {
       for await (const event of events) {
         if (body.destroyed) break;
-        write(encode(event));
+        write(encode(event as never));
       }
     } finally {
       clearInterval(keepAlive);

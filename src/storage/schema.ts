@@ -619,3 +619,43 @@ export const automationRuns = pgTable(
     index('automation_runs_open_idx').on(t.status).where(sql`${t.status} IN ('queued', 'running')`),
   ],
 );
+
+/**
+ * A resumable answer (`"resumable": true` on POST /chat, the web client, Telegram): which
+ * process generates it (`holder`, kept alive by `heartbeat_at`), whether its owner asked it to
+ * stop, and how far its event log goes. Ended runs and their events are pruned after
+ * RUN_EVENTS_KEEP_HOURS; a run whose holder died is left `running` with a stale heartbeat.
+ */
+export const runStreams = pgTable(
+  'run_streams',
+  {
+    runId: uuid('run_id').primaryKey(),
+    userId: text('user_id').notNull(),
+    status: text('status').$type<'running' | 'ended'>().notNull().default('running'),
+    holder: text('holder').notNull(),
+    heartbeatAt: timestamp('heartbeat_at', { withTimezone: true }).notNull().defaultNow(),
+    stopRequested: boolean('stop_requested').notNull().default(false),
+    lastSeq: integer('last_seq').notNull().default(0),
+    createdAt: createdAt(),
+    endedAt: timestamp('ended_at', { withTimezone: true }),
+  },
+  (t) => [
+    index('run_streams_user_idx').on(t.userId),
+    index('run_streams_holder_idx').on(t.holder).where(sql`${t.status} = 'running'`),
+    index('run_streams_ended_idx').on(t.endedAt),
+  ],
+);
+
+/** A resumable run's events (any ChatEvent, as JSON), numbered from 1: its SSE `id:`s. */
+export const runEvents = pgTable(
+  'run_events',
+  {
+    runId: uuid('run_id')
+      .notNull()
+      .references(() => runStreams.runId, { onDelete: 'cascade' }),
+    seq: integer('seq').notNull(),
+    event: jsonb('event').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+);

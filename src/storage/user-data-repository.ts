@@ -46,6 +46,7 @@ export class UserDataRepository {
         'DELETE FROM conversations WHERE user_id = $1',
         'DELETE FROM title_requests WHERE user_id = $1',
         'DELETE FROM chat_runs WHERE user_id = $1', // feedback cascades
+        'DELETE FROM run_streams WHERE user_id = $1', // their events cascade
         'DELETE FROM memory_decisions WHERE user_id = $1',
         'DELETE FROM graph_triples WHERE user_id = $1',
         'DELETE FROM reminders WHERE user_id = $1', // notices cascade

@@ -1,12 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import type { InlineKeyboardMarkup, PhotoSize } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { Principal } from '../accounts/principal.ts';
-import { ANSWER_MAX_MS } from '../assistant/answer-limit.ts';
-import { SHUTDOWN } from '../assistant/chat-events.ts';
+import type { ChatEvent } from '../assistant/chat-events.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
 import { AppError } from '../errors.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
+import { disposeAfter } from '../http/chat-abort.ts';
 import { isUuid } from '../is-uuid.ts';
+import type { DetachedRuns, NumberedEvent } from '../runs/detached-runs.ts';
 import type { ImageIntake, StoredImage } from '../vision/image-intake.ts';
 import { detectImageType } from '../vision/image-type.ts';
 import { AnswerStream, type DraftSupport } from './answer-stream.ts';
@@ -18,6 +20,11 @@ import { type Language, textsFor } from './telegram-texts.ts';
 export interface ChatDoorDependencies {
   telegram: TelegramApi;
   chats: Pick<ChatService, 'chat'>;
+  /**
+   * Where the answer runs: detached from the door, like a resumable /chat (one mechanism), so
+   * it is bounded by ANSWER_MAX_SECONDS and shutdown, and can be followed and stopped by id.
+   */
+  runs: Pick<DetachedRuns, 'begin' | 'listen'>;
   /** The chat's own current conversation (`/new`, `/chats`); undefined: the user's shared one. */
   conversationOf(chatId: string): Promise<string | undefined>;
   /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
@@ -73,30 +80,38 @@ export class ChatDoor {
       image = await this.#savePhoto(question.photo, chatId, language, log);
       if (!image) return;
     }
-    const abort = new AbortController();
     // Final messages still go out for a few seconds after the answer was stopped.
     const sending = new AbortController();
-    const stop = () => {
-      abort.abort(SHUTDOWN);
-      setTimeout(() => sending.abort(), 5_000).unref();
-    };
+    const stop = () => setTimeout(() => sending.abort(), 5_000).unref();
     if (shutdown.aborted) stop();
     else shutdown.addEventListener('abort', stop, { once: true });
+    let begun = false;
     try {
       const conversationId = await this.#deps.conversationOf(String(chatId));
-      const events = chats.chat(
-        {
-          userId,
-          conversationId,
-          // Telegram allows 4,096 characters; PostgreSQL cannot store U+0000.
-          message: question.message
-            .slice(0, this.#deps.messageMaxChars)
-            .replaceAll('\u0000', '\uFFFD'),
-          showThinking: false,
-          image,
-        },
-        abort.signal,
-      );
+      const runId = randomUUID();
+      await this.#deps.runs.begin({ runId, userId }, (signal) => {
+        const answer = chats.chat(
+          {
+            runId,
+            userId,
+            conversationId,
+            // Telegram allows 4,096 characters; PostgreSQL cannot store U+0000.
+            message: question.message
+              .slice(0, this.#deps.messageMaxChars)
+              .replaceAll('\u0000', '\uFFFD'),
+            showThinking: false,
+            image,
+          },
+          signal,
+        );
+        // The photo goes when the answer is over, however it ends.
+        return image ? disposeAfter(answer, image.dispose) : answer;
+      });
+      begun = true;
+      const numbered = await this.#deps.runs.listen(runId, userId, 0, sending.signal, {
+        bounded: false,
+      });
+      if (!numbered) throw new Error('a run just begun was not found');
       const stream = new AnswerStream({
         telegram,
         chatId,
@@ -105,21 +120,21 @@ export class ChatDoor {
         buttons: rateButtons,
         noAnswer: t.noAnswer,
         logger: log,
-        signal: AbortSignal.any([sending.signal, AbortSignal.timeout(ANSWER_MAX_MS)]),
+        signal: AbortSignal.any([sending.signal, AbortSignal.timeout(30 * 60_000)]),
         receivedAt: incoming.receivedAt,
         errorText: (error) =>
           error.code === 'model_downloading'
             ? t.modelDownloading(error.percent ?? 0)
             : error.message,
       });
-      const sent = await stream.run(events);
+      const sent = await stream.run(eventsOf(numbered));
       log.info(
         { runId: sent.runId, firstUpdateMs: sent.firstUpdateMs, drafts: this.#drafts.enabled },
         'Telegram answer sent',
       );
     } finally {
       shutdown.removeEventListener('abort', stop);
-      await image?.dispose();
+      if (!begun) await image?.dispose();
     }
   }
 
@@ -188,3 +203,8 @@ export const rateButtons = (runId: string, chosen?: 0 | 1): InlineKeyboardMarkup
     ],
   ],
 });
+
+/** A run's events without their numbers (Telegram has no use for them). */
+async function* eventsOf(numbered: AsyncIterable<NumberedEvent>): AsyncGenerator<ChatEvent> {
+  for await (const { event } of numbered) yield event;
+}

@@ -12,6 +12,7 @@ import {
 } from '../http/routes/telegram-webhook.ts';
 import type { Clock } from '../reminders/clock.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
+import type { DetachedRuns } from '../runs/detached-runs.ts';
 import type { LeaseRepository } from '../storage/lease-repository.ts';
 import type { TelegramRepository } from '../storage/telegram-repository.ts';
 import type { ImageIntake } from '../vision/image-intake.ts';
@@ -30,6 +31,8 @@ export interface TelegramStartOptions {
   store: TelegramRepository;
   leases: LeaseRepository;
   chats: ChatService;
+  /** Where chat answers run, detached from the door (as resumable /chat answers). */
+  runs: DetachedRuns;
   conversations: ConversationService;
   limits: UsageLimits;
   feedback: FeedbackService;
@@ -66,6 +69,7 @@ export function startTelegram(options: TelegramStartOptions): TelegramDoor | und
     chat: new ChatDoor({
       telegram,
       chats: options.chats,
+      runs: options.runs,
       conversationOf: (chatId) => options.store.conversationOf(chatId),
       admitChat: (principal, userId) => options.limits.admitChat(principal, userId),
       feedback: options.feedback,

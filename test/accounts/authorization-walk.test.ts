@@ -353,6 +353,20 @@ const RULES: Record<string, Rule> = {
     other: 403,
     call: (t) => ({ method: 'POST', path: `/users/${t}/automations/${NO_AUTOMATION}/read` }),
   },
+  // The fixture's runs were not resumable: their owner (and the administrator) get the 404
+  // a resumable run of someone else's would give; another user's key is refused first.
+  'GET /users/{user_id}/runs/{run_id}/events': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t, f) => ({ method: 'GET', path: `/users/${t}/runs/${f.runOf[t]}/events` }),
+  },
+  'POST /users/{user_id}/runs/{run_id}/stop': {
+    kind: 'user',
+    status: 404,
+    other: 403,
+    call: (t, f) => ({ method: 'POST', path: `/users/${t}/runs/${f.runOf[t]}/stop` }),
+  },
   'GET /users/{user_id}/conversations/{conversation_id}': {
     kind: 'user',
     status: 200,

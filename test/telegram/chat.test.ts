@@ -7,6 +7,7 @@ import { reply } from '../support/fake-llm-server.ts';
 import type { SentMessage } from '../support/fake-telegram-server.ts';
 import { PDFS } from '../support/ingest-client.ts';
 import { makePdf } from '../support/make-pdf.ts';
+import { sseEvents, textOf } from '../support/resumable.ts';
 import { startTelegramStack, type TelegramStack, TOKEN } from '../support/telegram-stack.ts';
 
 const START_TIMEOUT_MS = 200_000;
@@ -277,6 +278,17 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
       await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > before);
       return stack.telegram.callbackAnswers.at(-1)?.text;
     };
+
+    // The answer ran as a detached run (one mechanism with resumable /chat answers): its
+    // owner can follow it again from the event log.
+    const replay = await (await stack.parley.fetch(`/users/gina/runs/${runId}/events`)).text();
+    const events = sseEvents(replay);
+    expect(events[0]?.id).toBe(1);
+    expect(textOf(events)).toBe('Rated answer.');
+    expect(events.slice(-2).map((event) => event.data)).toEqual([
+      JSON.stringify({ __done: true, run_id: runId }),
+      '[DONE]',
+    ]);
 
     expect(await press(up)).toBe('Thanks for the feedback.');
     const created = await stack.langsmith.waitForFeedback(

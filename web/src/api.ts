@@ -57,9 +57,12 @@ export const enc = encodeURIComponent;
 
 export type StreamEvent =
   | { type: 'start'; runId: string }
+  /** The SSE id of the events that follow (a resumable answer): where to resume from. */
+  | { type: 'id'; id: number }
   | { type: 'text'; text: string }
   | { type: 'error'; code: string; message: string }
-  | { type: 'done'; runId: string };
+  /** `stopped`: a resumable answer stopped by Stop (here or in another tab). */
+  | { type: 'done'; runId: string; stopped: boolean };
 
 /** POST /chat and the events of its stream, as they arrive (spec §6). */
 export async function* chatStream(
@@ -73,6 +76,32 @@ export async function* chatStream(
     body: JSON.stringify(body),
     signal,
   });
+  yield* streamEvents(response);
+}
+
+/**
+ * A resumable answer followed again (after a reload, in another tab): its events after
+ * `after`, then the live rest. A run that is gone (ended long ago) is an ApiError 404.
+ */
+export async function* followRun(
+  user: string,
+  runId: string,
+  after: number,
+  signal: AbortSignal,
+): AsyncGenerator<StreamEvent> {
+  const response = await fetch(`/users/${enc(user)}/runs/${enc(runId)}/events`, {
+    headers: { ...CLIENT_HEADER, 'last-event-id': String(after) },
+    credentials: 'same-origin',
+    signal,
+  });
+  yield* streamEvents(response);
+}
+
+/** Stops a resumable answer wherever it is written; its streams then end. */
+export const stopRun = (user: string, runId: string) =>
+  api<{ status: string }>(`/users/${enc(user)}/runs/${enc(runId)}/stop`, { method: 'POST' });
+
+async function* streamEvents(response: Response): AsyncGenerator<StreamEvent> {
   if (response.status === 401) signedOut.dispatchEvent(new Event('signed-out'));
   if (!response.ok || !response.body) {
     throw new ApiError(response.status, await detailOf(response));
@@ -92,15 +121,23 @@ export async function* chatStream(
       buffer = buffer.slice(end + 2);
       end = buffer.indexOf('\n\n');
       for (const line of event.split('\n')) {
+        if (line.startsWith('id: ')) yield { type: 'id', id: Number(line.slice(4)) };
         if (!line.startsWith('data: ')) continue;
         const data = line.slice(6);
         if (data === '[DONE]') return;
         const parsed = JSON.parse(data) as
           | string
-          | { __done?: boolean; run_id?: string; __error?: { code: string; message: string } };
+          | {
+              __done?: boolean;
+              run_id?: string;
+              stopped?: boolean;
+              __error?: { code: string; message: string };
+            };
         if (typeof parsed === 'string') yield { type: 'text', text: parsed };
         else if (parsed.__error) yield { type: 'error', ...parsed.__error };
-        else if (parsed.__done && parsed.run_id) yield { type: 'done', runId: parsed.run_id };
+        else if (parsed.__done && parsed.run_id) {
+          yield { type: 'done', runId: parsed.run_id, stopped: parsed.stopped === true };
+        }
       }
     }
   }

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, chatStream } from './api.ts';
+import { ApiError, chatStream, followRun, type StreamEvent, stopRun } from './api.ts';
 import { ConversationHeader } from './conversation-header.tsx';
 import { type Conversation, readConversation, selectVersion } from './conversations-api.ts';
 import { t } from './i18n.ts';
@@ -32,6 +32,8 @@ export function ChatPage(props: {
   const [notice, setNotice] = useState<string | undefined>();
   const [thinking, setThinking] = useState(localStorage.getItem('parley.thinking') === '1');
   const abort = useRef<AbortController | undefined>(undefined);
+  /** The answer streaming now, once its run is named: Stop asks the server to stop it. */
+  const liveRun = useRef<{ runId: string; stopping: boolean } | undefined>(undefined);
   const log = useRef<HTMLDivElement>(null);
   const top = useRef<HTMLDivElement>(null);
   const fileInput = useRef<HTMLInputElement>(null);
@@ -90,8 +92,8 @@ export function ChatPage(props: {
   }, []);
 
   /** Loads the turns before `before`, or (without it) the newest page in place of all shown. */
-  const loadPage = async (before: string | undefined) => {
-    if (loadingOlder.current) return;
+  const loadPage = async (before: string | undefined): Promise<string[] | undefined> => {
+    if (loadingOlder.current) return undefined;
     loadingOlder.current = true;
     const mine = generation.current;
     try {
@@ -114,8 +116,10 @@ export function ChatPage(props: {
       );
       setOlder(page.next_before);
       setMeta(page.conversation);
+      return loaded.flatMap((turn) => (turn.runId ? [turn.runId] : []));
     } catch (error) {
       if (mine === generation.current) setNotice((error as Error).message);
+      return undefined;
     } finally {
       if (mine === generation.current) loadingOlder.current = false;
     }
@@ -140,7 +144,14 @@ export function ChatPage(props: {
     setNotice(undefined);
     atBottom.current = true;
     pendingFocus.current = props.focus;
-    void reload();
+    void reload().then((stored) => {
+      // An answer still being written (this page was reloaded, or another tab asked it):
+      // followed from its start, below the turns stored.
+      const running = readLiveRun(props.user, props.conversation);
+      if (!running || !stored) return;
+      if (stored.includes(running.runId)) forgetLiveRun(props.user, props.conversation);
+      else void followRef.current(running);
+    });
     return () => abort.current?.abort();
   }, [props.user, props.conversation, props.visit]);
 
@@ -184,6 +195,156 @@ export function ChatPage(props: {
   }, [turns, older]);
 
   /**
+   * Streams an answer into its turn `key`, drawn at most every DRAW_MS (and in an animation
+   * frame), so a fast model costs a few renders a second, not one a token; only this answer's
+   * view listens to `live`. A stream that breaks before its end (a network change) is followed
+   * again from its last event id. Resolves with how the answer ended: `left` when this page
+   * stopped listening (the answer goes on at the server).
+   */
+  const play = async (
+    key: string,
+    live: LiveText,
+    open: () => AsyncGenerator<StreamEvent>,
+    controller: AbortController,
+    onRun: (runId: string) => void,
+    attached?: Attachment,
+  ): Promise<'done' | 'failed' | 'stopped' | 'left'> => {
+    let answer = '';
+    let runId: string | undefined;
+    let lastId = 0;
+    let failed = false;
+    let ended = false;
+    /** Stopped by Stop, in this tab or another. */
+    let stoppedThere = false;
+    // An answer that did not fail offers no Retry: its image is only shown from then on.
+    const shownOnly = () => (attached && !failed ? { image: { url: attached.url } } : {});
+    // A redraw waits for DRAW_MS since the last one, then for the next frame: each has its
+    // own id, so the one pending when the answer ends is the one cancelled.
+    let timer = 0;
+    let frame = 0;
+    let drawnAt = 0;
+    const draw = () => {
+      frame = 0;
+      drawnAt = performance.now();
+      live.set(answer);
+    };
+    const schedule = () => {
+      if (timer || frame) return;
+      const wait = DRAW_MS - (performance.now() - drawnAt);
+      if (wait <= 0) frame = requestAnimationFrame(draw);
+      else
+        timer = window.setTimeout(() => {
+          timer = 0;
+          frame = requestAnimationFrame(draw);
+        }, wait);
+    };
+    const cancelDraw = () => {
+      clearTimeout(timer);
+      cancelAnimationFrame(frame);
+    };
+    const stopping = () => liveRun.current?.runId === runId && liveRun.current?.stopping;
+    try {
+      let events = open();
+      for (let retries = 0; ; retries++) {
+        try {
+          for await (const event of events) {
+            if (event.type === 'text') {
+              answer += event.text;
+              schedule();
+            } else if (event.type === 'id') {
+              lastId = event.id;
+            } else if (event.type === 'error') {
+              failed = true;
+              update(key, { error: { code: event.code, message: event.message } });
+            } else if (event.type === 'start') {
+              if (runId) continue; // a stream followed again names the same run
+              runId = event.runId;
+              liveRun.current = { runId, stopping: false };
+              onRun(runId);
+            } else {
+              runId = event.runId;
+              ended = true;
+              stoppedThere = event.stopped;
+            }
+          }
+          if (ended || !runId || retries >= 3) break;
+        } catch (error) {
+          if (controller.signal.aborted || error instanceof ApiError) throw error;
+          if (!runId || retries >= 3) throw error;
+        }
+        // Cut before its end: the server still writes it; follow it from the last event seen.
+        await new Promise((resolve) => setTimeout(resolve, 500 * (retries + 1)));
+        events = followRun(props.user, runId, lastId, controller.signal);
+      }
+      cancelDraw();
+      if (stoppedThere || stopping()) {
+        // Stopped: the server keeps what was written under this run, which can be rated. One
+        // stopped before any word may never have started (still waiting for the user's
+        // previous chat): nothing to rate then.
+        const kept = answer ? runId : undefined;
+        update(key, { answer, runId: kept, live: undefined, interrupted: true, ...shownOnly() });
+        return 'stopped';
+      }
+      update(key, { answer, runId, live: undefined, ...shownOnly() });
+      return failed ? 'failed' : 'done';
+    } catch (error) {
+      cancelDraw();
+      if (controller.signal.aborted) {
+        const kept = answer ? runId : undefined;
+        update(key, { answer, runId: kept, live: undefined, interrupted: true, ...shownOnly() });
+        return stopping() ? 'stopped' : 'left';
+      }
+      const message = error instanceof ApiError ? error.message : String(error);
+      failed = true;
+      const failure = { code: 'request_failed', message };
+      update(key, { answer, live: undefined, error: failure });
+      return 'failed';
+    } finally {
+      if (abort.current === controller) abort.current = undefined;
+      if (liveRun.current?.runId === runId) liveRun.current = undefined;
+    }
+  };
+
+  /** Follows an answer still being written that this page did not ask (reload, another tab). */
+  const follow = async (running: LiveRun) => {
+    if (abort.current) return;
+    const key = newKey();
+    const live = new LiveText();
+    setTurns((all) => [
+      ...all,
+      { key, question: running.question, answer: '', interrupted: false, live },
+    ]);
+    atBottom.current = true;
+    const controller = new AbortController();
+    abort.current = controller;
+    const started = generation.current;
+    const ended = await play(
+      key,
+      live,
+      () => followRun(props.user, running.runId, 0, controller.signal),
+      controller,
+      () => {},
+    );
+    if (ended === 'left' || generation.current !== started) return;
+    forgetLiveRun(props.user, props.conversation);
+    // Shown as stored (with its rating and versions): the reload puts the stored turn in its
+    // place. One gone meanwhile (pruned) is not shown at all.
+    if (ended === 'failed') setTurns((all) => all.filter((turn) => turn.key !== key));
+    await reload();
+    props.onActivity();
+  };
+  const followRef = useRef(follow);
+  followRef.current = follow;
+
+  /** Stop: the server stops the answer wherever it is written; its streams then end. */
+  const stop = () => {
+    const running = liveRun.current;
+    if (!running || running.stopping) return abort.current?.abort();
+    running.stopping = true;
+    stopRun(props.user, running.runId).catch(() => abort.current?.abort());
+  };
+
+  /**
    * Sends a question; `replaces` is the key of a failed turn this one takes the place of;
    * `version` the run_id of a turn this is a new version of (edited, or regenerated), shown in
    * its place (the turns after it belonged to the old version).
@@ -212,80 +373,34 @@ export function ChatPage(props: {
     const controller = new AbortController();
     abort.current = controller;
     const started = generation.current;
-    // Fragments arrive faster than anyone reads: the answer is drawn at most every DRAW_MS
-    // (and in an animation frame), so a fast model costs a few renders a second, not one a token.
-    // Only this answer's view listens to `live`: a redraw renders nothing else.
-    let answer = '';
-    let runId: string | undefined;
-    let failed = false;
-    // An answer that did not fail offers no Retry: its image is only shown from then on.
-    const shownOnly = () => (attached && !failed ? { image: { url: attached.url } } : {});
-    // A redraw waits for DRAW_MS since the last one, then for the next frame: each has its
-    // own id, so the one pending when the answer ends is the one cancelled.
-    let timer = 0;
-    let frame = 0;
-    let drawnAt = 0;
-    const draw = () => {
-      frame = 0;
-      drawnAt = performance.now();
-      live.set(answer);
+    const body: Record<string, unknown> = {
+      message: question,
+      show_thinking: thinking,
+      conversation_id: props.conversation,
+      // The answer outlives this page: a reload or another tab follows it, Stop is the server's.
+      resumable: true,
     };
-    const schedule = () => {
-      if (timer || frame) return;
-      const wait = DRAW_MS - (performance.now() - drawnAt);
-      if (wait <= 0) frame = requestAnimationFrame(draw);
-      else
-        timer = window.setTimeout(() => {
-          timer = 0;
-          frame = requestAnimationFrame(draw);
-        }, wait);
-    };
-    const cancelDraw = () => {
-      clearTimeout(timer);
-      cancelAnimationFrame(frame);
-    };
-    try {
-      const body: Record<string, unknown> = {
-        message: question,
-        show_thinking: thinking,
-        conversation_id: props.conversation,
-      };
-      if (version) body.regenerate = version;
-      if (attached) body.image_base64 = await dataUrl(attached.file);
-      for await (const event of chatStream(body, controller.signal)) {
-        if (event.type === 'text') {
-          answer += event.text;
-          schedule();
-        } else if (event.type === 'error') {
-          failed = true;
-          update(key, { error: { code: event.code, message: event.message } });
-        } else {
-          runId = event.runId; // 'start', then 'done' with the same id
-        }
-      }
-      cancelDraw();
-      update(key, { answer, runId, live: undefined, ...shownOnly() });
-    } catch (error) {
-      cancelDraw();
-      if (controller.signal.aborted) {
-        // Stopped: the server keeps what was written under this run, which can be rated. One
-        // stopped before any word may never have started (still waiting for the user's
-        // previous chat): nothing to rate then.
-        const kept = answer ? runId : undefined;
-        update(key, { answer, runId: kept, live: undefined, interrupted: true, ...shownOnly() });
-      } else {
-        const message = error instanceof ApiError ? error.message : String(error);
-        failed = true;
-        const failure = { code: 'request_failed', message };
-        update(key, { answer, live: undefined, error: failure });
-      }
-    } finally {
-      if (abort.current === controller) abort.current = undefined;
-    }
+    if (version) body.regenerate = version;
+    const conversation = props.conversation;
+    const ended = await play(
+      key,
+      live,
+      async function* () {
+        if (attached) body.image_base64 = await dataUrl(attached.file);
+        yield* chatStream(body, controller.signal);
+      },
+      controller,
+      (runId) => rememberLiveRun(props.user, conversation, { runId, question }),
+      attached,
+    );
+    // An answer this page left (another conversation shown) goes on: coming back follows it.
+    if (ended !== 'left') forgetLiveRun(props.user, conversation);
+    const failed = ended === 'failed';
+    const stopped = ended !== 'done' && ended !== 'failed';
     if (generation.current !== started) return; // another conversation is shown now
     // The new version is shown among the others (and with them the turn's version buttons).
     // (A retry is not reloaded: the page alone still has the image it was sent with.)
-    if (version && !replaces && !failed && !controller.signal.aborted) await reload();
+    if (version && !replaces && !failed && !stopped) await reload();
     // The first question names the conversation.
     else if (!meta?.title) {
       const named = await readConversation(props.user, props.conversation, undefined, 1).catch(
@@ -487,7 +602,7 @@ export function ChatPage(props: {
             {t.showThinking}
           </label>
           {busy ? (
-            <button type="button" class="primary" onClick={() => abort.current?.abort()}>
+            <button type="button" class="primary" onClick={stop}>
               {t.stop}
             </button>
           ) : (
@@ -508,4 +623,38 @@ function dataUrl(file: File): Promise<string> {
     reader.onerror = () => reject(reader.error);
     reader.readAsDataURL(file);
   });
+}
+
+/** An answer being written for a conversation, as this browser's tabs know it. */
+interface LiveRun {
+  runId: string;
+  question: string;
+}
+
+const liveRunKey = (user: string, conversation: string) => `parley.live.${user}.${conversation}`;
+
+function rememberLiveRun(user: string, conversation: string, run: LiveRun): void {
+  try {
+    localStorage.setItem(liveRunKey(user, conversation), JSON.stringify(run));
+  } catch {
+    // storage full or refused: a reload then shows the answer once it is stored
+  }
+}
+
+function readLiveRun(user: string, conversation: string): LiveRun | undefined {
+  try {
+    const run = JSON.parse(
+      localStorage.getItem(liveRunKey(user, conversation)) ?? 'null',
+    ) as Partial<LiveRun> | null;
+    if (typeof run?.runId === 'string' && typeof run.question === 'string') {
+      return { runId: run.runId, question: run.question };
+    }
+  } catch {
+    // not ours
+  }
+  return undefined;
+}
+
+function forgetLiveRun(user: string, conversation: string): void {
+  localStorage.removeItem(liveRunKey(user, conversation));
 }

@@ -1,18 +1,20 @@
 import { randomUUID } from 'node:crypto';
+import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
 import { actingUser, type Principal } from '../../accounts/principal.ts';
 import type { ChatService } from '../../assistant/chat-service.ts';
 import type { ConversationService } from '../../conversations/conversation-service.ts';
 import { meteredChat } from '../../metrics/metered-chat.ts';
 import type { Metrics } from '../../metrics/metrics.ts';
+import type { DetachedRuns } from '../../runs/detached-runs.ts';
 import { decodeImage, imageMaxChars as maxImageChars } from '../../vision/decode-image.ts';
 import type { ImageIntake } from '../../vision/image-intake.ts';
 import type { ImageMediaType } from '../../vision/image-type.ts';
 import type { App } from '../app-types.ts';
-import { abortWithExchange, disposeAfter } from '../chat-abort.ts';
+import { abortWithExchange, closedSignal, disposeAfter } from '../chat-abort.ts';
 import { errorResponses } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
-import { sendEventStream, toSseBody } from '../sse.ts';
+import { encodeNumberedEvent, sendEventStream, toSseBody } from '../sse.ts';
 
 export interface ChatRouteSettings {
   messageMaxChars: number;
@@ -26,6 +28,8 @@ export interface ChatRouteSettings {
   admit: (principal: Principal, userId: string) => Promise<void>;
   /** Counts chats for /metrics (METRICS_ENABLED). */
   metrics?: Pick<Metrics, 'chatStarted'> | undefined;
+  /** Where resumable answers run (`"resumable": true`), detached from their connection. */
+  runs?: DetachedRuns | undefined;
 }
 
 export function registerChatRoutes(
@@ -35,7 +39,7 @@ export function registerChatRoutes(
   settings: ChatRouteSettings,
 ): void {
   const imageMaxChars = maxImageChars(settings.imageMaxBytes);
-  const body = z.object({
+  const bodySchema = z.object({
     message: z
       .string()
       .min(1, { message: 'must not be empty' })
@@ -84,6 +88,16 @@ export function registerChatRoutes(
         'A turn (run_id) this question is a new version of: send its question again for ' +
           'another answer, or an edited one. The new turn follows what that turn followed.',
       ),
+    resumable: z
+      .boolean()
+      .default(false)
+      .describe(
+        'The answer outlives this connection: it goes on to its end if the client leaves ' +
+          '(bounded by ANSWER_MAX_SECONDS), every event carries an SSE `id:`, and ' +
+          '`GET /users/{user_id}/runs/{run_id}/events` with `Last-Event-ID` follows it again, ' +
+          'on any replica; `POST /users/{user_id}/runs/{run_id}/stop` stops it. Default ' +
+          "false: no `id:` lines, and leaving stops the answer (the spec's behaviour).",
+      ),
   });
 
   app.post(
@@ -99,12 +113,16 @@ export function registerChatRoutes(
           'the two end events. Lines starting with `:` are keep-alives. The `X-Parley-Run-Id` ' +
           'response header carries the same run_id from the start, so an answer the client ' +
           'stops early can still be rated. `X-Parley-Conversation-Id` names the conversation ' +
-          'the turn goes to.',
+          'the turn goes to. With `"resumable": true` every event also has an `id:` and the ' +
+          'answer outlives the connection (see `resumable`).',
         tags: ['chat'],
-        body: body.refine((value) => value.parent === undefined || value.regenerate === undefined, {
-          message: 'send parent or regenerate, not both',
-          path: ['regenerate'],
-        }),
+        body: bodySchema.refine(
+          (value) => value.parent === undefined || value.regenerate === undefined,
+          {
+            message: 'send parent or regenerate, not both',
+            path: ['regenerate'],
+          },
+        ),
         produces: ['text/event-stream'],
         response: errorResponses(401, 403, 404, 413, 415, 422, 429),
       },
@@ -119,6 +137,9 @@ export function registerChatRoutes(
         parent: request.body.parent,
         regenerate: request.body.regenerate,
       });
+      if (request.body.resumable && settings.runs) {
+        return answerDetached(request.body, userId, place, settings.runs, reply);
+      }
       const abort = abortWithExchange(reply.raw, settings.shutdown);
 
       const upload = request.body.image_base64;
@@ -153,6 +174,53 @@ export function registerChatRoutes(
       return sendEventStream(reply, stream);
     },
   );
+
+  /**
+   * A resumable answer: registered, then driven to its end in the server whoever listens;
+   * this response is its first listener, and leaving only stops the listening.
+   */
+  async function answerDetached(
+    body: z.infer<typeof bodySchema>,
+    userId: string,
+    place: { conversationId: string; parentRunId: string | null | undefined },
+    runs: DetachedRuns,
+    reply: FastifyReply,
+  ): Promise<FastifyReply> {
+    const left = closedSignal(reply.raw);
+    const upload = body.image_base64;
+    const image = upload ? await settings.images.save(upload.bytes, upload.mediaType) : undefined;
+    const runId = randomUUID();
+    try {
+      await runs.begin({ runId, userId }, (signal) => {
+        const answer = chats.chat(
+          {
+            runId,
+            userId,
+            conversationId: place.conversationId,
+            parentRunId: place.parentRunId,
+            message: body.message,
+            showThinking: body.show_thinking,
+            image,
+          },
+          signal,
+        );
+        const events = settings.metrics ? meteredChat(answer, settings.metrics) : answer;
+        // The image file goes when the answer is over, not when its client leaves.
+        return image ? disposeAfter(events, image.dispose) : events;
+      });
+    } catch (error) {
+      await image?.dispose();
+      throw error;
+    }
+    reply.header('x-parley-run-id', runId);
+    reply.header('x-parley-conversation-id', place.conversationId);
+    const events = await runs.listen(runId, userId, 0, left, { bounded: false });
+    if (!events) throw new Error('a run just begun was not found');
+    return sendEventStream(
+      reply,
+      toSseBody(events, settings.keepAliveMs, reply.raw, encodeNumberedEvent),
+    );
+  }
 }
 
 /** Decodes `image_base64`; every way it can be wrong is a 422 naming what to fix. */
