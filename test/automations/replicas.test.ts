@@ -106,14 +106,15 @@ describe('automations on three Parley processes sharing one PostgreSQL database'
     expect(alive.filter(claimedBy)).toHaveLength(1);
     await (holder as RunningParley).stop('SIGKILL');
     const survivor = alive.find((p) => p !== holder) as RunningParley;
-    // Within the claim (twice a chat's time limit) nobody takes it; after it, the survivor does.
-    await automationTickAt(stack, '2030-04-03T08:30:00Z', [survivor]);
+    // Within the claim (twice a chat's time limit and a minute: 22 minutes at the default
+    // ANSWER_MAX_SECONDS) nobody takes it; after it, the survivor does.
+    await automationTickAt(stack, '2030-04-03T08:20:00Z', [survivor]);
     expect(stack.telegram.visibleIn(chatOf(0))).toHaveLength(2);
-    await automationTickAt(stack, '2030-04-03T09:03:00Z', [survivor]);
+    await automationTickAt(stack, '2030-04-03T08:23:00Z', [survivor]);
     expect(stack.telegram.visibleIn(chatOf(0)).slice(2)).toEqual([
       '🔁 Morning report\n\nTaken over.',
     ]);
-    await automationTickAt(stack, '2030-04-03T09:03:30Z', [survivor]);
+    await automationTickAt(stack, '2030-04-03T08:23:30Z', [survivor]);
     expect(stack.telegram.visibleIn(chatOf(0))).toHaveLength(3);
     const runs = (await call(survivor, 'GET', `/users/${userId}/automations/${id}/runs`)).body
       .runs as { occurrence: string; status: string }[];
