@@ -135,7 +135,8 @@ export class McpConnections {
     await Promise.allSettled(closing);
   }
 
-  async #connect(
+  /** Not async: the promise it returns is the slot's own, which `end` compares against. */
+  #connect(
     server: ServerEndpoint,
     credential: ServerCredential | undefined,
     slot: Slot,
