@@ -215,26 +215,15 @@ export class McpTools {
         }
       }
     }
-    connection.inUse += 1;
-    connection.lastUsed = Date.now();
     try {
-      const result = (await connection.client.callTool(
-        { name: mcpTool.name, arguments: input },
-        undefined,
-        {
-          signal: context.signal,
-          timeout: this.#settings.callTimeoutMs,
-          resetTimeoutOnProgress: true,
-          maxTotalTimeout: this.#settings.callMaxMs,
-          // Asking for progress is what lets a long call go past the timeout.
-          onprogress: () => {},
-        },
-      )) as CallToolResult;
-      const text = capped(resultText(result), this.#settings.resultMaxChars, true);
-      return done(
-        result.isError ? 'tool_error' : 'ok',
-        result.isError ? `The tool reported an error: ${text}` : text,
+      const result = await callMcpTool(
+        connection,
+        mcpTool.name,
+        input,
+        this.#settings,
+        context.signal,
       );
+      return done(result.isError ? 'tool_error' : 'ok', result.text);
     } catch (error) {
       if (context.signal.aborted) throw error;
       const timedOut = /timed out|timeout/i.test(errorText(error));
@@ -244,9 +233,6 @@ export class McpTools {
           ? `The MCP server ${server.name} did not answer in time.`
           : `The MCP server ${server.name} failed during the call.`,
       );
-    } finally {
-      connection.inUse -= 1;
-      connection.lastUsed = Date.now();
     }
   }
 
@@ -291,6 +277,39 @@ export class McpTools {
     }
     context.emit({ type: 'approval-decided', id, decision });
     return decision;
+  }
+}
+
+/**
+ * One tool call on a connection, with Parley's limits: the call timeout, started again by
+ * each progress notification up to the longest a call may take, and the result's size
+ * (the model is told when it was cut). An error result is text for the model, saying so.
+ */
+export async function callMcpTool(
+  connection: McpConnection,
+  name: string,
+  input: Record<string, unknown>,
+  limits: Pick<McpToolSettings, 'callTimeoutMs' | 'callMaxMs' | 'resultMaxChars'>,
+  signal: AbortSignal,
+): Promise<{ text: string; isError: boolean }> {
+  connection.inUse += 1;
+  connection.lastUsed = Date.now();
+  try {
+    const result = (await connection.client.callTool({ name, arguments: input }, undefined, {
+      signal,
+      timeout: limits.callTimeoutMs,
+      resetTimeoutOnProgress: true,
+      maxTotalTimeout: limits.callMaxMs,
+      // Asking for progress is what lets a long call go past the timeout.
+      onprogress: () => {},
+    })) as CallToolResult;
+    const text = capped(resultText(result), limits.resultMaxChars, true);
+    return result.isError
+      ? { text: `The tool reported an error: ${text}`, isError: true }
+      : { text, isError: false };
+  } finally {
+    connection.inUse -= 1;
+    connection.lastUsed = Date.now();
   }
 }
 
