@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -80,7 +80,11 @@ export async function startFakeMcpHttpServer(): Promise<FakeMcpHttpServer> {
   };
 }
 
-// Run as a program: the fake over stdio.
+// Run as a program: the fake over stdio (its pid written where FAKE_MCP_PID_FILE says).
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop() ?? '\0')) {
+  if (process.env.FAKE_MCP_PID_FILE)
+    writeFileSync(process.env.FAKE_MCP_PID_FILE, String(process.pid));
+  // FAKE_MCP_LINGER: outlives the end of its stdin, as a server holding other work does.
+  if (process.env.FAKE_MCP_LINGER) setInterval(() => {}, 60_000);
   await buildServer(() => undefined).connect(new StdioServerTransport());
 }
