@@ -59,7 +59,18 @@ export type StreamEvent =
   | { type: 'start'; runId: string }
   | { type: 'text'; text: string }
   | { type: 'error'; code: string; message: string }
-  | { type: 'done'; runId: string };
+  | { type: 'done'; runId: string }
+  | { type: 'approval'; approval: ToolApproval }
+  | { type: 'approval-decided'; id: string; decision: ApprovalDecision };
+
+/** A tool call of an MCP server waiting for the user's decision. */
+export interface ToolApproval {
+  id: string;
+  server: string;
+  tool: string;
+  arguments: unknown;
+}
+export type ApprovalDecision = 'approve' | 'deny' | 'always' | 'expired';
 
 /** POST /chat and the events of its stream, as they arrive (spec §6). */
 export async function* chatStream(
@@ -97,8 +108,17 @@ export async function* chatStream(
         if (data === '[DONE]') return;
         const parsed = JSON.parse(data) as
           | string
-          | { __done?: boolean; run_id?: string; __error?: { code: string; message: string } };
+          | {
+              __done?: boolean;
+              run_id?: string;
+              __error?: { code: string; message: string };
+              __approval?: ToolApproval;
+              __approval_decided?: { id: string; decision: ApprovalDecision };
+            };
         if (typeof parsed === 'string') yield { type: 'text', text: parsed };
+        else if (parsed.__approval) yield { type: 'approval', approval: parsed.__approval };
+        else if (parsed.__approval_decided)
+          yield { type: 'approval-decided', ...parsed.__approval_decided };
         else if (parsed.__error) yield { type: 'error', ...parsed.__error };
         else if (parsed.__done && parsed.run_id) yield { type: 'done', runId: parsed.run_id };
       }

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, chatStream } from './api.ts';
+import { ApiError, api, chatStream, enc, type ToolApproval } from './api.ts';
 import { ConversationHeader } from './conversation-header.tsx';
 import { type Conversation, readConversation, selectVersion } from './conversations-api.ts';
 import { t } from './i18n.ts';
@@ -218,6 +218,7 @@ export function ChatPage(props: {
     let answer = '';
     let runId: string | undefined;
     let failed = false;
+    let approvals: NonNullable<Turn['approvals']> = [];
     // An answer that did not fail offers no Retry: its image is only shown from then on.
     const shownOnly = () => (attached && !failed ? { image: { url: attached.url } } : {});
     // A redraw waits for DRAW_MS since the last one, then for the next frame: each has its
@@ -249,6 +250,8 @@ export function ChatPage(props: {
         message: question,
         show_thinking: thinking,
         conversation_id: props.conversation,
+        // This page can show a tool call that needs the user's decision (issue 33).
+        approvals: 'ask',
       };
       if (version) body.regenerate = version;
       if (attached) body.image_base64 = await dataUrl(attached.file);
@@ -259,6 +262,14 @@ export function ChatPage(props: {
         } else if (event.type === 'error') {
           failed = true;
           update(key, { error: { code: event.code, message: event.message } });
+        } else if (event.type === 'approval') {
+          approvals = [...approvals, { ...event.approval, decision: undefined }];
+          update(key, { approvals });
+        } else if (event.type === 'approval-decided') {
+          approvals = approvals.map((item) =>
+            item.id === event.id ? { ...item, decision: event.decision } : item,
+          );
+          update(key, { approvals });
         } else {
           runId = event.runId; // 'start', then 'done' with the same id
         }
@@ -312,6 +323,15 @@ export function ChatPage(props: {
     );
   }, []);
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
+  const userRef = useRef(props.user);
+  userRef.current = props.user;
+  /** The user's decision on a tool call; the stream then says it was decided. */
+  const decide = useCallback(async (approval: ToolApproval, decision: string) => {
+    await api(`/users/${enc(userRef.current)}/approvals/${enc(approval.id)}`, {
+      method: 'POST',
+      body: { decision },
+    }).catch(() => undefined);
+  }, []);
   const busyRef = useRef(busy);
   busyRef.current = busy;
   /** False while another answer streams: the edited text stays in its field, not lost. */
@@ -416,6 +436,7 @@ export function ChatPage(props: {
               onEdit={edit}
               onRegenerate={regenerate}
               onVersion={showVersion}
+              onDecide={decide}
             />
           ))}
         </div>

@@ -113,6 +113,17 @@ const en = {
   deleteUser: 'Delete user',
   typeToConfirm: (id: string) => `Type "${id}" to delete this user and all their data`,
   loading: 'Loading…',
+  approvalQuestion: (tool: string, server: string) =>
+    `Run the tool ${tool} of ${server} with these arguments?`,
+  approve: 'Approve',
+  deny: 'Deny',
+  alwaysAllow: 'Always allow',
+  approvalDecided: {
+    approve: 'Approved.',
+    always: 'Approved, and always allowed from now on.',
+    deny: 'Denied: the tool was not run.',
+    expired: 'Not answered in time: the tool was not run.',
+  },
 };
 
 type Strings = typeof en;
@@ -230,6 +241,17 @@ const ko: Strings = {
   deleteUser: '사용자 삭제',
   typeToConfirm: (id: string) => `이 사용자와 모든 데이터를 삭제하려면 "${id}"를 입력하세요`,
   loading: '불러오는 중…',
+  approvalQuestion: (tool: string, server: string) =>
+    `${server}의 도구 ${tool}을(를) 이 인자로 실행할까요?`,
+  approve: '승인',
+  deny: '거부',
+  alwaysAllow: '항상 허용',
+  approvalDecided: {
+    approve: '승인했습니다.',
+    always: '승인했고, 앞으로 항상 허용합니다.',
+    deny: '거부했습니다: 도구를 실행하지 않았습니다.',
+    expired: '제때 답하지 않아 도구를 실행하지 않았습니다.',
+  },
 };
 
 export const lang = (navigator.languages?.[0] ?? navigator.language ?? 'en')
