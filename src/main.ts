@@ -425,6 +425,8 @@ export async function main(config: Config): Promise<void> {
         clock,
         shutdown: shutdownSignal.signal,
         logger: logger.child({ component: 'telegram' }),
+        decideApproval: (userId, approvalId, decision) =>
+          mcpRepository.decide(userId, approvalId, decision),
       })
     : undefined;
 
