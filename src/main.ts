@@ -305,6 +305,7 @@ export async function main(config: Config): Promise<void> {
     connections: mcpConnections,
     cipher: mcpCipher,
     logger,
+    onCall: metrics && ((server, outcome, ms) => metrics.mcpCall(server, outcome, ms)),
     settings: {
       callTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
       callMaxMs: config.MCP_CALL_MAX_MS,

@@ -64,6 +64,7 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
         MCP_CALL_MAX_MS: '8000',
         MCP_APPROVAL_TIMEOUT_SECONDS: '20',
         MCP_RESULT_MAX_CHARS: '200',
+        METRICS_ENABLED: 'true',
         ...storage.env,
       },
     });
@@ -186,6 +187,9 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
     const line = await parley.waitForLog((l) => l.msg === 'mcp tool call' && l.tool === 'echo');
     expect(line).toMatchObject({ mcpServer: 'everything', outcome: 'ok' });
     expect(parley.output()).not.toContain('hello there');
+    // And counted.
+    const metrics = await (await parley.fetch('/metrics')).text();
+    expect(metrics).toMatch(/parley_mcp_tool_calls_total\{server="everything",outcome="ok"\} 2\b/);
   });
 
   it('names an image result instead of sending it, and cuts a long result saying so', async () => {
