@@ -65,6 +65,8 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
         MCP_APPROVAL_TIMEOUT_SECONDS: '20',
         MCP_RESULT_MAX_CHARS: '200',
         METRICS_ENABLED: 'true',
+        MCP_CALLS_PER_ANSWER: '2',
+        MCP_DESCRIPTION_MAX_CHARS: '50',
         ...storage.env,
       },
     });
@@ -190,6 +192,32 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
     // And counted.
     const metrics = await (await parley.fetch('/metrics')).text();
     expect(metrics).toMatch(/parley_mcp_tool_calls_total\{server="everything",outcome="ok"\} 2\b/);
+  });
+
+  it('caps descriptions and the calls of one answer', async () => {
+    llm.enqueue(
+      reply.toolCalls([
+        { id: 'cap-1', name: 'everything__get-sum', args: { a: 1, b: 2 } },
+        { id: 'cap-2', name: 'everything__get-sum', args: { a: 3, b: 4 } },
+        { id: 'cap-3', name: 'everything__get-sum', args: { a: 5, b: 6 } },
+      ]),
+      reply.text('Enough.'),
+    );
+    const before = llm.chats.length;
+    await (await chat(aliceKey, 'alice', 'three sums')).text();
+    const described = (llm.chats[before]?.body.tools ?? []).filter((t) =>
+      t.function.name.startsWith('everything__'),
+    ) as { function: { name: string; description?: string } }[];
+    expect(described.length).toBeGreaterThan(5);
+    for (const tool of described)
+      expect(tool.function.description?.length ?? 0).toBeLessThanOrEqual(50);
+    expect(described.some((tool) => tool.function.description?.endsWith('…'))).toBe(true);
+    const results = ['cap-1', 'cap-2', 'cap-3'].map((id) => toolResult(llm, id));
+    // Calls run in parallel: which one is third is the order they started in.
+    expect(results.filter((r) => r?.startsWith('The sum of'))).toHaveLength(2);
+    expect(
+      results.filter((r) => r?.startsWith('Not run: this answer already made 2 MCP tool calls')),
+    ).toHaveLength(1);
   });
 
   it('names an image result instead of sending it, and cuts a long result saying so', async () => {
