@@ -167,8 +167,10 @@ export class McpConnections {
       await client.close().catch(() => {});
       await stdio?.close();
     };
+    let connected = false;
     client.onclose = () => {
-      if (closingOnPurpose) return;
+      // While connecting, the failure is told by the connect's own error (below).
+      if (closingOnPurpose || !connected) return;
       const exit = stdio?.exit;
       end(
         exit
@@ -188,6 +190,7 @@ export class McpConnections {
           client,
           Math.max(1, connectTimeoutMs - (Date.now() - started)),
         );
+        connected = true;
         if (slot.failures > 0 || slot.lastReason) this.#settings.onFailure(server.id, null);
         slot.failures = 0;
         slot.lastReason = undefined;
@@ -289,6 +292,10 @@ function describeFailure(
   }
   const code =
     (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
+  // The SDK's StreamableHTTPError carries the response's status as its code.
+  if (typeof code === 'number' && code >= 100 && code < 600) {
+    return `the server answered HTTP ${code}`;
+  }
   if (typeof code === 'string') return `could not start or reach the server (${code})`;
   if (
     error instanceof Error &&
@@ -296,6 +303,10 @@ function describeFailure(
   ) {
     return 'the server did not answer in time';
   }
+  // Never the server's own words (an error body might echo what was sent, a credential
+  // included): its HTTP status, or the kind of error.
   const message = error instanceof Error ? error.message : String(error);
-  return `could not connect: ${message.slice(0, 300)}`;
+  const status = /\bHTTP (\d{3})\b/.exec(message)?.[1];
+  if (status) return `the server answered HTTP ${status}`;
+  return `could not connect (${error instanceof Error ? error.name : 'error'})`;
 }

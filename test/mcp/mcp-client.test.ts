@@ -499,6 +499,20 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
       expect(sent.length).toBeGreaterThan(0);
       expect(new Set(sent)).toEqual(new Set([`Bearer secret-of-${user}`]));
     }
+    // A credential the server refuses (and echoes back): the server is left out, the
+    // administrator told the status, the echoed credential kept out of everything.
+    await call(bobKey, 'PUT', `/users/bob/mcp-servers/${server.id}`, {
+      credential: { value: 'Bearer secret-of-bob-revoked' },
+    });
+    llm.enqueue(reply.text('Without it.'));
+    const refused = parseChatStream(await (await chat(bobKey, 'bob', 'who am I now')).text());
+    expect(refused.text).toBe('Without it.');
+    await expect
+      .poll(
+        async () =>
+          (await call(ADMIN, 'GET', `/admin/mcp-servers/${server.id}`)).body.status.reason,
+      )
+      .toBe('the server answered HTTP 401');
     const everything = await Promise.all([
       call(ADMIN, 'GET', '/admin/mcp-servers'),
       call(aliceKey, 'GET', '/users/alice/mcp-servers'),

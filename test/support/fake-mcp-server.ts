@@ -55,6 +55,12 @@ export async function startFakeMcpHttpServer(): Promise<FakeMcpHttpServer> {
   const requests: IncomingHttpHeaders[] = [];
   const http = createServer(async (request, response) => {
     requests.push(request.headers);
+    // A revoked token: refused, with the credential echoed back (a careless server does).
+    if (request.headers.authorization?.endsWith('-revoked')) {
+      response.writeHead(401, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ error: `bad token ${request.headers.authorization}` }));
+      return;
+    }
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;

@@ -78,7 +78,7 @@ describe.each(ENGINES)('MCP servers on the Admin page, on the %s engine', (engin
         },
         { timeout: 20_000 },
       )
-      .toBe('Down: the server process exited (code 2)');
+      .toBe('Down: the server process exited while starting (code 2)');
     await card.getByText('Its last error output').click();
     await expect
       .poll(() => card.locator('details pre').textContent())
