@@ -37,7 +37,13 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     database = await engineEnv(engine);
     parley = await startParley({
       token: TOKEN,
-      env: { ...database.env, API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0' },
+      env: {
+        ...database.env,
+        API_TOKEN: TOKEN,
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        MCP_CREDENTIALS_KEY: 'b'.repeat(64),
+      },
     });
     const { key } = (await (await admin('POST', '/admin/users', { user_id: 'alice' })).json()) as {
       key: string;
@@ -69,6 +75,11 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     await database?.cleanup();
   });
 
+  /** The answer's stream has ended (the page sends nothing while one streams). */
+  const answered = async (text: string) => {
+    await page.getByText(text).waitFor({ timeout: 30_000 });
+    await page.locator('.bubble.assistant[aria-busy="true"]').waitFor({ state: 'detached' });
+  };
   const ask = async (text: string) => {
     const box = page.getByRole('textbox', { name: 'Message' });
     await box.fill(text);
@@ -92,7 +103,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     expect(await card.locator('pre').textContent()).toBe(JSON.stringify({ a: 4, b: 5 }, null, 2));
     expect(toolResult('sum')).toBeUndefined(); // nothing ran yet
     await card.getByRole('button', { name: 'Approve' }).click();
-    await page.getByText('It is nine.').waitFor({ timeout: 30_000 });
+    await answered('It is nine.');
     await expect.poll(() => card.getByRole('status').textContent()).toBe('Approved.');
     expect(toolResult('sum')).toBe('The sum of 4 and 5 is 9.');
   });
@@ -108,7 +119,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     });
     await card.waitFor({ timeout: 30_000 });
     await card.getByRole('button', { name: 'Deny' }).click();
-    await page.getByText('I did not echo it.').waitFor({ timeout: 30_000 });
+    await answered('I did not echo it.');
     expect(toolResult('echo')).toBe('Not run: the user denied this call.');
     expect(await card.getByRole('status').textContent()).toBe('Denied: the tool was not run.');
   });
@@ -123,15 +134,69 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
       name: 'Run the tool get-tiny-image of everything with these arguments?',
     });
     await card.getByRole('button', { name: 'Always allow' }).click();
-    await page.getByText('Here is the image.').waitFor({ timeout: 30_000 });
+    await answered('Here is the image.');
     llm.enqueue(
       reply.toolCalls([{ id: 'img2', name: 'everything__get-tiny-image', args: {} }]),
       reply.text('Again, without asking.'),
     );
     const cards = await page.locator('.approval').count();
     await ask('Another image');
-    await page.getByText('Again, without asking.').waitFor({ timeout: 30_000 });
+    await answered('Again, without asking.');
     expect(await page.locator('.approval').count()).toBe(cards);
     expect(String(toolResult('img2'))).toContain('[image image/png');
+  });
+
+  it("switches a server off and on, and stores the user's token without showing it again", async () => {
+    const remote = (await (
+      await admin('POST', '/admin/mcp-servers', {
+        transport: 'http',
+        name: 'remote',
+        url: 'http://127.0.0.1:9/mcp',
+      })
+    ).json()) as { id: string };
+    await admin('PATCH', `/admin/mcp-servers/${remote.id}`, { enabled: true });
+    const mine = async () =>
+      (
+        (await (await admin('GET', '/users/alice/mcp-servers')).json()) as {
+          servers: { name: string; enabled: boolean; has_credential: boolean }[];
+        }
+      ).servers;
+    await page.getByRole('link', { name: 'Profile' }).click();
+    const use = page.getByRole('checkbox', { name: 'Use everything' });
+    expect(await use.isChecked()).toBe(true);
+    await use.click();
+    await expect
+      .poll(async () => (await mine()).find((s) => s.name === 'everything')?.enabled)
+      .toBe(false);
+    // Off: its tools are not offered.
+    llm.enqueue(reply.text('No tools.'));
+    const before = llm.chats.length;
+    await (
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: 'alice', message: 'tools?' }),
+      })
+    ).text();
+    const offered = (llm.chats[before]?.body.tools ?? []).map((tool) => tool.function.name);
+    expect(offered.some((name) => name.startsWith('everything__'))).toBe(false);
+    await page.getByRole('checkbox', { name: 'Use everything' }).click();
+    await expect
+      .poll(async () => (await mine()).find((s) => s.name === 'everything')?.enabled)
+      .toBe(true);
+
+    const token = page.getByLabel('Your token for remote (e.g. Bearer …)');
+    await token.fill('Bearer typed-in-the-page');
+    await page.getByRole('button', { name: 'Save' }).last().click();
+    await expect
+      .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential)
+      .toBe(true);
+    await page.getByRole('button', { name: 'Remove token' }).waitFor();
+    expect(await token.inputValue()).toBe('');
+    expect(await page.content()).not.toContain('typed-in-the-page');
+    await page.getByRole('button', { name: 'Remove token' }).click();
+    await expect
+      .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential)
+      .toBe(false);
   });
 });
