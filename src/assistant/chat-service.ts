@@ -300,13 +300,15 @@ export class ChatService {
       let finishReason: AnswerEnd['finishReason'] = 'stop';
       let step = newStep(0);
       const toolStarts = new Map<string, Date>();
-      for await (const next of sideEvents.merge(loop)) {
-        if (next.side) {
-          yield next.side;
-          continue;
-        }
-        const part = next.part;
+      // Only a door that asks for approvals gets events while a tool runs: the others read
+      // the loop as it is, at no cost per token.
+      const parts = context.approvals === 'ask' ? sideEvents.merge(loop) : loop;
+      for await (const part of parts) {
         switch (part.type) {
+          case 'approval':
+          case 'approval-decided':
+            yield part;
+            break;
           case 'start-step':
             step = newStep(step.index + 1);
             break;
@@ -575,31 +577,35 @@ function errorText(error: unknown): string {
 class SideEvents {
   readonly #queue: ChatEvent[] = [];
   #wake: (() => void) | undefined;
+  /** Settles when an event is pushed; made again only after it settled. */
+  #woken: Promise<'side'> | undefined;
 
   push(event: ChatEvent): void {
     this.#queue.push(event);
     this.#wake?.();
   }
 
-  async *merge<T>(
-    source: AsyncGenerator<T>,
-  ): AsyncGenerator<{ side: ChatEvent; part?: never } | { side?: never; part: T }> {
+  /** The loop's parts and the pushed events, in the order they come (the types do not overlap). */
+  async *merge<T>(source: AsyncGenerator<T>): AsyncGenerator<T | ChatEvent> {
     let pending: Promise<IteratorResult<T>> | undefined;
     try {
       for (;;) {
-        while (this.#queue.length > 0) yield { side: this.#queue.shift() as ChatEvent };
+        while (this.#queue.length > 0) yield this.#queue.shift() as ChatEvent;
         pending ??= source.next();
-        const woken = new Promise<'side'>((resolve) => {
-          this.#wake = () => resolve('side');
+        this.#woken ??= new Promise<'side'>((resolve) => {
+          this.#wake = () => {
+            this.#woken = undefined;
+            this.#wake = undefined;
+            resolve('side');
+          };
         });
-        const first = await Promise.race([pending, woken]);
-        this.#wake = undefined;
+        const first = await Promise.race([pending, this.#woken]);
         if (first === 'side') continue;
         pending = undefined;
         if (first.done) break;
-        yield { part: first.value };
+        yield first.value;
       }
-      while (this.#queue.length > 0) yield { side: this.#queue.shift() as ChatEvent };
+      while (this.#queue.length > 0) yield this.#queue.shift() as ChatEvent;
     } finally {
       if (pending) await source.return(undefined);
     }
