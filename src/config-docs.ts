@@ -259,6 +259,32 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   AUTOMATION_MIN_INTERVAL_MINUTES: {
     doc: 'The shortest interval of an "every N hours" automation, in minutes (at most a day). See docs/automations.md.',
   },
+  MCP_CREDENTIALS_KEY: {
+    unset: 'unset (users cannot store credentials)',
+    doc: "Key that encrypts users' own credentials for MCP servers at rest (AES-256-GCM): 32 bytes as 64 hex digits or base64 (`openssl rand -base64 32`). Keep it out of backups of the database; losing it loses the stored credentials, not the servers.",
+  },
+  MCP_CALL_TIMEOUT_MS: {
+    doc: 'Longest an MCP tool call may go without an answer; each progress notification of the server starts it again, up to `MCP_CALL_MAX_MS`.',
+  },
+  MCP_CALL_MAX_MS: { doc: 'Longest an MCP tool call may take, progress or not.' },
+  MCP_RESULT_MAX_CHARS: {
+    doc: 'Characters of one MCP tool result the model sees; a longer one is cut and the model is told so.',
+  },
+  MCP_CALLS_PER_ANSWER: {
+    doc: 'MCP tool calls one answer may make; later calls are refused with a result saying so.',
+  },
+  MCP_DESCRIPTION_MAX_CHARS: {
+    doc: "Characters of an MCP tool's description passed to the model (descriptions are the server's text, untrusted).",
+  },
+  MCP_APPROVAL_TIMEOUT_SECONDS: {
+    doc: 'How long a tool call waits for its user to approve it; then it is not approved.',
+  },
+  MCP_CONNECT_TIMEOUT_MS: {
+    doc: 'Longest to start or reach an MCP server and list its tools before a chat goes on without it.',
+  },
+  MCP_IDLE_SECONDS: {
+    doc: "A user's connection to an MCP server (a stdio server's process) unused this long is closed.",
+  },
   PARLEY_TEST_CLOCK_FILE: {
     unset: 'unset',
     doc: '**For tests only.** A file holding an ISO instant that Parley takes as the current time (chat dates, reminders, the scheduler), re-read on every use; the tests rewrite it to move time. Parley warns at start when it is set. Never set it in production.',

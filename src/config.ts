@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import proxyaddr from '@fastify/proxy-addr';
 import { z } from 'zod';
+import { parseCredentialsKey } from './mcp/credential-cipher.ts';
 
 /**
  * Every setting Parley reads, parsed once at start from the environment (and an optional
@@ -451,6 +452,25 @@ export const configSchema = z.object({
   AUTOMATIONS_PER_USER: integer(10, 0, 1_000),
   /** Shortest time between two runs of an `every N hours` automation. */
   AUTOMATION_MIN_INTERVAL_MINUTES: integer(60, 1, 1_440),
+  // MCP servers as tools (issue 33; the servers themselves are added through /admin/mcp-servers)
+  /** AES-256-GCM key for users' MCP credentials: 64 hex digits or base64 of 32 bytes. */
+  MCP_CREDENTIALS_KEY: z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .refine((value) => parseCredentialsKey(value) !== undefined, {
+        message: 'accepts 32 bytes as 64 hex digits or base64 (e.g. `openssl rand -base64 32`)',
+      })
+      .optional(),
+  ),
+  MCP_CALL_TIMEOUT_MS: integer(30_000, 100, 3_600_000),
+  MCP_CALL_MAX_MS: integer(300_000, 100, 3_600_000),
+  MCP_RESULT_MAX_CHARS: integer(20_000, 100, 10_000_000),
+  MCP_CALLS_PER_ANSWER: integer(10, 0, 1_000),
+  MCP_DESCRIPTION_MAX_CHARS: integer(1_000, 50, 100_000),
+  MCP_APPROVAL_TIMEOUT_SECONDS: integer(300, 1, 86_400),
+  MCP_CONNECT_TIMEOUT_MS: integer(15_000, 100, 600_000),
+  MCP_IDLE_SECONDS: integer(600, 1, 86_400),
   /** FOR TESTS ONLY: a file holding the current instant (see src/reminders/clock.ts). */
   PARLEY_TEST_CLOCK_FILE: text(),
 });

@@ -30,6 +30,9 @@ import { buildServer } from './http/server.ts';
 import { loadWebClient } from './http/web-client.ts';
 import { connectLangSmith } from './integrations/langsmith.ts';
 import { createLogger } from './logger.ts';
+import { CredentialCipher, parseCredentialsKey } from './mcp/credential-cipher.ts';
+import { McpConnections } from './mcp/mcp-connections.ts';
+import { McpTools } from './mcp/mcp-tools.ts';
 import { ConversationMemory } from './memory/conversation-memory.ts';
 import { createMemoryDecider } from './memory/memory-decider.ts';
 import { MEMORY_POLICY, memoryDecisionJob } from './memory/memory-job.ts';
@@ -57,6 +60,7 @@ import { FeedbackRepository } from './storage/feedback-repository.ts';
 import { GraphRepository } from './storage/graph-repository.ts';
 import { HistoryRepository } from './storage/history-repository.ts';
 import { LeaseRepository } from './storage/lease-repository.ts';
+import { McpRepository } from './storage/mcp-repository.ts';
 import { MemoryQueueRepository } from './storage/memory-queue-repository.ts';
 import { NoticeRepository } from './storage/notice-repository.ts';
 import { ReminderRepository } from './storage/reminder-repository.ts';
@@ -299,6 +303,39 @@ export async function main(config: Config): Promise<void> {
     lock: chatLock,
     forgetMemories: memory && ((userId, runIds) => memory.forgetRuns(userId, runIds)),
   });
+  // MCP servers' tools (issue 33): the servers are in the database, so every replica has them.
+  const mcpRepository = new McpRepository(db);
+  const mcpLogger = logger.child({ component: 'mcp' });
+  const mcpConnections = new McpConnections({
+    connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
+    idleMs: config.MCP_IDLE_SECONDS * 1000,
+    logger: mcpLogger,
+    onFailure: (serverId, failure) => {
+      mcpRepository
+        .recordFailure(serverId, failure?.reason ?? null, failure?.stderr ?? null)
+        .catch((error: unknown) => mcpLogger.warn({ err: error }, 'mcp server status not stored'));
+    },
+  });
+  const credentialsKey = config.MCP_CREDENTIALS_KEY
+    ? parseCredentialsKey(config.MCP_CREDENTIALS_KEY)
+    : undefined;
+  const mcpCipher = credentialsKey ? new CredentialCipher(credentialsKey) : undefined;
+  const mcpTools = new McpTools({
+    repository: mcpRepository,
+    connections: mcpConnections,
+    cipher: mcpCipher,
+    logger,
+    onCall: metrics && ((server, outcome, ms) => metrics.mcpCall(server, outcome, ms)),
+    settings: {
+      callTimeoutMs: config.MCP_CALL_TIMEOUT_MS,
+      callMaxMs: config.MCP_CALL_MAX_MS,
+      resultMaxChars: config.MCP_RESULT_MAX_CHARS,
+      callsPerAnswer: config.MCP_CALLS_PER_ANSWER,
+      descriptionMaxChars: config.MCP_DESCRIPTION_MAX_CHARS,
+      approvalTimeoutMs: config.MCP_APPROVAL_TIMEOUT_SECONDS * 1000,
+      connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
+    },
+  });
   const chats = new ChatService({
     model,
     contexts: new ChatContextRepository(db),
@@ -323,6 +360,7 @@ export async function main(config: Config): Promise<void> {
       ...(image && vision ? visionTools({ image, vision, logger }) : {}),
       ...(config.GRAPH_ENABLED ? graphTools({ userId, graph }) : {}),
     }),
+    moreTools: (context) => mcpTools.toolsFor(context),
     promptSections: config.GRAPH_ENABLED
       ? [graphPromptSection(graph, config.GRAPH_PROMPT_MAX_CHARS)]
       : [],
@@ -449,6 +487,8 @@ export async function main(config: Config): Promise<void> {
         clock,
         shutdown: shutdownSignal.signal,
         logger: logger.child({ component: 'telegram' }),
+        decideApproval: (userId, approvalId, decision) =>
+          mcpRepository.decide(userId, approvalId, decision),
       })
     : undefined;
 
@@ -505,6 +545,7 @@ export async function main(config: Config): Promise<void> {
       },
     },
     telegramWebhook: telegramDoor?.webhook,
+    mcpServers: { repository: mcpRepository, connections: mcpConnections, cipher: mcpCipher },
   });
 
   if (!config.API_TOKEN && !isLoopbackHost(config.HOST)) {
@@ -552,6 +593,8 @@ export async function main(config: Config): Promise<void> {
       {
         telegram: () => telegram?.close(),
         model: () => model.dispose?.(),
+        // Every stdio server's process group, its children included.
+        mcp: () => mcpConnections.closeAll(),
         langsmith: () => langSmith?.flush(),
       },
       { database: () => database.close(), runs: () => detachedRuns.close() },

@@ -23,7 +23,19 @@ export type ChatEvent =
       end?: AnswerEnd | undefined;
       /** A resumable run its owner stopped (what was written is kept, interrupted). */
       stopped?: true | undefined;
-    };
+    }
+  /** A tool call waiting for the user's decision (only with `approvals: 'ask'`; issue 33). */
+  | { type: 'approval'; approval: ToolApproval }
+  /** The decision on it: the user's, or `expired` when none came in time. */
+  | { type: 'approval-decided'; id: string; decision: 'approve' | 'deny' | 'always' | 'expired' };
+
+/** What the user is asked to decide: an MCP server's tool, and the arguments it would get. */
+export interface ToolApproval {
+  id: string;
+  server: string;
+  tool: string;
+  arguments: unknown;
+}
 
 /** How a completed answer ended (absent after an error): why the model stopped, and its usage. */
 export interface AnswerEnd {
@@ -85,6 +97,12 @@ export interface ChatRequest {
   parentRunId?: string | null | undefined;
   /** Limits the client set on each model call. */
   callSettings?: CallSettings | undefined;
+  /**
+   * 'ask': the door shows a tool call that needs the user's approval and sends the decision
+   * (POST /users/{user_id}/approvals/{id}); 'refuse' (default): such a call is not run and the
+   * model is told it was not approved.
+   */
+  approvals?: 'ask' | 'refuse' | undefined;
 }
 
 export interface ClientConversation {

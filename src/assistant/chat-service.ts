@@ -48,6 +48,12 @@ export interface ChatContext {
   image?: RequestImage | undefined;
   /** Lets a tool end the streamed answer with text of its own. */
   afterAnswer: (fragments: AfterAnswer) => void;
+  runId: string;
+  /** The chat's signal (client gone, shutdown): tools with limits of their own end with it. */
+  signal: AbortSignal;
+  approvals: 'ask' | 'refuse';
+  /** Sends an event to the door while a tool runs (an approval question). */
+  emit: (event: ChatEvent) => void;
 }
 
 /** The tools one chat may use, bound to its user and to its own image, if any. */
@@ -66,6 +72,8 @@ export interface ChatServiceDependencies {
   /** Whose turn it is: in-process for one process, shared through the database for replicas. */
   lock: UserChatLock;
   tools: ToolsFor;
+  /** Tools that must be looked up first (the user's MCP servers); a failure leaves them out. */
+  moreTools?: (context: ChatContext) => Promise<ToolSet>;
   promptSections?: PromptSection[];
   tracer: RunTracer;
   logger: Logger;
@@ -180,6 +188,8 @@ export class ChatService {
       ticket,
     };
     const toolsUsed = new Set<string>();
+    /** Events tools send while they run (approval questions), passed on as they come. */
+    const sideEvents = new SideEvents();
     let answer = '';
     let trace: RunTrace | undefined;
 
@@ -222,8 +232,22 @@ export class ChatService {
         message: request.message,
         image: request.image,
         afterAnswer: (fragments) => afterAnswer.push(fragments),
+        runId,
+        signal,
+        approvals: request.approvals ?? 'refuse',
+        emit: (event) => sideEvents.push(event),
       };
       const toolSet = tools(context);
+      if (this.#deps.moreTools) {
+        try {
+          // Parley's own tools keep their names whatever a server calls its tools.
+          for (const [name, extra] of Object.entries(await this.#deps.moreTools(context))) {
+            if (!Object.hasOwn(toolSet, name)) toolSet[name] = extra;
+          }
+        } catch (error) {
+          log.warn({ err: error }, 'extra tools left out of this chat');
+        }
+      }
       const system = async () => {
         const sections = await Promise.all(
           (this.#deps.promptSections ?? []).map((section) => section(context)),
@@ -276,8 +300,15 @@ export class ChatService {
       let finishReason: AnswerEnd['finishReason'] = 'stop';
       let step = newStep(0);
       const toolStarts = new Map<string, Date>();
-      for await (const part of loop) {
+      // Only a door that asks for approvals gets events while a tool runs: the others read
+      // the loop as it is, at no cost per token.
+      const parts = context.approvals === 'ask' ? sideEvents.merge(loop) : loop;
+      for await (const part of parts) {
         switch (part.type) {
+          case 'approval':
+          case 'approval-decided':
+            yield part;
+            break;
           case 'start-step':
             step = newStep(step.index + 1);
             break;
@@ -537,6 +568,48 @@ const partial = (answer: string): ModelMessage[] =>
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Events that tools send while the loop waits on them (a call waiting for approval blocks the
+ * loop), merged into what the chat yields as soon as they are sent.
+ */
+class SideEvents {
+  readonly #queue: ChatEvent[] = [];
+  #wake: (() => void) | undefined;
+  /** Settles when an event is pushed; made again only after it settled. */
+  #woken: Promise<'side'> | undefined;
+
+  push(event: ChatEvent): void {
+    this.#queue.push(event);
+    this.#wake?.();
+  }
+
+  /** The loop's parts and the pushed events, in the order they come (the types do not overlap). */
+  async *merge<T>(source: AsyncGenerator<T>): AsyncGenerator<T | ChatEvent> {
+    let pending: Promise<IteratorResult<T>> | undefined;
+    try {
+      for (;;) {
+        while (this.#queue.length > 0) yield this.#queue.shift() as ChatEvent;
+        pending ??= source.next();
+        this.#woken ??= new Promise<'side'>((resolve) => {
+          this.#wake = () => {
+            this.#woken = undefined;
+            this.#wake = undefined;
+            resolve('side');
+          };
+        });
+        const first = await Promise.race([pending, this.#woken]);
+        if (first === 'side') continue;
+        pending = undefined;
+        if (first.done) break;
+        yield first.value;
+      }
+      while (this.#queue.length > 0) yield this.#queue.shift() as ChatEvent;
+    } finally {
+      if (pending) await source.return(undefined);
+    }
+  }
 }
 
 /** Settles as `work` does, or rejects with the signal's reason as soon as it is aborted. */

@@ -45,6 +45,7 @@ import { registerHealthRoutes } from './routes/health.ts';
 import { registerHistoryRoutes } from './routes/history.ts';
 import { registerIngestRoutes } from './routes/ingest.ts';
 import { type McpDoorSettings, registerMcpRoute } from './routes/mcp.ts';
+import { type McpRouteDependencies, registerMcpRoutes } from './routes/mcp-servers.ts';
 import { registerMemoryRoutes } from './routes/memories.ts';
 import { type MetricsRouteSettings, registerMetricsRoutes } from './routes/metrics.ts';
 import { registerOpenAiRoutes } from './routes/openai.ts';
@@ -100,6 +101,8 @@ export interface HttpDependencies {
   mcp: McpDoorSettings;
   /** Present when METRICS_ENABLED: requests are counted and GET /metrics is served. */
   metrics?: { metrics: Metrics; route: MetricsRouteSettings } | undefined;
+  /** MCP servers as tools: the administrator's and users' routes (issue 33). */
+  mcpServers?: McpRouteDependencies | undefined;
   /** Present when TELEGRAM_WEBHOOK_URL is set: POST /telegram/webhook takes updates. */
   telegramWebhook?: TelegramWebhookSettings | undefined;
 }
@@ -229,6 +232,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   registerAccountRoutes(app, deps.limits, deps.userData);
   registerAdminRoutes(app, deps.accounts, deps.failedJobs);
   registerBackupRoute(app, deps.backups);
+  if (deps.mcpServers) registerMcpRoutes(app, deps.mcpServers);
   registerHistoryRoutes(app, deps.conversations);
   registerConversationRoutes(app, deps.conversations);
   registerConversationSearchRoutes(app, deps.conversations);

@@ -20,6 +20,11 @@ export function encodeEvent(event: ChatEvent): string {
       return `data: ${JSON.stringify({ __error: { code: event.code, message: event.message } })}\n\n`;
     case 'done':
       return `data: ${JSON.stringify({ __done: true, run_id: event.runId, ...(event.stopped && { stopped: true }) })}\n\ndata: [DONE]\n\n`;
+    // Only a client that asked for approvals ('ask') is sent these (issue 33).
+    case 'approval':
+      return `data: ${JSON.stringify({ __approval: event.approval })}\n\n`;
+    case 'approval-decided':
+      return `data: ${JSON.stringify({ __approval_decided: { id: event.id, decision: event.decision } })}\n\n`;
   }
 }
 

@@ -61,6 +61,8 @@ export class Metrics implements SchedulerMetrics, JobMetrics {
   readonly #reminderTicks: Counter<'outcome'>;
   readonly #notices: Counter<'outcome'>;
   readonly #jobs: Counter<'job' | 'outcome'>;
+  readonly #mcpCalls: Counter<'server' | 'outcome'>;
+  readonly #mcpCallSeconds: Histogram<'outcome'>;
   #pools: PoolState[] = [];
 
   constructor() {
@@ -122,6 +124,20 @@ export class Metrics implements SchedulerMetrics, JobMetrics {
       name: 'parley_jobs_total',
       help: 'Background job attempts, by kind and outcome (done, failed: to be retried, buried: failed for good)',
       labelNames: ['job', 'outcome'],
+      registers,
+    });
+    // `server` is a name the administrator gave (a handful), never anything a user typed.
+    this.#mcpCalls = new Counter({
+      name: 'parley_mcp_tool_calls_total',
+      help: 'MCP tool calls, by server and outcome (ok, tool_error, timeout, failed, not_approved, over_limit)',
+      labelNames: ['server', 'outcome'],
+      registers,
+    });
+    this.#mcpCallSeconds = new Histogram({
+      name: 'parley_mcp_tool_call_seconds',
+      help: 'How long MCP tool calls took (an approval wait included), by outcome',
+      labelNames: ['outcome'],
+      buckets: [0.05, 0.25, 1, 5, 30, 120],
       registers,
     });
     const pools = () => this.#pools;
@@ -186,6 +202,11 @@ export class Metrics implements SchedulerMetrics, JobMetrics {
     this.#jobs.inc({ job: kind, outcome });
     // Notices keep their own counter too, as it was before they ran on the job runner.
     if (kind === 'reminder_notice') this.#notices.inc({ outcome: NOTICE_OUTCOMES[outcome] });
+  }
+
+  mcpCall(server: string, outcome: string, ms: number): void {
+    this.#mcpCalls.inc({ server, outcome });
+    this.#mcpCallSeconds.observe({ outcome }, ms / 1000);
   }
 
   watchPool(pool: PoolState): void {

@@ -27,6 +27,8 @@ export async function collectCompletion(
     if (event.type === 'text') content += event.text;
     else if (event.type === 'reasoning') reasoning += event.text;
     else if (event.type === 'error') error = event;
+    else if (event.type !== 'done')
+      continue; // approvals: this door never asks
     else if (error) return { ok: false, ...error };
     else if (event.end)
       return { ok: true, body: completionBody(meta, content, reasoning, event.end) };

@@ -62,6 +62,9 @@ export function completionChunkEncoder(
           : '';
         return `${start()}${last}${usage}data: [DONE]\n\n`;
       }
+      case 'approval':
+      case 'approval-decided':
+        return ''; // this door never asks for approvals
     }
   };
 }

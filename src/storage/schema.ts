@@ -659,3 +659,99 @@ export const runEvents = pgTable(
   },
   (t) => [primaryKey({ columns: [t.runId, t.seq] })],
 );
+
+/**
+ * An MCP server the administrator added (issue 33): a stdio command (with only the
+ * environment variables given for it) or a Streamable HTTP URL. `name` namespaces its tools
+ * (`<name>__<tool>`). `approved_*` are the tool definitions the administrator accepted (the
+ * first listing is accepted when the server is enabled); `seen_*` the latest listing, which
+ * holds the server while its fingerprint differs. `last_*` say why it is down (stderr's last
+ * lines are the administrator's only).
+ */
+export const mcpServers = pgTable(
+  'mcp_servers',
+  {
+    id: uuid('id').primaryKey(),
+    name: text('name').notNull(),
+    transport: text('transport').$type<'stdio' | 'http'>().notNull(),
+    command: text('command'),
+    args: jsonb('args').$type<string[]>().notNull().default([]),
+    env: jsonb('env').$type<Record<string, string>>().notNull().default({}),
+    url: text('url'),
+    enabled: boolean('enabled').notNull().default(false),
+    restricted: boolean('restricted').notNull().default(false),
+    trusted: boolean('trusted').notNull().default(false),
+    sharedProcess: boolean('shared_process').notNull().default(false),
+    approvalTools: jsonb('approval_tools').$type<string[]>().notNull().default([]),
+    approvedFingerprint: text('approved_fingerprint'),
+    approvedTools: jsonb('approved_tools').$type<unknown[]>(),
+    seenFingerprint: text('seen_fingerprint'),
+    seenTools: jsonb('seen_tools').$type<unknown[]>(),
+    lastError: text('last_error'),
+    lastStderr: text('last_stderr'),
+    lastErrorAt: timestamp('last_error_at', { withTimezone: true }),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('mcp_servers_name_idx').on(t.name)],
+);
+
+/**
+ * One user's relation to a server: `allowed` (the administrator's; null = the server's
+ * default: allowed unless restricted), `enabled` (the user's; null = on) and their own
+ * credential for an HTTP server, AES-256-GCM encrypted (src/mcp/credential-cipher.ts).
+ */
+export const mcpServerUsers = pgTable(
+  'mcp_server_users',
+  {
+    serverId: uuid('server_id')
+      .notNull()
+      .references(() => mcpServers.id, { onDelete: 'cascade' }),
+    userId: text('user_id').notNull(),
+    allowed: boolean('allowed'),
+    enabled: boolean('enabled'),
+    credentialHeader: text('credential_header'),
+    credential: text('credential'),
+    updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    primaryKey({ name: 'mcp_server_users_pk', columns: [t.serverId, t.userId] }),
+    index('mcp_server_users_user_idx').on(t.userId),
+  ],
+);
+
+/** A user's standing "always allow" for one tool of one server. */
+export const mcpAlwaysAllow = pgTable(
+  'mcp_always_allow',
+  {
+    userId: text('user_id').notNull(),
+    serverId: uuid('server_id')
+      .notNull()
+      .references(() => mcpServers.id, { onDelete: 'cascade' }),
+    tool: text('tool').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ name: 'mcp_always_allow_pk', columns: [t.userId, t.serverId, t.tool] })],
+);
+
+/**
+ * A tool call waiting for its user's decision (`decision` null until then), read by the
+ * waiting run on whichever replica it runs.
+ */
+export const toolApprovals = pgTable(
+  'tool_approvals',
+  {
+    id: uuid('id').primaryKey(),
+    userId: text('user_id').notNull(),
+    runId: uuid('run_id').notNull(),
+    serverId: uuid('server_id')
+      .notNull()
+      .references(() => mcpServers.id, { onDelete: 'cascade' }),
+    tool: text('tool').notNull(),
+    arguments: jsonb('arguments').notNull(),
+    decision: text('decision').$type<'approve' | 'deny' | 'always' | 'expired'>(),
+    createdAt: createdAt(),
+    decidedAt: timestamp('decided_at', { withTimezone: true }),
+  },
+  (t) => [index('tool_approvals_user_idx').on(t.userId, t.createdAt)],
+);

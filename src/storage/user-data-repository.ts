@@ -53,6 +53,10 @@ export class UserDataRepository {
         'DELETE FROM users WHERE user_id = $1', // profile and Telegram link
         'DELETE FROM chat_rates WHERE user_id = $1',
         'DELETE FROM ingest_usage WHERE user_id = $1',
+        // Their MCP settings, credentials, standing permissions and pending approvals.
+        'DELETE FROM mcp_server_users WHERE user_id = $1',
+        'DELETE FROM mcp_always_allow WHERE user_id = $1',
+        'DELETE FROM tool_approvals WHERE user_id = $1',
         // The user's BM25 statistics, zero once their documents are gone.
         'DELETE FROM chunk_terms WHERE owner = $1',
         'DELETE FROM term_stats WHERE owner = $1',

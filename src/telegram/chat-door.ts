@@ -37,6 +37,12 @@ export interface ChatDoorDependencies {
   streamIntervalMs: number;
   /** Aborted when the server stops and the grace period is over. */
   shutdown: AbortSignal;
+  /** Records the user's decision on a tool call (McpRepository.decide); the chat waits on it. */
+  decideApproval?: (
+    userId: string,
+    approvalId: string,
+    decision: 'approve' | 'deny' | 'always',
+  ) => Promise<'approve' | 'deny' | 'always' | 'expired' | undefined>;
 }
 
 /** What the user sent the assistant: text, and a photo whose caption is the text. */
@@ -47,6 +53,11 @@ export interface Question {
 
 /** Feedback buttons: `f:<run id>:<score>`, well within Telegram's 64 bytes. */
 const RATE = /^f:([^:]+):([01])$/;
+/** Approval buttons: `a:<approval id>:<y|n|a>` (approve, deny, always). */
+const DECIDE = /^a:([^:]+):([yna])$/;
+const DECISIONS = { y: 'approve', n: 'deny', a: 'always' } as const;
+/** Characters of a call's arguments shown in the question (a message holds 4,096). */
+const ARGUMENTS_SHOWN = 3_000;
 
 /**
  * Text and photos to the user's assistant, in the chat's conversation (the one `/chat` goes to
@@ -101,6 +112,8 @@ export class ChatDoor {
               .replaceAll('\u0000', '\uFFFD'),
             showThinking: false,
             image,
+            // The chat can show buttons: a tool call that needs the user's decision asks here.
+            approvals: this.#deps.decideApproval ? 'ask' : 'refuse',
           },
           signal,
         );
@@ -127,7 +140,7 @@ export class ChatDoor {
             ? t.modelDownloading(error.percent ?? 0)
             : error.message,
       });
-      const sent = await stream.run(eventsOf(numbered));
+      const sent = await stream.run(this.#asking(eventsOf(numbered), chatId, language, log));
       log.info(
         { runId: sent.runId, firstUpdateMs: sent.firstUpdateMs, drafts: this.#drafts.enabled },
         'Telegram answer sent',
@@ -157,6 +170,52 @@ export class ChatDoor {
     } catch (error) {
       if (AppError.isInstance(error) && error.status === 404) return { text: t.feedbackGone };
       throw error;
+    }
+  }
+
+  /**
+   * A press of Approve, Deny or Always allow under a tool call's question: the decision goes
+   * to the database, where the waiting answer (on any replica) reads it.
+   */
+  async decide(userId: string, data: string, language: Language, log: Logger): Promise<string> {
+    const t = textsFor(language);
+    const match = DECIDE.exec(data);
+    if (!match?.[1] || !isUuid(match[1]) || !this.#deps.decideApproval) return t.approvalGone;
+    const decided = await this.#deps.decideApproval(
+      userId,
+      match[1],
+      DECISIONS[match[2] as keyof typeof DECISIONS],
+    );
+    log.info({ decision: decided ?? 'unknown' }, 'Telegram approval decided');
+    return decided ? t.approvalDecided[decided] : t.approvalGone;
+  }
+
+  /** Passes the answer's events on; a tool call's question is sent as a message with buttons. */
+  async *#asking(
+    events: AsyncIterable<ChatEvent>,
+    chatId: number,
+    language: Language,
+    log: Logger,
+  ): AsyncGenerator<ChatEvent> {
+    const t = textsFor(language);
+    for await (const event of events) {
+      if (event.type === 'approval') {
+        const { id, server, tool } = event.approval;
+        const args = JSON.stringify(event.approval.arguments, null, 2) ?? '';
+        const shown = args.length > ARGUMENTS_SHOWN ? `${args.slice(0, ARGUMENTS_SHOWN)}…` : args;
+        await sendReply(this.#deps.telegram, chatId, t.approvalQuestion(tool, server, shown), log, {
+          inline_keyboard: [
+            [
+              { text: t.approve, callback_data: `a:${id}:y` },
+              { text: t.deny, callback_data: `a:${id}:n` },
+            ],
+            [{ text: t.alwaysAllow, callback_data: `a:${id}:a` }],
+          ],
+        });
+        continue;
+      }
+      if (event.type === 'approval-decided') continue; // the press was answered already
+      yield event;
     }
   }
 

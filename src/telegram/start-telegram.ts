@@ -16,7 +16,7 @@ import type { DetachedRuns } from '../runs/detached-runs.ts';
 import type { LeaseRepository } from '../storage/lease-repository.ts';
 import type { TelegramRepository } from '../storage/telegram-repository.ts';
 import type { ImageIntake } from '../vision/image-intake.ts';
-import { ChatDoor } from './chat-door.ts';
+import { ChatDoor, type ChatDoorDependencies } from './chat-door.ts';
 import { registerCommands } from './commands.ts';
 import { ConversationDoor } from './conversation-door.ts';
 import { DocumentDoor } from './document-door.ts';
@@ -42,6 +42,8 @@ export interface TelegramStartOptions {
   clock: Clock;
   shutdown: AbortSignal;
   logger: Logger;
+  /** Tool calls asked about with buttons (MCP approvals); absent: they are refused. */
+  decideApproval?: ChatDoorDependencies['decideApproval'];
 }
 
 export interface TelegramDoor {
@@ -78,6 +80,7 @@ export function startTelegram(options: TelegramStartOptions): TelegramDoor | und
       messageMaxChars: config.MESSAGE_MAX_CHARS,
       streamIntervalMs: config.TELEGRAM_STREAM_INTERVAL_MS,
       shutdown: options.shutdown,
+      decideApproval: options.decideApproval,
     }),
     documents: new DocumentDoor({
       telegram,

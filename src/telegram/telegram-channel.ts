@@ -206,6 +206,20 @@ export class TelegramChannel {
         await answeredOnFailure(conversations.choose(userId, chatId, data.slice(2), language)),
       ));
     }
+    if (data.startsWith('a:')) {
+      const text = await answeredOnFailure(this.#deps.chat.decide(userId, data, language, log));
+      await answer(text);
+      // The question's buttons go: it is decided (or no longer open).
+      const messageId = query.message?.message_id;
+      if (messageId !== undefined) {
+        await this.#deps.telegram.reliable
+          .editMessageReplyMarkup(chatId, messageId, { reply_markup: { inline_keyboard: [] } })
+          .catch((error: unknown) => {
+            if (!isNotModified(error)) log.warn({ err: error }, 'approval buttons not removed');
+          });
+      }
+      return;
+    }
     if (data.startsWith('r:')) {
       const reminders = this.#deps.reminders;
       return void (await answer(

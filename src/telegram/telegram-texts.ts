@@ -31,6 +31,18 @@ const TEXTS = {
     noAnswer: 'No answer came. Please try again.',
     thanks: 'Thanks for the feedback.',
     feedbackGone: 'This answer can no longer be rated.',
+    approvalQuestion: (tool: string, server: string, args: string) =>
+      `Run the tool ${tool} of ${server} with these arguments?\n${args}`,
+    approve: 'Approve',
+    deny: 'Deny',
+    alwaysAllow: 'Always allow',
+    approvalDecided: {
+      approve: 'Approved.',
+      always: 'Approved, and always allowed from now on.',
+      deny: 'Denied: the tool is not run.',
+      expired: 'Too late: the tool was not run.',
+    },
+    approvalGone: 'This question is no longer open.',
     ingesting: 'Reading the document…',
     ingested: (name: string, chunks: number) =>
       `“${name}” is in your documents (${chunks} ${chunks === 1 ? 'passage' : 'passages'}): ask about it.`,
@@ -82,6 +94,18 @@ const TEXTS = {
     noAnswer: '답을 받지 못했습니다. 다시 시도해 주세요.',
     thanks: '평가해 주셔서 감사합니다.',
     feedbackGone: '이 답은 더 이상 평가할 수 없습니다.',
+    approvalQuestion: (tool: string, server: string, args: string) =>
+      `${server}의 도구 ${tool}을(를) 이 인자로 실행할까요?\n${args}`,
+    approve: '승인',
+    deny: '거부',
+    alwaysAllow: '항상 허용',
+    approvalDecided: {
+      approve: '승인했습니다.',
+      always: '승인했고, 앞으로 항상 허용합니다.',
+      deny: '거부했습니다: 도구를 실행하지 않습니다.',
+      expired: '너무 늦었습니다: 도구를 실행하지 않았습니다.',
+    },
+    approvalGone: '이 질문은 더 이상 열려 있지 않습니다.',
     ingesting: '문서를 읽는 중…',
     ingested: (name: string, chunks: number) =>
       `“${name}” 문서를 추가했습니다(${chunks}개 구절). 이제 물어보세요.`,

@@ -67,6 +67,8 @@ interface Fixture {
   conversationOf: Record<Target, string>;
   memoryOf: Record<Target, string>;
   spareKeyId(): Promise<string>;
+  /** An enabled MCP server (an HTTP one nothing listens for: chats leave it out). */
+  mcpServerId: string;
 }
 
 /**
@@ -477,6 +479,87 @@ const RULES: Record<string, Rule> = {
     status: { embedded: 200, server: 409 }, // a PostgreSQL server is backed up with pg_dump
     call: () => ({ method: 'GET', path: '/admin/backup' }),
   },
+  'POST /admin/mcp-servers': {
+    kind: 'admin',
+    status: 201,
+    call: () => ({
+      method: 'POST',
+      path: '/admin/mcp-servers',
+      json: {
+        transport: 'http',
+        name: `walk-${Math.random().toString(36).slice(2, 10)}`,
+        url: 'http://127.0.0.1:9/mcp',
+      },
+    }),
+  },
+  'GET /admin/mcp-servers': {
+    kind: 'admin',
+    status: 200,
+    call: () => ({ method: 'GET', path: '/admin/mcp-servers' }),
+  },
+  'GET /admin/mcp-servers/{server_id}': {
+    kind: 'admin',
+    status: 200,
+    call: (f) => ({ method: 'GET', path: `/admin/mcp-servers/${f.mcpServerId}` }),
+  },
+  'PATCH /admin/mcp-servers/{server_id}': {
+    kind: 'admin',
+    status: 200,
+    call: (f) => ({
+      method: 'PATCH',
+      path: `/admin/mcp-servers/${f.mcpServerId}`,
+      json: { trusted: false },
+    }),
+  },
+  'DELETE /admin/mcp-servers/{server_id}': {
+    kind: 'admin',
+    status: 404,
+    call: () => ({ method: 'DELETE', path: `/admin/mcp-servers/${NO_CONVERSATION}` }),
+  },
+  'POST /admin/mcp-servers/{server_id}/approve-tools': {
+    kind: 'admin',
+    status: 409, // no listing with this fingerprint was seen
+    call: (f) => ({
+      method: 'POST',
+      path: `/admin/mcp-servers/${f.mcpServerId}/approve-tools`,
+      json: { fingerprint: '0'.repeat(64) },
+    }),
+  },
+  'PUT /admin/mcp-servers/{server_id}/users/{user_id}': {
+    kind: 'admin',
+    status: 200,
+    call: (f) => ({
+      method: 'PUT',
+      path: `/admin/mcp-servers/${f.mcpServerId}/users/carol`,
+      json: { allowed: null },
+    }),
+  },
+  'GET /users/{user_id}/mcp-servers': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t) => ({ method: 'GET', path: `/users/${t}/mcp-servers` }),
+  },
+  'PUT /users/{user_id}/mcp-servers/{server_id}': {
+    kind: 'user',
+    status: 200,
+    other: 403,
+    call: (t, f) => ({
+      method: 'PUT',
+      path: `/users/${t}/mcp-servers/${f.mcpServerId}`,
+      json: { enabled: true },
+    }),
+  },
+  'POST /users/{user_id}/approvals/{approval_id}': {
+    kind: 'user',
+    status: 404, // no call waits for it
+    other: 403,
+    call: (t) => ({
+      method: 'POST',
+      path: `/users/${t}/approvals/${NO_CONVERSATION}`,
+      json: { decision: 'approve' },
+    }),
+  },
   'DELETE /admin/users/{user_id}': {
     kind: 'admin',
     status: 404,
@@ -595,7 +678,14 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
       await admin('POST', `/users/${target}/conversations`, {});
     }
     for (const caller of Object.keys(WEB_CALLERS) as WebCaller[]) await signIn(caller);
+    const mcpServer = await admin('POST', '/admin/mcp-servers', {
+      transport: 'http',
+      name: 'walk',
+      url: 'http://127.0.0.1:9/mcp',
+    });
+    await admin('PATCH', `/admin/mcp-servers/${mcpServer.id}`, { enabled: true });
     fixture = {
+      mcpServerId: mcpServer.id as string,
       runOf,
       conversationOf,
       memoryOf: {

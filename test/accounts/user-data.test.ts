@@ -63,6 +63,7 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
         EMBEDDINGS_PROVIDER: 'none',
         CRAG_ENABLED: 'false',
         QUERY_REWRITE_ENABLED: 'false',
+        MCP_CREDENTIALS_KEY: 'a'.repeat(64),
         ...storage.env,
       },
       token: null,
@@ -220,6 +221,23 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   });
 
   it('deletes a user with everything of theirs, and their keys stop working', async () => {
+    // Their MCP settings and credential too (issue 33).
+    const server = await call(ADMIN, 'POST', '/admin/mcp-servers', {
+      transport: 'http',
+      name: 'erase-me',
+      url: 'http://127.0.0.1:9/mcp',
+    });
+    await call(ADMIN, 'PATCH', `/admin/mcp-servers/${server.body.id}`, { enabled: true });
+    const choice = await call(
+      keys.alice as string,
+      'PUT',
+      `/users/alice/mcp-servers/${server.body.id}`,
+      {
+        enabled: false,
+        credential: { value: 'Bearer alice-token' },
+      },
+    );
+    expect(choice.status, JSON.stringify(choice.body)).toBe(200);
     const deleted = await call(ADMIN, 'DELETE', '/admin/users/alice');
     expect(deleted).toEqual({ status: 200, body: { deleted: 'alice' } });
     expect((await call(keys.alice as string, 'GET', '/documents')).status).toBe(401);

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import {
@@ -90,6 +91,44 @@ describe('tracing and feedback with LangSmith configured', () => {
     );
     expect(tool).toMatchObject({ name: 'list_reminders', trace_id: runId });
     langsmith.assertNoUnexpected();
+  });
+
+  it("traces an MCP server's tool call as a tool run of the chat", async () => {
+    const everything = fileURLToPath(
+      import.meta.resolve('@modelcontextprotocol/server-everything/dist/index.js'),
+    );
+    const created = await parley.fetch('/admin/mcp-servers', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        transport: 'stdio',
+        name: 'everything',
+        command: process.execPath,
+        args: [everything, 'stdio'],
+        trusted: true,
+      }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    await parley.fetch(`/admin/mcp-servers/${id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ enabled: true }),
+    });
+    llm.enqueue(
+      reply.toolCalls([{ name: 'everything__get-sum', args: { a: 20, b: 22 } }]),
+      reply.text('42.'),
+    );
+    const stream = await chat('20 + 22?', 'mcp-traced');
+    expect(stream.text).toBe('42.');
+    const tool = await langsmith.waitForRun(
+      (run) =>
+        run.parent_run_id === stream.runId && run.run_type === 'tool' && run.end_time !== undefined,
+      10_000,
+    );
+    expect(tool).toMatchObject({ name: 'everything__get-sum', trace_id: stream.runId });
+    expect(JSON.stringify(tool.outputs)).toContain('The sum of 20 and 22 is 42.');
+    // Off the request's path: the server stays enabled for no other test of this file.
+    await parley.fetch(`/admin/mcp-servers/${id}`, { method: 'DELETE' });
   });
 
   it('forwards feedback to LangSmith with the run id', async () => {

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { McpServersSection } from './mcp-admin.tsx';
 
 interface Account {
   user_id: string;
@@ -80,6 +81,7 @@ export function AdminPage() {
           onKey={(key) => setIssued({ user: user.user_id, key })}
         />
       ))}
+      <McpServersSection />
     </section>
   );
 }

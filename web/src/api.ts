@@ -62,7 +62,18 @@ export type StreamEvent =
   | { type: 'text'; text: string }
   | { type: 'error'; code: string; message: string }
   /** `stopped`: a resumable answer stopped by Stop (here or in another tab). */
-  | { type: 'done'; runId: string; stopped: boolean };
+  | { type: 'done'; runId: string; stopped: boolean }
+  | { type: 'approval'; approval: ToolApproval }
+  | { type: 'approval-decided'; id: string; decision: ApprovalDecision };
+
+/** A tool call of an MCP server waiting for the user's decision. */
+export interface ToolApproval {
+  id: string;
+  server: string;
+  tool: string;
+  arguments: unknown;
+}
+export type ApprovalDecision = 'approve' | 'deny' | 'always' | 'expired';
 
 /** POST /chat and the events of its stream, as they arrive (spec §6). */
 export async function* chatStream(
@@ -132,8 +143,13 @@ async function* streamEvents(response: Response): AsyncGenerator<StreamEvent> {
               run_id?: string;
               stopped?: boolean;
               __error?: { code: string; message: string };
+              __approval?: ToolApproval;
+              __approval_decided?: { id: string; decision: ApprovalDecision };
             };
         if (typeof parsed === 'string') yield { type: 'text', text: parsed };
+        else if (parsed.__approval) yield { type: 'approval', approval: parsed.__approval };
+        else if (parsed.__approval_decided)
+          yield { type: 'approval-decided', ...parsed.__approval_decided };
         else if (parsed.__error) yield { type: 'error', ...parsed.__error };
         else if (parsed.__done && parsed.run_id) {
           yield { type: 'done', runId: parsed.run_id, stopped: parsed.stopped === true };

@@ -1,5 +1,14 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { ApiError, chatStream, followRun, type StreamEvent, stopRun } from './api.ts';
+import {
+  ApiError,
+  api,
+  chatStream,
+  enc,
+  followRun,
+  type StreamEvent,
+  stopRun,
+  type ToolApproval,
+} from './api.ts';
 import { ConversationHeader } from './conversation-header.tsx';
 import { type Conversation, readConversation, selectVersion } from './conversations-api.ts';
 import { t } from './i18n.ts';
@@ -214,6 +223,7 @@ export function ChatPage(props: {
     let lastId = 0;
     let failed = false;
     let ended = false;
+    let approvals: NonNullable<Turn['approvals']> = [];
     /** Stopped by Stop, in this tab or another. */
     let stoppedThere = false;
     // An answer that did not fail offers no Retry: its image is only shown from then on.
@@ -256,6 +266,14 @@ export function ChatPage(props: {
             } else if (event.type === 'error') {
               failed = true;
               update(key, { error: { code: event.code, message: event.message } });
+            } else if (event.type === 'approval') {
+              approvals = [...approvals, { ...event.approval, decision: undefined }];
+              update(key, { approvals });
+            } else if (event.type === 'approval-decided') {
+              approvals = approvals.map((item) =>
+                item.id === event.id ? { ...item, decision: event.decision } : item,
+              );
+              update(key, { approvals });
             } else if (event.type === 'start') {
               if (runId) continue; // a stream followed again names the same run
               runId = event.runId;
@@ -379,6 +397,8 @@ export function ChatPage(props: {
       conversation_id: props.conversation,
       // The answer outlives this page: a reload or another tab follows it, Stop is the server's.
       resumable: true,
+      // This page can show a tool call that needs the user's decision (issue 33).
+      approvals: 'ask',
     };
     if (version) body.regenerate = version;
     const conversation = props.conversation;
@@ -427,6 +447,15 @@ export function ChatPage(props: {
     );
   }, []);
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
+  const userRef = useRef(props.user);
+  userRef.current = props.user;
+  /** The user's decision on a tool call; the stream then says it was decided. */
+  const decide = useCallback(async (approval: ToolApproval, decision: string) => {
+    await api(`/users/${enc(userRef.current)}/approvals/${enc(approval.id)}`, {
+      method: 'POST',
+      body: { decision },
+    }).catch(() => undefined);
+  }, []);
   const busyRef = useRef(busy);
   busyRef.current = busy;
   /** False while another answer streams: the edited text stays in its field, not lost. */
@@ -531,6 +560,7 @@ export function ChatPage(props: {
               onEdit={edit}
               onRegenerate={regenerate}
               onVersion={showVersion}
+              onDecide={decide}
             />
           ))}
         </div>

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { MyMcpServers } from './mcp-user.tsx';
 
 /** Loads a resource once, with a way to load it again after a change. */
 function useResource<T>(path: string): [T | undefined, string | undefined, () => void] {
@@ -275,6 +276,7 @@ export function ProfilePage(props: { user: string }) {
           )}
         </p>
       )}
+      <MyMcpServers user={props.user} />
       <h2>{t.usage}</h2>
       {usage && (
         <div class="table-wrap">

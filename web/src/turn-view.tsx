@@ -1,7 +1,7 @@
 /** One turn of a conversation on screen: the question, its answer, and what can be done to them. */
 import type { ComponentChildren } from 'preact';
 import { useLayoutEffect, useMemo, useState } from 'preact/hooks';
-import { api } from './api.ts';
+import { type ApprovalDecision, api, type ToolApproval } from './api.ts';
 import type { Version } from './conversations-api.ts';
 import { t } from './i18n.ts';
 import type { LiveText } from './live-text.ts';
@@ -34,6 +34,8 @@ export interface Turn {
   feedback?: Feedback | null | undefined;
   /** Which of the turn's versions this is, as stored (a turn just sent has none to choose). */
   version?: Version | undefined;
+  /** Tool calls of this answer that asked for the user's decision, and what was decided. */
+  approvals?: (ToolApproval & { decision: ApprovalDecision | undefined })[] | undefined;
 }
 
 interface TurnProps {
@@ -43,6 +45,7 @@ interface TurnProps {
   onEdit: (turn: Turn, question: string) => boolean;
   onRegenerate: (turn: Turn) => void;
   onVersion: (runId: string) => void;
+  onDecide: (approval: ToolApproval, decision: 'approve' | 'deny' | 'always') => void;
 }
 
 /**
@@ -112,6 +115,9 @@ export const TurnView = memo(function TurnView(props: TurnProps) {
             <p>{thinking}</p>
           </details>
         )}
+        {turn.approvals?.map((approval) => (
+          <ApprovalCard key={approval.id} approval={approval} onDecide={props.onDecide} />
+        ))}
         <AnswerText text={answer} />
         {streaming && !answer && <p class="muted">{t.thinkingNow}</p>}
         {turn.interrupted && <p class="muted">{t.interrupted}</p>}
@@ -274,5 +280,42 @@ function Feedback(props: {
         </span>
       )}
     </div>
+  );
+}
+
+/** A tool call waiting for the user: which server and tool, its arguments, and the choices. */
+function ApprovalCard(props: {
+  approval: ToolApproval & { decision: ApprovalDecision | undefined };
+  onDecide: TurnProps['onDecide'];
+}) {
+  const { approval } = props;
+  const [sent, setSent] = useState(false);
+  const decide = (decision: 'approve' | 'deny' | 'always') => {
+    setSent(true);
+    props.onDecide(approval, decision);
+  };
+  const label = t.approvalQuestion(approval.tool, approval.server);
+  return (
+    <section class="approval" aria-label={label}>
+      <p>{label}</p>
+      <pre>{JSON.stringify(approval.arguments, null, 2)}</pre>
+      {approval.decision === undefined ? (
+        <div class="approval-actions">
+          <button type="button" disabled={sent} onClick={() => decide('approve')}>
+            {t.approve}
+          </button>
+          <button type="button" disabled={sent} onClick={() => decide('deny')}>
+            {t.deny}
+          </button>
+          <button type="button" disabled={sent} onClick={() => decide('always')}>
+            {t.alwaysAllow}
+          </button>
+        </div>
+      ) : (
+        <p class="muted" role="status">
+          {t.approvalDecided[approval.decision]}
+        </p>
+      )}
+    </section>
   );
 }

@@ -56,6 +56,15 @@ export function registerChatRoutes(
         "Whose assistant answers: the key's own user when absent (the administrator: `default`)",
       ),
     show_thinking: z.boolean().default(false),
+    approvals: z
+      .enum(['ask', 'refuse'])
+      .default('refuse')
+      .describe(
+        "`ask`: a tool call that needs the user's approval is sent as " +
+          '`data: {"__approval": {"id", "server", "tool", "arguments"}}` and waits for ' +
+          '`POST /users/{user_id}/approvals/{id}` (then `{"__approval_decided": {"id", ' +
+          '"decision"}}`); `refuse` (default): such a call is not run and the model is told so.',
+      ),
     image_base64: z
       .string()
       .max(imageMaxChars, { message: `must encode at most ${settings.imageMaxBytes} bytes` })
@@ -156,6 +165,7 @@ export function registerChatRoutes(
           parentRunId: place.parentRunId,
           message: request.body.message,
           showThinking: request.body.show_thinking,
+          approvals: request.body.approvals,
           image,
         },
         abort.signal,

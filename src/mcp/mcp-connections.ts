@@ -1,0 +1,312 @@
+import { createHash } from 'node:crypto';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { APP_VERSION } from '../version.ts';
+import { ProcessGroupTransport } from './process-group-transport.ts';
+
+/** What a connection is made from: the server's stored definition. */
+export interface ServerEndpoint {
+  id: string;
+  name: string;
+  transport: 'stdio' | 'http';
+  command: string | null;
+  args: string[];
+  env: Record<string, string>;
+  url: string | null;
+  sharedProcess: boolean;
+}
+
+/** A user's own credential for an HTTP server, already decrypted: sent to that server only. */
+export interface ServerCredential {
+  header: string;
+  value: string;
+}
+
+/** One client connection to one server, for one user (or every user of a shared process). */
+export interface McpConnection {
+  client: Client;
+  tools: Tool[];
+  /** Calls under way: an idle sweep leaves a connection in use alone. */
+  inUse: number;
+  lastUsed: number;
+}
+
+/** Why a server is down, as the administrator reads it. */
+export interface ServerFailure {
+  reason: string;
+  stderr: string | undefined;
+}
+
+export interface McpConnectionSettings {
+  connectTimeoutMs: number;
+  idleMs: number;
+  logger: Logger;
+  /** Called when a server fails (null: it answers again), to store the reason for the admin. */
+  onFailure: (serverId: string, failure: ServerFailure | null) => void;
+}
+
+const BACKOFF_FIRST_MS = 1_000;
+const BACKOFF_MAX_MS = 60_000;
+const MAX_TOOL_PAGES = 20;
+
+interface Slot {
+  connection: Promise<McpConnection> | undefined;
+  /** Failures in a row, and when the next attempt may be made. */
+  failures: number;
+  retryAt: number;
+  lastReason: string | undefined;
+  /** The tool list changed (the server said so): listed again before the next use. */
+  stale: boolean;
+  close?: () => Promise<void>;
+}
+
+/**
+ * The MCP client connections of this process. No session is shared between users: each user
+ * has their own connection to an HTTP server (with their own credential, if any) and their
+ * own process of a stdio server, unless the administrator marked that server as holding no
+ * per-user state (`shared_process`), where every user's calls go to one process. A server
+ * that fails (it exits, refuses, times out) is tried again on its next use, no sooner than
+ * its back-off (1 s, doubling, at most 60 s); an unused connection is closed after the idle
+ * time; `closeAll` ends every process group at shutdown.
+ */
+export class McpConnections {
+  readonly #settings: McpConnectionSettings;
+  readonly #slots = new Map<string, Slot>();
+  readonly #sweep: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(settings: McpConnectionSettings) {
+    this.#settings = settings;
+    this.#sweep = setInterval(() => this.#closeIdle(), Math.min(settings.idleMs, 30_000));
+    this.#sweep.unref();
+  }
+
+  /** The connection of this user to this server, made (and its tools listed) if need be. */
+  async get(
+    server: ServerEndpoint,
+    userId: string,
+    credential: ServerCredential | undefined,
+  ): Promise<McpConnection> {
+    if (this.#closed) throw new Error('shutting down');
+    const key = slotKey(server, userId, credential);
+    let slot = this.#slots.get(key);
+    if (!slot) {
+      slot = {
+        connection: undefined,
+        failures: 0,
+        retryAt: 0,
+        lastReason: undefined,
+        stale: false,
+      };
+      this.#slots.set(key, slot);
+    }
+    if (!slot.connection) {
+      if (Date.now() < slot.retryAt) {
+        throw new ServerDownError(slot.lastReason ?? 'failed', slot.retryAt - Date.now());
+      }
+      slot.connection = this.#connect(server, credential, slot);
+    } else if (slot.stale) {
+      slot.stale = false;
+      const connection = await slot.connection;
+      connection.tools = await listTools(connection.client, this.#settings.connectTimeoutMs);
+    }
+    return slot.connection;
+  }
+
+  /** Ends every connection and process (shutdown); later `get`s are refused. */
+  async closeAll(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#sweep);
+    await Promise.allSettled([...this.#slots.values()].map((slot) => slot.close?.()));
+    this.#slots.clear();
+  }
+
+  /** Ends the connections to a server (it was disabled, deleted or changed). */
+  async closeServer(serverId: string): Promise<void> {
+    const closing: Promise<void>[] = [];
+    for (const [key, slot] of this.#slots) {
+      if (key.startsWith(`${serverId}:`)) {
+        this.#slots.delete(key);
+        if (slot.close) closing.push(slot.close());
+      }
+    }
+    await Promise.allSettled(closing);
+  }
+
+  /** Not async: the promise it returns is the slot's own, which `end` compares against. */
+  #connect(
+    server: ServerEndpoint,
+    credential: ServerCredential | undefined,
+    slot: Slot,
+  ): Promise<McpConnection> {
+    const { logger, connectTimeoutMs } = this.#settings;
+    const log = logger.child({ mcpServer: server.name });
+    const client = new Client({ name: 'parley', version: APP_VERSION });
+    const stdio =
+      server.transport === 'stdio' && server.command
+        ? new ProcessGroupTransport({ command: server.command, args: server.args, env: server.env })
+        : undefined;
+    const transport =
+      stdio ??
+      new StreamableHTTPClientTransport(new URL(server.url as string), {
+        requestInit: credential ? { headers: { [credential.header]: credential.value } } : {},
+      });
+    let ended = false;
+    const end = (reason: string) => {
+      if (ended) return;
+      ended = true;
+      if (slot.connection === connecting) slot.connection = undefined;
+      slot.close = undefined;
+      this.#failed(server, slot, reason, stdio?.stderrTail, log);
+    };
+    let closingOnPurpose = false;
+    slot.close = async () => {
+      closingOnPurpose = true;
+      await client.close().catch(() => {});
+      await stdio?.close();
+    };
+    let connected = false;
+    client.onclose = () => {
+      // While connecting, the failure is told by the connect's own error (below).
+      if (closingOnPurpose || !connected) return;
+      const exit = stdio?.exit;
+      end(
+        exit
+          ? `the server process exited (${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`})`
+          : 'the connection closed',
+      );
+    };
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      slot.stale = true;
+    });
+    const connecting = (async () => {
+      const started = Date.now();
+      try {
+        const signal = AbortSignal.timeout(connectTimeoutMs);
+        await client.connect(transport, { signal, timeout: connectTimeoutMs });
+        const tools = await listTools(
+          client,
+          Math.max(1, connectTimeoutMs - (Date.now() - started)),
+        );
+        connected = true;
+        if (slot.failures > 0 || slot.lastReason) this.#settings.onFailure(server.id, null);
+        slot.failures = 0;
+        slot.lastReason = undefined;
+        log.info(
+          { ms: Date.now() - started, tools: tools.length, pid: stdio?.pid },
+          'mcp server connected',
+        );
+        return { client, tools, inUse: 0, lastUsed: Date.now() } satisfies McpConnection;
+      } catch (error) {
+        const reason = describeFailure(error, stdio?.exit);
+        closingOnPurpose = true;
+        await client.close().catch(() => {});
+        await stdio?.close();
+        end(reason);
+        throw new ServerDownError(reason, slot.retryAt - Date.now(), { cause: error });
+      }
+    })();
+    return connecting;
+  }
+
+  #failed(
+    server: ServerEndpoint,
+    slot: Slot,
+    reason: string,
+    stderr: string | undefined,
+    log: Logger,
+  ): void {
+    slot.failures += 1;
+    slot.lastReason = reason;
+    const backoff = Math.min(BACKOFF_FIRST_MS * 2 ** (slot.failures - 1), BACKOFF_MAX_MS);
+    slot.retryAt = Date.now() + backoff;
+    // The reason is Parley's own words; the server's stderr goes to the database only.
+    log.warn({ code: 'mcp_server_down', reason, retryInMs: backoff }, 'mcp server is down');
+    this.#settings.onFailure(server.id, { reason, stderr: stderr || undefined });
+  }
+
+  #closeIdle(): void {
+    const now = Date.now();
+    for (const [key, slot] of this.#slots) {
+      if (!slot.connection) continue;
+      slot.connection.then(
+        (connection) => {
+          if (connection.inUse === 0 && now - connection.lastUsed >= this.#settings.idleMs) {
+            if (this.#slots.get(key) === slot) this.#slots.delete(key);
+            void slot.close?.();
+          }
+        },
+        () => {},
+      );
+    }
+  }
+}
+
+/** A server that is down: why, and how long until it is tried again. */
+export class ServerDownError extends Error {
+  readonly retryInMs: number;
+  constructor(reason: string, retryInMs: number, options?: ErrorOptions) {
+    super(reason, options);
+    this.name = 'ServerDownError';
+    this.retryInMs = Math.max(0, retryInMs);
+  }
+}
+
+async function listTools(client: Client, timeoutMs: number): Promise<Tool[]> {
+  const tools: Tool[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_TOOL_PAGES; page++) {
+    const listed = await client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs });
+    tools.push(...listed.tools);
+    cursor = listed.nextCursor;
+    if (!cursor) break;
+  }
+  return tools;
+}
+
+/** One key per process or session: per user, or per server for a shared stdio process. */
+function slotKey(
+  server: ServerEndpoint,
+  userId: string,
+  credential: ServerCredential | undefined,
+): string {
+  if (server.transport === 'stdio' && server.sharedProcess) return `${server.id}:*`;
+  // A changed credential is a new session (the old one idles out).
+  const secret = credential
+    ? createHash('sha256')
+        .update(`${credential.header}\n${credential.value}`)
+        .digest('hex')
+        .slice(0, 16)
+    : '-';
+  return `${server.id}:${userId}:${secret}`;
+}
+
+function describeFailure(
+  error: unknown,
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined,
+): string {
+  if (exit) {
+    return `the server process exited while starting (${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`})`;
+  }
+  const code =
+    (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
+  // The SDK's StreamableHTTPError carries the response's status as its code.
+  if (typeof code === 'number' && code >= 100 && code < 600) {
+    return `the server answered HTTP ${code}`;
+  }
+  if (typeof code === 'string') return `could not start or reach the server (${code})`;
+  if (
+    error instanceof Error &&
+    (error.name === 'TimeoutError' || /timed out/i.test(error.message))
+  ) {
+    return 'the server did not answer in time';
+  }
+  // Never the server's own words (an error body might echo what was sent, a credential
+  // included): its HTTP status, or the kind of error.
+  const message = error instanceof Error ? error.message : String(error);
+  const status = /\bHTTP (\d{3})\b/.exec(message)?.[1];
+  if (status) return `the server answered HTTP ${status}`;
+  return `could not connect (${error instanceof Error ? error.name : 'error'})`;
+}

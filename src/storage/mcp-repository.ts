@@ -1,0 +1,240 @@
+import { orm } from './orm.ts';
+
+const { and, asc, eq, isNull, sql } = orm;
+
+import type { Db } from './database.ts';
+import { mcpAlwaysAllow, mcpServers, mcpServerUsers, toolApprovals } from './schema.ts';
+
+export type McpServerRecord = typeof mcpServers.$inferSelect;
+export type NewMcpServer = typeof mcpServers.$inferInsert;
+export type McpServerChange = Partial<
+  Pick<McpServerRecord, 'enabled' | 'restricted' | 'trusted' | 'sharedProcess' | 'approvalTools'>
+>;
+
+/** A server as one user has it: whether they may use it, switched it on, gave a credential. */
+export interface UserServer {
+  server: McpServerRecord;
+  allowed: boolean;
+  enabled: boolean;
+  /** The encrypted credential and the header it goes in, when the user gave one. */
+  credential: { header: string; sealed: string } | undefined;
+}
+
+export type ApprovalDecision = 'approve' | 'deny' | 'always' | 'expired';
+export type ApprovalRecord = typeof toolApprovals.$inferSelect;
+
+/** The MCP servers, each user's relation to them, and the tool calls awaiting a decision. */
+export class McpRepository {
+  readonly #db: Db;
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async create(server: NewMcpServer): Promise<McpServerRecord | undefined> {
+    const [row] = await this.#db
+      .insert(mcpServers)
+      .values(server)
+      .onConflictDoNothing({ target: mcpServers.name })
+      .returning();
+    return row;
+  }
+
+  async list(): Promise<McpServerRecord[]> {
+    return this.#db.select().from(mcpServers).orderBy(asc(mcpServers.name));
+  }
+
+  async get(id: string): Promise<McpServerRecord | undefined> {
+    const [row] = await this.#db.select().from(mcpServers).where(eq(mcpServers.id, id));
+    return row;
+  }
+
+  async change(id: string, change: McpServerChange): Promise<McpServerRecord | undefined> {
+    const [row] = await this.#db
+      .update(mcpServers)
+      .set({ ...change, updatedAt: new Date() })
+      .where(eq(mcpServers.id, id))
+      .returning();
+    return row;
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const rows = await this.#db
+      .delete(mcpServers)
+      .where(eq(mcpServers.id, id))
+      .returning({ id: mcpServers.id });
+    return rows.length > 0;
+  }
+
+  /**
+   * Records a listing of the server's tools. The first listing of an enabled server becomes
+   * the approved one (the administrator enabled it knowing its command or URL); a later one
+   * with another fingerprint is only seen, which holds the server until it is approved.
+   */
+  async recordListing(id: string, fingerprint: string, tools: unknown[]): Promise<void> {
+    await this.#db
+      .update(mcpServers)
+      .set({
+        seenFingerprint: fingerprint,
+        seenTools: tools,
+        approvedFingerprint: sql`coalesce(${mcpServers.approvedFingerprint}, ${fingerprint})`,
+        approvedTools: sql`coalesce(${mcpServers.approvedTools}, ${JSON.stringify(tools)}::jsonb)`,
+      })
+      .where(eq(mcpServers.id, id));
+  }
+
+  /** Accepts the listing last seen, only if it is still the one the administrator looked at. */
+  async approveListing(id: string, fingerprint: string): Promise<boolean> {
+    const rows = await this.#db
+      .update(mcpServers)
+      .set({
+        approvedFingerprint: mcpServers.seenFingerprint,
+        approvedTools: mcpServers.seenTools,
+        updatedAt: new Date(),
+      })
+      .where(and(eq(mcpServers.id, id), eq(mcpServers.seenFingerprint, fingerprint)))
+      .returning({ id: mcpServers.id });
+    return rows.length > 0;
+  }
+
+  /** Why the server is down (null: it answered since), for the administrator. */
+  async recordFailure(id: string, reason: string | null, stderr: string | null): Promise<void> {
+    await this.#db
+      .update(mcpServers)
+      .set({ lastError: reason, lastStderr: stderr, lastErrorAt: reason ? new Date() : null })
+      .where(eq(mcpServers.id, id));
+  }
+
+  /** Every server with this user's relation to it (enabled servers only unless `all`). */
+  async forUser(userId: string, options: { all?: boolean } = {}): Promise<UserServer[]> {
+    const rows = await this.#db
+      .select({ server: mcpServers, relation: mcpServerUsers })
+      .from(mcpServers)
+      .leftJoin(
+        mcpServerUsers,
+        and(eq(mcpServerUsers.serverId, mcpServers.id), eq(mcpServerUsers.userId, userId)),
+      )
+      .where(options.all ? undefined : eq(mcpServers.enabled, true))
+      .orderBy(asc(mcpServers.name));
+    return rows.map(({ server, relation }) => ({
+      server,
+      allowed: relation?.allowed ?? !server.restricted,
+      enabled: relation?.enabled ?? true,
+      credential:
+        relation?.credential && relation.credentialHeader
+          ? { header: relation.credentialHeader, sealed: relation.credential }
+          : undefined,
+    }));
+  }
+
+  /** The administrator's part of a user's relation: null puts back the server's default. */
+  async setAllowed(serverId: string, userId: string, allowed: boolean | null): Promise<void> {
+    await this.#upsertRelation(serverId, userId, { allowed });
+  }
+
+  /** The user's part: their switch, and their credential (null removes it). */
+  async setUserChoice(
+    serverId: string,
+    userId: string,
+    choice: { enabled?: boolean; credential?: { header: string; sealed: string } | null },
+  ): Promise<void> {
+    const set: Partial<typeof mcpServerUsers.$inferInsert> = {};
+    if (choice.enabled !== undefined) set.enabled = choice.enabled;
+    if (choice.credential !== undefined) {
+      set.credentialHeader = choice.credential?.header ?? null;
+      set.credential = choice.credential?.sealed ?? null;
+    }
+    await this.#upsertRelation(serverId, userId, set);
+  }
+
+  async #upsertRelation(
+    serverId: string,
+    userId: string,
+    set: Partial<typeof mcpServerUsers.$inferInsert>,
+  ): Promise<void> {
+    await this.#db
+      .insert(mcpServerUsers)
+      .values({ serverId, userId, ...set })
+      .onConflictDoUpdate({
+        target: [mcpServerUsers.serverId, mcpServerUsers.userId],
+        set: { ...set, updatedAt: new Date() },
+      });
+  }
+
+  async alwaysAllowed(userId: string, serverId: string, tool: string): Promise<boolean> {
+    const rows = await this.#db
+      .select({ tool: mcpAlwaysAllow.tool })
+      .from(mcpAlwaysAllow)
+      .where(
+        and(
+          eq(mcpAlwaysAllow.userId, userId),
+          eq(mcpAlwaysAllow.serverId, serverId),
+          eq(mcpAlwaysAllow.tool, tool),
+        ),
+      );
+    return rows.length > 0;
+  }
+
+  async alwaysAllowedTools(userId: string, serverId: string): Promise<string[]> {
+    const rows = await this.#db
+      .select({ tool: mcpAlwaysAllow.tool })
+      .from(mcpAlwaysAllow)
+      .where(and(eq(mcpAlwaysAllow.userId, userId), eq(mcpAlwaysAllow.serverId, serverId)))
+      .orderBy(asc(mcpAlwaysAllow.tool));
+    return rows.map((row) => row.tool);
+  }
+
+  async forgetAlwaysAllowed(userId: string, serverId: string): Promise<void> {
+    await this.#db
+      .delete(mcpAlwaysAllow)
+      .where(and(eq(mcpAlwaysAllow.userId, userId), eq(mcpAlwaysAllow.serverId, serverId)));
+  }
+
+  async createApproval(approval: typeof toolApprovals.$inferInsert): Promise<void> {
+    await this.#db.insert(toolApprovals).values(approval);
+  }
+
+  async approval(id: string): Promise<ApprovalRecord | undefined> {
+    const [row] = await this.#db.select().from(toolApprovals).where(eq(toolApprovals.id, id));
+    return row;
+  }
+
+  /**
+   * Decides a call still waiting (the first decision wins, an expired one cannot be
+   * revived); "always" also records the user's standing permission. Undefined: no such
+   * approval of this user; otherwise the decision in force.
+   */
+  async decide(
+    userId: string,
+    id: string,
+    decision: ApprovalDecision,
+  ): Promise<ApprovalDecision | undefined> {
+    return this.#db.transaction(async (tx) => {
+      const [decided] = await tx
+        .update(toolApprovals)
+        .set({ decision, decidedAt: new Date() })
+        .where(
+          and(
+            eq(toolApprovals.id, id),
+            eq(toolApprovals.userId, userId),
+            isNull(toolApprovals.decision),
+          ),
+        )
+        .returning();
+      if (decided) {
+        if (decision === 'always') {
+          await tx
+            .insert(mcpAlwaysAllow)
+            .values({ userId, serverId: decided.serverId, tool: decided.tool })
+            .onConflictDoNothing();
+        }
+        return decision;
+      }
+      const [existing] = await tx
+        .select({ decision: toolApprovals.decision })
+        .from(toolApprovals)
+        .where(and(eq(toolApprovals.id, id), eq(toolApprovals.userId, userId)));
+      return existing?.decision ?? undefined;
+    });
+  }
+}

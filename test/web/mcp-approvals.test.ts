@@ -1,0 +1,202 @@
+import { fileURLToPath } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { launchChromium } from './browser.ts';
+
+const TOKEN = 'browser-mcp-admin-token';
+const EVERYTHING = fileURLToPath(
+  import.meta.resolve('@modelcontextprotocol/server-everything/dist/index.js'),
+);
+
+/**
+ * A tool call that needs the user's decision, in the web client (issue 33): a real Chromium,
+ * a real Parley with the reference MCP server (untrusted, so every call asks), the fake model.
+ * The page shows the tool, the server and the arguments with "Approve", "Deny" and "Always
+ * allow"; the model is sent what the user chose.
+ */
+describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (engine) => {
+  let database: EngineEnv;
+  let llm: FakeLlmServer;
+  let parley: RunningParley;
+  let browser: Browser;
+  let page: Page;
+
+  const admin = (method: string, path: string, body?: unknown) =>
+    parley.fetch(path, {
+      method,
+      headers: { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    llm = await startFakeLlmServer();
+    database = await engineEnv(engine);
+    parley = await startParley({
+      token: TOKEN,
+      env: {
+        ...database.env,
+        API_TOKEN: TOKEN,
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        MCP_CREDENTIALS_KEY: 'b'.repeat(64),
+      },
+    });
+    const { key } = (await (await admin('POST', '/admin/users', { user_id: 'alice' })).json()) as {
+      key: string;
+    };
+    const server = (await (
+      await admin('POST', '/admin/mcp-servers', {
+        transport: 'stdio',
+        name: 'everything',
+        command: process.execPath,
+        args: [EVERYTHING, 'stdio'],
+      })
+    ).json()) as { id: string };
+    expect(
+      (await admin('PATCH', `/admin/mcp-servers/${server.id}`, { enabled: true })).status,
+    ).toBe(200);
+    const context = await browser.newContext({
+      locale: 'en-US',
+      viewport: { width: 1000, height: 720 },
+    });
+    page = await context.newPage();
+    await page.goto(parley.url);
+    await page.getByLabel('API key').fill(key);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await parley?.stop();
+    await llm?.close();
+    await database?.cleanup();
+  });
+
+  /** The answer's stream has ended (the page sends nothing while one streams). */
+  const answered = async (text: string) => {
+    await page.getByText(text).waitFor({ timeout: 30_000 });
+    await page.locator('.bubble.assistant[aria-busy="true"]').waitFor({ state: 'detached' });
+  };
+  const ask = async (text: string) => {
+    const box = page.getByRole('textbox', { name: 'Message' });
+    await box.fill(text);
+    await box.press('Enter');
+  };
+  const toolResult = (id: string) =>
+    llm.chats
+      .flatMap((chat) => chat.body.messages)
+      .find((m) => m.role === 'tool' && m.tool_call_id === id)?.content;
+
+  it('shows the call with its arguments and runs it only once approved', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ id: 'sum', name: 'everything__get-sum', args: { a: 4, b: 5 } }]),
+      reply.text('It is nine.'),
+    );
+    await ask('What is 4 + 5?');
+    const card = page.getByRole('region', {
+      name: 'Run the tool get-sum of everything with these arguments?',
+    });
+    await card.waitFor({ timeout: 30_000 });
+    expect(await card.locator('pre').textContent()).toBe(JSON.stringify({ a: 4, b: 5 }, null, 2));
+    expect(toolResult('sum')).toBeUndefined(); // nothing ran yet
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await answered('It is nine.');
+    await expect.poll(() => card.getByRole('status').textContent()).toBe('Approved.');
+    expect(toolResult('sum')).toBe('The sum of 4 and 5 is 9.');
+  });
+
+  it('does not run a denied call, and the model is told so', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ id: 'echo', name: 'everything__echo', args: { message: 'private' } }]),
+      reply.text('I did not echo it.'),
+    );
+    await ask('Echo this');
+    const card = page.getByRole('region', {
+      name: 'Run the tool echo of everything with these arguments?',
+    });
+    await card.waitFor({ timeout: 30_000 });
+    await card.getByRole('button', { name: 'Deny' }).click();
+    await answered('I did not echo it.');
+    expect(toolResult('echo')).toBe('Not run: the user denied this call.');
+    expect(await card.getByRole('status').textContent()).toBe('Denied: the tool was not run.');
+  });
+
+  it('"Always allow" runs this call and the next ones without asking', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ id: 'img', name: 'everything__get-tiny-image', args: {} }]),
+      reply.text('Here is the image.'),
+    );
+    await ask('An image');
+    const card = page.getByRole('region', {
+      name: 'Run the tool get-tiny-image of everything with these arguments?',
+    });
+    await card.getByRole('button', { name: 'Always allow' }).click();
+    await answered('Here is the image.');
+    llm.enqueue(
+      reply.toolCalls([{ id: 'img2', name: 'everything__get-tiny-image', args: {} }]),
+      reply.text('Again, without asking.'),
+    );
+    const cards = await page.locator('.approval').count();
+    await ask('Another image');
+    await answered('Again, without asking.');
+    expect(await page.locator('.approval').count()).toBe(cards);
+    expect(String(toolResult('img2'))).toContain('[image image/png');
+  });
+
+  it("switches a server off and on, and stores the user's token without showing it again", async () => {
+    const remote = (await (
+      await admin('POST', '/admin/mcp-servers', {
+        transport: 'http',
+        name: 'remote',
+        url: 'http://127.0.0.1:9/mcp',
+      })
+    ).json()) as { id: string };
+    await admin('PATCH', `/admin/mcp-servers/${remote.id}`, { enabled: true });
+    const mine = async () =>
+      (
+        (await (await admin('GET', '/users/alice/mcp-servers')).json()) as {
+          servers: { name: string; enabled: boolean; has_credential: boolean }[];
+        }
+      ).servers;
+    await page.getByRole('link', { name: 'Profile' }).click();
+    const use = page.getByRole('checkbox', { name: 'Use everything' });
+    expect(await use.isChecked()).toBe(true);
+    await use.click();
+    await expect
+      .poll(async () => (await mine()).find((s) => s.name === 'everything')?.enabled)
+      .toBe(false);
+    // Off: its tools are not offered.
+    llm.enqueue(reply.text('No tools.'));
+    const before = llm.chats.length;
+    await (
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ user_id: 'alice', message: 'tools?' }),
+      })
+    ).text();
+    const offered = (llm.chats[before]?.body.tools ?? []).map((tool) => tool.function.name);
+    expect(offered.some((name) => name.startsWith('everything__'))).toBe(false);
+    await page.getByRole('checkbox', { name: 'Use everything' }).click();
+    await expect
+      .poll(async () => (await mine()).find((s) => s.name === 'everything')?.enabled)
+      .toBe(true);
+
+    const token = page.getByLabel('Your token for remote (e.g. Bearer …)');
+    await token.fill('Bearer typed-in-the-page');
+    await page.getByRole('button', { name: 'Save' }).last().click();
+    await expect
+      .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential)
+      .toBe(true);
+    await page.getByRole('button', { name: 'Remove token' }).waitFor();
+    expect(await token.inputValue()).toBe('');
+    expect(await page.content()).not.toContain('typed-in-the-page');
+    await page.getByRole('button', { name: 'Remove token' }).click();
+    await expect
+      .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential)
+      .toBe(false);
+  });
+});

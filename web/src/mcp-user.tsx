@@ -1,0 +1,100 @@
+import { useEffect, useState } from 'preact/hooks';
+import { api, enc } from './api.ts';
+import { t } from './i18n.ts';
+
+interface MyServer {
+  id: string;
+  name: string;
+  transport: 'stdio' | 'http';
+  allowed: boolean;
+  enabled: boolean;
+  held: boolean;
+  has_credential: boolean;
+  always_allowed: string[];
+}
+
+/**
+ * A user's MCP servers (issue 33): switch each on or off, store their own token for an HTTP
+ * server (never shown again), make every tool ask again.
+ */
+export function MyMcpServers(props: { user: string }) {
+  const path = `/users/${enc(props.user)}/mcp-servers`;
+  const [servers, setServers] = useState<MyServer[] | undefined>();
+  const [status, setStatus] = useState<string | undefined>();
+  const [tokens, setTokens] = useState<Record<string, string>>({});
+  const load = () =>
+    api<{ servers: MyServer[] }>(path).then(
+      (body) => setServers(body.servers.filter((server) => server.allowed)),
+      (e: Error) => setStatus(e.message),
+    );
+  useEffect(() => {
+    void load();
+  }, [path]);
+  const change = async (server: MyServer, body: Record<string, unknown>) => {
+    try {
+      await api(`${path}/${enc(server.id)}`, { method: 'PUT', body });
+      setStatus(t.saved);
+      await load();
+    } catch (failure) {
+      setStatus((failure as Error).message);
+    }
+  };
+  if (!servers?.length) return null;
+  return (
+    <>
+      <h2>{t.mcpServers}</h2>
+      {servers.map((server) => (
+        <div key={server.id} class="stack">
+          <label class="check">
+            <input
+              type="checkbox"
+              checked={server.enabled}
+              onChange={() => change(server, { enabled: !server.enabled })}
+            />{' '}
+            {t.mcpUse(server.name)}
+          </label>
+          {server.held && <p class="muted">{t.mcpHeld}</p>}
+          {server.transport === 'http' && (
+            <form
+              class="inline"
+              onSubmit={(e) => {
+                e.preventDefault();
+                void change(server, { credential: { value: tokens[server.id] ?? '' } }).then(() =>
+                  setTokens({ ...tokens, [server.id]: '' }),
+                );
+              }}
+            >
+              <label>
+                {t.mcpToken(server.name)}{' '}
+                <input
+                  type="password"
+                  autocomplete="off"
+                  required
+                  value={tokens[server.id] ?? ''}
+                  onInput={(e) =>
+                    setTokens({ ...tokens, [server.id]: (e.target as HTMLInputElement).value })
+                  }
+                />
+              </label>
+              <button type="submit">{t.save}</button>
+              {server.has_credential && (
+                <button type="button" onClick={() => change(server, { credential: null })}>
+                  {t.mcpRemoveToken}
+                </button>
+              )}
+            </form>
+          )}
+          {server.always_allowed.length > 0 && (
+            <p>
+              {t.mcpAlwaysAllowed}: {server.always_allowed.join(', ')}{' '}
+              <button type="button" onClick={() => change(server, { forget_always_allowed: true })}>
+                {t.mcpAskAgain}
+              </button>
+            </p>
+          )}
+        </div>
+      ))}
+      {status && <p role="status">{status}</p>}
+    </>
+  );
+}
