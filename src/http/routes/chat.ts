@@ -210,6 +210,7 @@ export function registerChatRoutes(
             parentRunId: place.parentRunId,
             message: body.message,
             showThinking: body.show_thinking,
+            approvals: body.approvals,
             image,
           },
           signal,
