@@ -49,11 +49,13 @@ for (const { name, root } of [
     },
   });
   const users = ['st-1', 'st-2', 'st-3'];
-  for (const user of users) if (!succeeded(await chat(server.url, user))) throw new Error('warm-up');
+  for (const user of users)
+    if (!succeeded(await chat(server.url, user))) throw new Error('warm-up');
   await sleep(1_500);
   const from = statSync(LOG).size;
   for (let i = 0; i < CHATS; i++) {
-    if (!succeeded(await chat(server.url, users[i % users.length] as string))) throw new Error('chat');
+    if (!succeeded(await chat(server.url, users[i % users.length] as string)))
+      throw new Error('chat');
   }
   await sleep(1_500);
   const text = readFileSync(LOG).subarray(from).toString('utf8');
@@ -65,7 +67,9 @@ for (const { name, root } of [
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
   const total = [...counts.values()].reduce((a, b) => a + b, 0);
-  console.log(`${name}: ${total} statements for ${CHATS} chats (${(total / CHATS).toFixed(1)} a chat)`);
+  console.log(
+    `${name}: ${total} statements for ${CHATS} chats (${(total / CHATS).toFixed(1)} a chat)`,
+  );
   console.log('```');
   for (const [key, count] of [...counts].sort((a, b) => b[1] - a[1])) {
     console.log(`${String(count).padStart(4)}  ${key}`);
