@@ -20,7 +20,7 @@ import { createTestDatabase } from '../test/support/postgres-server.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
 import { type BenchServer, startServer } from './support/parley.ts';
-import { cpuMsOf } from './support/proc.ts';
+import { cpuMsOf, runMsOf } from './support/proc.ts';
 import { chat, succeeded } from './support/sse-client.ts';
 import { ms } from './support/stats.ts';
 
@@ -53,6 +53,9 @@ const contenders = await Promise.all(
       database,
       one: [] as number[],
       many: [] as number[],
+      /** The same rounds in the scheduler's nanoseconds (runMsOf), not 10 ms ticks. */
+      onePrecise: [] as number[],
+      manyPrecise: [] as number[],
       wall: [] as number[],
     };
   }),
@@ -62,9 +65,13 @@ let user = 0;
 /** BENCH_USERS=n: chats cycle over n users (their conversations grow); default a new user each. */
 const USERS = Number(process.env.BENCH_USERS ?? 0);
 /** Server CPU per chat of one round of `PARALLEL` chats, and the round's wall time. */
-async function round(server: BenchServer, tokens: number): Promise<{ cpu: number; wall: number }> {
+async function round(
+  server: BenchServer,
+  tokens: number,
+): Promise<{ cpu: number; precise: number; wall: number }> {
   await fake.setReply({ tokens, delayMs: DELAY_MS });
   const before = cpuMsOf(server.pid);
+  const beforePrecise = runMsOf(server.pid);
   const startedAt = performance.now();
   const results = await Promise.all(
     Array.from({ length: PARALLEL }, () =>
@@ -73,17 +80,26 @@ async function round(server: BenchServer, tokens: number): Promise<{ cpu: number
   );
   const wall = performance.now() - startedAt;
   if (!results.every(succeeded)) throw new Error('a chat failed');
-  return { cpu: (cpuMsOf(server.pid) - before) / PARALLEL, wall };
+  return {
+    cpu: (cpuMsOf(server.pid) - before) / PARALLEL,
+    precise: (runMsOf(server.pid) - beforePrecise) / PARALLEL,
+    wall,
+  };
 }
 
 for (const c of contenders) await round(c.server, TOKENS); // warm-up
 for (let r = 0; r < ROUNDS; r++) {
   // Who goes first alternates too.
   const order = r % 2 === 0 ? contenders : [...contenders].reverse();
-  for (const c of order) c.one.push((await round(c.server, 1)).cpu);
   for (const c of order) {
-    const { cpu, wall } = await round(c.server, TOKENS);
+    const { cpu, precise } = await round(c.server, 1);
+    c.one.push(cpu);
+    c.onePrecise.push(precise);
+  }
+  for (const c of order) {
+    const { cpu, precise, wall } = await round(c.server, TOKENS);
     c.many.push(cpu);
+    c.manyPrecise.push(precise);
     c.wall.push(wall);
   }
 }
@@ -148,5 +164,25 @@ console.log(
 );
 console.log(
   `rounds this checkout used less CPU: per chat ${wins((c, i) => c.one[i] as number)}/${ROUNDS}, per token ${wins(perToken)}/${ROUNDS}`,
+);
+// The same rounds from the scheduler's own clock (ns per thread), free of 10 ms ticks.
+const preciseOne = (c: typeof base, i: number) => c.onePrecise[i] as number;
+const preciseToken = (c: typeof base, i: number) =>
+  (((c.manyPrecise[i] as number) - (c.onePrecise[i] as number)) / (TOKENS - 1)) * 1000;
+console.log('\nScheduler run time (/proc/<pid>/task/<tid>/schedstat), same rounds:\n');
+console.log(
+  '| checkout | per chat (1 token), mean | per round: median (min–max) | per paced token: median (min–max) |',
+);
+console.log('| --- | ---: | ---: | ---: |');
+for (const c of contenders) {
+  console.log(
+    `| ${c.name} | ${ms(mean(c.onePrecise))} ms | ${spread(rounds(preciseOne, c), (v) => v.toFixed(2))} ms | ${spread(rounds(preciseToken, c), µs)} µs |`,
+  );
+}
+console.log(
+  `\nper-round ratio (scheduler time) this checkout / baseline, median (min–max): per chat ${spread(ratio(preciseOne), (v) => v.toFixed(2))}, per token ${spread(ratio(preciseToken), (v) => v.toFixed(2))}`,
+);
+console.log(
+  `rounds this checkout used less (scheduler time): per chat ${wins(preciseOne)}/${ROUNDS}, per token ${wins(preciseToken)}/${ROUNDS}`,
 );
 console.log(`\nuptime at end: ${load()}`);

@@ -41,6 +41,28 @@ export function cpuMsOf(pid: number): number {
 }
 
 /**
+ * Time (ms) the scheduler ran a process's threads so far, from /proc/<pid>/task/<tid>/schedstat:
+ * nanoseconds, not the 10 ms ticks of /proc/<pid>/stat, so a round of a few chats is measured
+ * without quantisation. Threads that have exited are not counted (a worker's is only while it
+ * runs: PGlite's thread runs for the server's life).
+ */
+export function runMsOf(pid: number): number {
+  let total = 0;
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        total += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    return Number.NaN;
+  }
+  return total / 1e6;
+}
+
+/**
  * CPU time (ms) of a process and every process below it that is still running: a cluster's
  * primary and its workers (a worker's time reaches its parent's counters only once it exits).
  */

@@ -1,5 +1,5 @@
 import type { AccountRepository } from '../storage/account-repository.ts';
-import type { UsageRepository } from '../storage/usage-repository.ts';
+import type { AdmittedChat, UsageRepository } from '../storage/usage-repository.ts';
 import { LimitExceededError } from './limit-exceeded.ts';
 import { effectiveLimits, type Limits, MB } from './limits.ts';
 import { isLimited, type Principal } from './principal.ts';
@@ -78,9 +78,10 @@ export class UsageLimits {
 
   /**
    * Counts a chat, or refuses it with 429 and `Retry-After` when it is over the user's chat
-   * rate or today's tokens. One statement when admitted.
+   * rate or today's tokens. One statement when admitted, which also reads the user's current
+   * conversation (see UsageRepository.admitChat).
    */
-  async admitChat(principal: Principal, userId: string): Promise<void> {
+  async admitChat(principal: Principal, userId: string): Promise<AdmittedChat> {
     const enforce = isLimited(principal, this.#deps.applyToAdmin);
     // A chat that is only counted (the administrator's, by default) is counted at the default
     // rate without reading the user's overrides: one statement per chat either way (a key's
@@ -106,7 +107,7 @@ export class UsageLimits {
       limits.tokens_per_day,
       enforce,
     );
-    if (admitted) return;
+    if (admitted) return admitted;
     const state = await this.#deps.usage.chatState(userId, this.#deps.defaultTimezone);
     if (limits.tokens_per_day > 0 && state.tokensToday >= limits.tokens_per_day) {
       throw new LimitExceededError(

@@ -16,7 +16,7 @@ export interface AutomationRunDependencies {
   createConversation(userId: string, title: string): Promise<{ id: string }>;
   automations: Pick<AutomationRepository, 'keepConversation'>;
   /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
-  admitChat(principal: Principal, userId: string): Promise<void>;
+  admitChat(principal: Principal, userId: string): Promise<unknown>;
   /** Absent without TELEGRAM_BOT_TOKEN: results go to the web client only. */
   delivery?: AutomationDelivery | undefined;
   /** TELEGRAM_DEFAULT_CHAT_ID: for users who linked no chat, as for reminder notices. */

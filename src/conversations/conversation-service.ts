@@ -74,12 +74,19 @@ export class ConversationService implements ChatConversations {
   /**
    * Checks where a chat goes before its stream starts (an unknown conversation or turn is a
    * 404 then, not an error event): a named conversation becomes the current one.
+   * `knownCurrent` is the current conversation if the caller read it already (the chat's
+   * admission does, in the same statement); null or undefined: it is read, or made.
    */
-  async placeChat(userId: string, target: ChatTarget): Promise<ChatPlace> {
+  async placeChat(
+    userId: string,
+    target: ChatTarget,
+    knownCurrent?: string | null,
+  ): Promise<ChatPlace> {
     const { conversations, turns } = this.#deps;
     let conversationId: string;
-    if (target.conversationId === undefined) conversationId = await conversations.current(userId);
-    else if (await conversations.makeCurrent(userId, target.conversationId)) {
+    if (target.conversationId === undefined) {
+      conversationId = knownCurrent ?? (await conversations.current(userId));
+    } else if (await conversations.makeCurrent(userId, target.conversationId)) {
       conversationId = target.conversationId;
     } else throw noConversation();
     if (target.regenerate !== undefined) {

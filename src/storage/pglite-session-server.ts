@@ -119,29 +119,54 @@ export class PgliteSessionServer {
 
   async #relay(socket: Socket): Promise<void> {
     let startup = true;
-    for await (const message of readMessages(socket, () => startup)) {
-      if (startup) {
-        const code = message.readInt32BE(4);
-        if (code === SSL_REQUEST || code === GSSENC_REQUEST) {
-          socket.write('N'); // no encryption on a private socket; the client goes on in clear
+    for await (const messages of readMessages(socket, () => startup)) {
+      // The messages that arrived together (a client sends Parse, Bind, Describe, Execute and
+      // Sync of a query in one write) go to PGlite in one call and their answers back in one
+      // write: a call and a write per message cost the embedded engine ~20 % more CPU a chat
+      // (bench/RESULTS.md, issue 31).
+      const batch: Buffer[] = [];
+      for (const message of messages) {
+        if (startup) {
+          const code = message.readInt32BE(4);
+          if (code === SSL_REQUEST || code === GSSENC_REQUEST) {
+            socket.write('N'); // no encryption on a private socket; the client goes on in clear
+            continue;
+          }
+          if (code === CANCEL_REQUEST) return; // PGlite runs a statement to its end: nothing to cancel
+          startup = false;
+          // The start-up packet is answered on its own (PGlite reads it apart from the rest).
+          await this.#executeAll([message], socket);
           continue;
         }
-        if (code === CANCEL_REQUEST) return; // PGlite runs a statement to its end: nothing to cancel
-        startup = false;
-      } else if (message[0] === TERMINATE) {
-        return;
-      } else if (!FRONTEND_TYPES.has(message[0] as number)) {
-        socket.write(protocolViolation(`invalid frontend message type ${message[0]}`));
-        return;
+        if (message[0] === TERMINATE || !FRONTEND_TYPES.has(message[0] as number)) {
+          await this.#executeAll(batch, socket);
+          if (message[0] !== TERMINATE) {
+            socket.write(protocolViolation(`invalid frontend message type ${message[0]}`));
+          }
+          return;
+        }
+        batch.push(message);
       }
-      await this.#execute(message, (data) => {
-        // `data` is a view of PGlite's WASM memory, valid only during this call: PGlite writes
-        // its next output there. A write the socket cannot take at once is queued, so it must
-        // own its bytes, or a result larger than the socket's buffer reaches the client
-        // corrupted and the client waits forever.
-        if (socket.writable) socket.write(Buffer.from(data));
-      });
+      await this.#executeAll(batch, socket);
     }
+  }
+
+  /** Runs messages in one call into PGlite; what it answers goes to the client in one writev. */
+  async #executeAll(messages: Buffer[], socket: Socket): Promise<void> {
+    if (messages.length === 0) return;
+    const answers: Buffer[] = [];
+    const input = messages.length === 1 ? (messages[0] as Buffer) : Buffer.concat(messages);
+    await this.#execute(input, (data) => {
+      // `data` is a view of PGlite's WASM memory, valid only during this call: PGlite writes
+      // its next output there. A write the socket cannot take at once is queued, so it must
+      // own its bytes, or a result larger than the socket's buffer reaches the client
+      // corrupted and the client waits forever.
+      answers.push(Buffer.from(data));
+    });
+    if (answers.length === 0 || !socket.writable) return;
+    socket.cork();
+    for (const answer of answers) socket.write(answer);
+    socket.uncork();
   }
 
   async #execute(message: Uint8Array, onRawData: (data: Uint8Array) => void): Promise<void> {
@@ -179,23 +204,33 @@ function protocolViolation(text: string): Buffer {
 
 /**
  * Splits a connection's bytes into protocol messages: during start-up they have no type byte
- * (length first), afterwards a type byte precedes the length.
+ * (length first), afterwards a type byte precedes the length. Yields the complete messages at
+ * hand together (start-up ones one by one: what follows depends on how they are answered).
  */
-async function* readMessages(socket: Socket, inStartup: () => boolean): AsyncGenerator<Buffer> {
+async function* readMessages(socket: Socket, inStartup: () => boolean): AsyncGenerator<Buffer[]> {
   let buffered: Buffer = Buffer.alloc(0);
   socket.resume();
   for await (const chunk of socket) {
     buffered = buffered.length === 0 ? (chunk as Buffer) : Buffer.concat([buffered, chunk]);
     while (true) {
+      const startup = inStartup();
       // A start-up message is at least its length and a code; a typed one, its type and length.
-      const [headerBytes, minLength] = inStartup() ? [4, 8] : [5, 5];
-      if (buffered.length < headerBytes) break;
-      const length = inStartup() ? buffered.readInt32BE(0) : 1 + buffered.readInt32BE(1);
-      if (length < minLength || length > MAX_MESSAGE_BYTES) return; // not Postgres: hang up
-      if (buffered.length < length) break;
-      const message = buffered.subarray(0, length);
-      buffered = buffered.subarray(length);
-      yield message;
+      const [headerBytes, minLength] = startup ? [4, 8] : [5, 5];
+      const group: Buffer[] = [];
+      while (buffered.length >= headerBytes) {
+        const length = startup ? buffered.readInt32BE(0) : 1 + buffered.readInt32BE(1);
+        if (length < minLength || length > MAX_MESSAGE_BYTES) {
+          // Not Postgres: what came before it is served, then the connection is hung up.
+          if (group.length > 0) yield group;
+          return;
+        }
+        if (buffered.length < length) break;
+        group.push(buffered.subarray(0, length));
+        buffered = buffered.subarray(length);
+        if (startup) break;
+      }
+      if (group.length === 0) break;
+      yield group;
     }
   }
 }

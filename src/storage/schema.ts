@@ -32,7 +32,7 @@ const {
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 
-/** Full-text search terms (conversation search); written by the database, never read back. */
+/** Full-text search terms (conversation search); written with the row, never read back. */
 const tsvector = customType<{ data: string }>({ dataType: () => 'tsvector' });
 
 /** The user profile: what the assistant knows about the person, injected into prompts. */
@@ -114,7 +114,9 @@ export const titleRequests = pgTable(
  * so an edited question or a regenerated answer is a sibling of the turn it replaces, and
  * every version stays. `on_path` marks the rows of the active path (the branch being
  * continued), so reading it, a page or the model's history, is one range of one index.
- * `search` is the row's words for the conversations' search (migration 0012's function).
+ * `search` is the row's words for the conversations' search: what migration 0012's
+ * `parley_search_vector(role, content)` gives, written by the INSERT (RunRepository; every
+ * writer must set it, since migration 0016 it is no longer generated).
  */
 export const messages = pgTable(
   'messages',
@@ -129,7 +131,7 @@ export const messages = pgTable(
     conversationId: uuid('conversation_id').notNull(),
     parentRunId: uuid('parent_run_id'),
     onPath: boolean('on_path').notNull().default(true),
-    search: tsvector('search').generatedAlwaysAs(sql`parley_search_vector(role, content)`),
+    search: tsvector('search'),
   },
   (t) => [
     index('messages_user_id_idx').on(t.userId, t.id),

@@ -14,6 +14,11 @@ const TOKENS_TODAY = `(SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(
  * whose upsert locks that row; tokens are those of the user's runs started today. `$3` is the
  * interval in ms (0: no rate limit), `$4` the token limit (0: none), `$5` whether to enforce
  * (false counts the chat without refusing it: the administrator's, unless limited).
+ *
+ * The admitted row also carries the user's current conversation (null when they have none
+ * yet), read in the same statement: a chat without `conversation_id` needs it before its
+ * stream starts, and a round trip of its own cost the embedded engine a statement per chat
+ * (bench/RESULTS.md, issue 31).
  */
 const admitChat = (name: string, tokensCondition: string) => ({
   name,
@@ -25,7 +30,9 @@ const admitChat = (name: string, tokensCondition: string) => ({
       SET tat = greatest(r.tat, now()) + $3::float8 * interval '1 millisecond'
      WHERE NOT $5::boolean
         OR greatest(r.tat, now()) + $3::float8 * interval '1 millisecond' <= now() + interval '1 minute'
-    RETURNING tat`,
+    RETURNING tat,
+      (SELECT conversation_id FROM current_conversations WHERE user_id = $1::text)
+        AS current_conversation`,
 });
 /** With a token limit to enforce, the day's tokens are summed in the same statement. */
 const ADMIT_CHAT_WITH_TOKENS = admitChat(
@@ -40,6 +47,12 @@ const ADMIT_CHAT = admitChat(
   'parley-admit-chat',
   `$2::text IS NOT NULL OR $4::bigint IS NOT NULL OR TRUE`,
 );
+
+/** An admitted chat: what the admission statement read besides. */
+export interface AdmittedChat {
+  /** The user's current conversation as the chat was admitted; null: they have none yet. */
+  currentConversationId: string | null;
+}
 
 export interface ChatRateState {
   /** Milliseconds until the rate's "theoretical arrival time" (0 when it is past). */
@@ -57,20 +70,21 @@ export class UsageRepository {
     this.#db = db;
   }
 
-  /** True when the chat was admitted (and counted). */
+  /** The admitted chat (counted), or undefined when a limit refuses it. */
   async admitChat(
     userId: string,
     defaultTimezone: string,
     intervalMs: number,
     tokensPerDay: number,
     enforce: boolean,
-  ): Promise<boolean> {
+  ): Promise<AdmittedChat | undefined> {
     const statement = enforce && tokensPerDay > 0 ? ADMIT_CHAT_WITH_TOKENS : ADMIT_CHAT;
-    const { rows } = await this.#db.$client.query({
+    const { rows } = await this.#db.$client.query<{ current_conversation: string | null }>({
       ...statement,
       values: [userId, defaultTimezone, intervalMs, tokensPerDay, enforce],
     });
-    return rows.length > 0;
+    const row = rows[0];
+    return row && { currentConversationId: row.current_conversation };
   }
 
   async chatState(userId: string, defaultTimezone: string): Promise<ChatRateState> {

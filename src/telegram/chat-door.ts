@@ -28,7 +28,7 @@ export interface ChatDoorDependencies {
   /** The chat's own current conversation (`/new`, `/chats`); undefined: the user's shared one. */
   conversationOf(chatId: string): Promise<string | undefined>;
   /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
-  admitChat(principal: Principal, userId: string): Promise<void>;
+  admitChat(principal: Principal, userId: string): Promise<unknown>;
   feedback: FeedbackService;
   images: ImageIntake;
   imageMaxBytes: number;

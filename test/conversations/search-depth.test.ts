@@ -59,8 +59,9 @@ describe.each(ENGINES)('searching a long history on the %s engine', (engine) => 
       parent = run;
     }
     await database.db.$client.query(
-      `INSERT INTO messages (user_id, conversation_id, run_id, parent_run_id, role, content)
-       SELECT user_id, conversation_id, run_id, parent_run_id, role, content
+      `INSERT INTO messages (user_id, conversation_id, run_id, parent_run_id, role, content, search)
+       SELECT user_id, conversation_id, run_id, parent_run_id, role, content,
+              parley_search_vector(role, content)
          FROM json_to_recordset($1::json) AS m(user_id text, conversation_id uuid, run_id uuid,
               parent_run_id uuid, role text, content jsonb)`,
       [JSON.stringify(rows)],

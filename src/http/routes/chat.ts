@@ -24,8 +24,14 @@ export interface ChatRouteSettings {
   keepAliveMs: number;
   /** Aborted when the server shuts down and the grace period is over. */
   shutdown: AbortSignal;
-  /** Checks and counts the chat against the user's limits; throws a 429 AppError. */
-  admit: (principal: Principal, userId: string) => Promise<void>;
+  /**
+   * Checks and counts the chat against the user's limits; throws a 429 AppError. Answers the
+   * user's current conversation, read in the same statement (null: they have none yet).
+   */
+  admit: (
+    principal: Principal,
+    userId: string,
+  ) => Promise<{ currentConversationId: string | null }>;
   /** Counts chats for /metrics (METRICS_ENABLED). */
   metrics?: Pick<Metrics, 'chatStarted'> | undefined;
   /** Where resumable answers run (`"resumable": true`), detached from their connection. */
@@ -139,13 +145,17 @@ export function registerChatRoutes(
     async (request, reply) => {
       const userId = actingUser(request.principal, request.body.user_id);
       // Before the stream starts: over a limit is a 429 with Retry-After, never a cut answer.
-      await settings.admit(request.principal, userId);
+      const admitted = await settings.admit(request.principal, userId);
       // Before the stream too: an unknown conversation or turn is a 404.
-      const place = await conversations.placeChat(userId, {
-        conversationId: request.body.conversation_id,
-        parent: request.body.parent,
-        regenerate: request.body.regenerate,
-      });
+      const place = await conversations.placeChat(
+        userId,
+        {
+          conversationId: request.body.conversation_id,
+          parent: request.body.parent,
+          regenerate: request.body.regenerate,
+        },
+        admitted.currentConversationId,
+      );
       if (request.body.resumable && settings.runs) {
         return answerDetached(request.body, userId, place, settings.runs, reply);
       }
