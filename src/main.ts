@@ -429,6 +429,7 @@ export async function main(config: Config): Promise<void> {
           admitChat: (principal, userId) => limits.admitChat(principal, userId),
           delivery: telegram && telegramAutomationDelivery(telegram, automationLogger),
           defaultChatId: config.TELEGRAM_DEFAULT_CHAT_ID,
+          answerMaxMs: config.ANSWER_MAX_SECONDS * 1000,
         },
         clock,
         logger: automationLogger,

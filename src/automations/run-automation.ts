@@ -21,6 +21,8 @@ export interface AutomationRunDependencies {
   delivery?: AutomationDelivery | undefined;
   /** TELEGRAM_DEFAULT_CHAT_ID: for users who linked no chat, as for reminder notices. */
   defaultChatId?: string | undefined;
+  /** ANSWER_MAX_SECONDS, in ms: a run's answer has a chat's time limit. */
+  answerMaxMs: number;
   logger: Logger;
 }
 
@@ -65,16 +67,28 @@ export async function runAutomation(
   let text = '';
   let failure: string | undefined;
   let chatRunId: string | undefined;
+  // A chat's time limit, as for an answer nobody listens to: what was written is kept (the
+  // conversation shows it, interrupted) and the run fails, counting towards the pause.
+  const timeLimit = AbortSignal.timeout(deps.answerMaxMs);
   for await (const event of deps.chats.chat(
     { userId, conversationId, message: run.prompt, showThinking: false },
-    signal,
+    AbortSignal.any([signal, timeLimit]),
   )) {
     if (event.type === 'text') text += event.text;
     else if (event.type === 'error') failure = `${event.code}: ${event.message}`;
     else if (event.type === 'done') chatRunId = event.runId;
   }
-  // Stopped (shutdown, or the answer's time limit): the job runner tells which from the signal.
+  // Stopped by the job runner (shutdown, or the job's budget): it tells which from the signal.
   if (signal.aborted) throw signal.reason ?? new Error('the run was stopped');
+  if (timeLimit.aborted) {
+    const seconds = Math.round(deps.answerMaxMs / 1000);
+    log.info({ code: 'answer_timeout' }, 'automation run stopped at its time limit');
+    return {
+      status: 'failed',
+      error: `answer_timeout: the answer took longer than ${seconds} s (ANSWER_MAX_SECONDS)`,
+      chatRunId,
+    };
+  }
   if (failure !== undefined || !text.trim()) {
     return { status: 'failed', error: failure ?? 'the assistant gave no answer', chatRunId };
   }
