@@ -133,6 +133,8 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(request?.stream).toBe(true);
     expect(request?.tools?.map((t) => t.function.name).sort()).toEqual([
       'cancel_reminder',
+      'create_automation',
+      'list_automations',
       'list_reminders',
       'search_documents',
       'set_reminder',
