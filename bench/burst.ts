@@ -14,7 +14,13 @@
  *
  *   node bench/burst.ts [users=1000] [tokens=100] [paceMs=50] [rows=direct,reference,embedded,server]
  *
- * (rows may also name server-workers2). Throughput is completed chats per second of wall time:
+ * (rows may also name server-workers2). `embedded-resumable` and `server-resumable` are the same
+ * servers with every chat opting in to resumable answers (`"resumable": true`, issue 32). Parley
+ * rows run in the order given and may repeat, so plain and resumable can alternate:
+ * `direct,embedded,embedded-resumable,embedded,embedded-resumable`. A resumable row whose chats
+ * come back without SSE ids (or a plain one with them) fails the run. Server rows also show the
+ * CPU of the PostgreSQL backends of their database, which the server's process does not include.
+ * Throughput is completed chats per second of wall time:
  * with paceMs=0 the model answers at full speed and the server's CPU is the limit.
  *
  * The reference relay needs Debian's python3-fastapi, python3-uvicorn and python3-httpx.
@@ -25,7 +31,7 @@ import { createTestDatabase } from '../test/support/postgres-server.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
 import { freePort, startServer } from './support/parley.ts';
-import { cpuMsOfTree } from './support/proc.ts';
+import { cpuMsOfPostgres, cpuMsOfTree, databaseOf } from './support/proc.ts';
 import {
   addFragment,
   type ChatResult,
@@ -49,6 +55,10 @@ interface Row {
   wallMs: number;
   /** CPU the serving process used during the burst (none for the direct row). */
   cpuMs?: number;
+  /** CPU of the PostgreSQL backends of the row's database during the burst (server engine). */
+  dbCpuMs?: number;
+  /** Chats whose SSE ids did not match the row (ids on a plain row, none on a resumable one). */
+  misframed?: number;
 }
 
 console.log(
@@ -61,15 +71,24 @@ const rows: Row[] = [];
 let run = 0;
 
 /** All users at once; every one of them new to the target (ids never used before). */
-async function burst(name: string, send: (userId: string) => Promise<ChatResult>, pid?: number) {
+async function burst(
+  name: string,
+  send: (userId: string) => Promise<ChatResult>,
+  pid?: number,
+  dbName?: string,
+) {
   run += 1;
   const before = pid === undefined ? 0 : cpuMsOfTree(pid);
+  const beforeDb = dbName === undefined ? 0 : cpuMsOfPostgres(dbName);
   const started = performance.now();
   const results = await Promise.all(
     Array.from({ length: USERS }, (_, i) => send(`burst-${run}-${i}`)),
   );
   const row: Row = { name, results, wallMs: performance.now() - started };
+  // Work done after the clients saw the end (a resumable run's last batch) counts too.
+  if (pid !== undefined) await sleep(500);
   if (pid !== undefined) row.cpuMs = cpuMsOfTree(pid) - before;
+  if (dbName !== undefined) row.dbCpuMs = cpuMsOfPostgres(dbName) - beforeDb;
   rows.push(row);
   console.error(`${name}: done in ${ms(row.wallMs)} ms (${load()})`);
 }
@@ -100,19 +119,31 @@ const parleyRows = [
   { row: 'server', name: 'Parley, server engine', server: true, workers: undefined },
   { row: 'server-workers2', name: 'Parley, server, 2 workers', server: true, workers: '2' },
 ];
-for (const { row, name, server: onServer, workers } of parleyRows) {
-  if (!ROWS.includes(row)) continue;
+// In the order asked, repeats included (plain and resumable rows alternating).
+for (const asked of ROWS) {
+  const resumable = asked.endsWith('-resumable');
+  const found = parleyRows.find((r) => r.row === asked.replace(/-resumable$/, ''));
+  if (!found) continue;
+  const { server: onServer, workers } = found;
+  const name = resumable ? `${found.name}, resumable` : found.name;
   const database = onServer ? await createTestDatabase() : undefined;
   const server = await startServer({
     env: { LLM_BASE_URL: fake.url, DATABASE_URL: database?.url, PARLEY_WORKERS: workers },
   });
-  const send = (userId: string) => chat(server.url, userId);
+  const send = (userId: string) => chat(server.url, userId, undefined, { resumable });
   // With workers, warm every one of them: connections are spread by the primary.
   await warm(send);
   if (workers) await warm(send);
-  await burst(name, send, server.pid);
+  await burst(name, send, server.pid, database ? databaseOf(database.url) : undefined);
   await server.stop();
   await database?.drop();
+  // The opt-in took effect (events numbered) or it did not (none): a chat otherwise is void.
+  const last = rows.at(-1);
+  if (last) {
+    last.misframed = last.results.filter(
+      (r) => succeeded(r) && (resumable ? r.numbered === 0 : r.numbered > 0),
+    ).length;
+  }
 }
 await fake.close();
 
@@ -133,17 +164,18 @@ const stats = rows.map((row) => {
 const direct0 = stats.find((s) => s.row === base);
 
 console.log(
-  '| | completed | wall | chats/s | first fragment p50 / p99 | gap between fragments p99 | last fragment → end p99 | CPU per chat |',
+  '| | completed | wall | chats/s | first fragment p50 / p99 | gap between fragments p99 | last fragment → end p99 | CPU per chat | PostgreSQL CPU per chat |',
 );
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const s of stats) {
   const cpu = s.row.cpuMs === undefined ? '–' : `${ms(s.row.cpuMs / USERS)} ms`;
+  const dbCpu = s.row.dbCpuMs === undefined ? '–' : `${ms(s.row.dbCpuMs / USERS)} ms`;
   console.log(
     `| ${s.row.name} | ${s.complete}/${USERS} | ${(s.row.wallMs / 1000).toFixed(1)} s${ratio(s.row.wallMs, base?.wallMs)} ` +
       `| ${(s.complete / (s.row.wallMs / 1000)).toFixed(0)} ` +
       `| ${(s.first.p50 / 1000).toFixed(2)} / ${(s.first.p99 / 1000).toFixed(2)} s ` +
       `| ${ms(s.gap.p99)} ms${ratio(s.gap.p99, direct0?.gap.p99)} ` +
-      `| ${(s.end.p99 / 1000).toFixed(2)} s | ${cpu} |`,
+      `| ${(s.end.p99 / 1000).toFixed(2)} s | ${cpu} | ${dbCpu} |`,
   );
 }
 const failures = stats.flatMap((s) =>
@@ -152,6 +184,9 @@ const failures = stats.flatMap((s) =>
     .slice(0, 3)
     .map((r) => `${s.row.name}: ${r.error ?? `status ${r.status}, done ${r.done}`}`),
 );
+for (const row of rows.filter((r) => r.misframed)) {
+  failures.push(`${row.name}: ${row.misframed} chats framed as the other kind (VOID ROW)`);
+}
 if (failures.length) console.log(`\nFailures (first 3 per row):\n${failures.join('\n')}`);
 console.log(`\nLoad after the run: ${load()}`);
 

@@ -86,3 +86,28 @@ export function cpuMsOfTree(pid: number): number {
   }
   return total;
 }
+
+/**
+ * CPU time (ms) of the PostgreSQL backends serving one database, found by their process title
+ * (`postgres: … <user> <database> <client> <state>`): what the server engine's own process does
+ * not count. Backends that exited between two readings are not counted (a pool keeps its
+ * connections while chats run, so within a benchmark round they stay).
+ */
+export function cpuMsOfPostgres(database: string): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const title = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (title.startsWith('postgres: ') && title.includes(` ${database} `)) {
+        total += cpuMsOf(Number(entry)) || 0;
+      }
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}
+
+/** The database name of a PostgreSQL URL (its path without the slash). */
+export const databaseOf = (url: string): string => new URL(url).pathname.slice(1);

@@ -7,6 +7,8 @@ export interface SseEvent {
   /** performance.now() when the bytes carrying the event arrived. */
   at: number;
   data: string;
+  /** The event's SSE `id:` (resumable answers number their events; others have none). */
+  id?: string;
 }
 
 export interface SseResult {
@@ -55,9 +57,20 @@ export function postSse(url: string, body: unknown): Promise<SseResult> {
           buffer += text;
           let end = buffer.indexOf('\n\n');
           while (end !== -1) {
-            const block = buffer.slice(0, end);
+            let block = buffer.slice(0, end);
             buffer = buffer.slice(end + 2);
-            if (block.startsWith('data: ')) events.push({ at, data: block.slice(6) });
+            // A resumable answer's events are `id: N` then `data: …` (Parley sends no other fields).
+            let id: string | undefined;
+            if (block.startsWith('id: ')) {
+              const line = block.indexOf('\n');
+              id = block.slice(4, line);
+              block = block.slice(line + 1);
+            }
+            if (block.startsWith('data: ')) {
+              events.push(
+                id === undefined ? { at, data: block.slice(6) } : { at, data: block.slice(6), id },
+              );
+            }
             end = buffer.indexOf('\n\n');
           }
         });
@@ -87,16 +100,29 @@ export interface ChatResult {
   done: boolean;
   ended: boolean;
   error: string | undefined;
+  /** Events that carried an SSE `id:` (all but `[DONE]` for a resumable answer, else none). */
+  numbered: number;
 }
+
+/**
+ * BENCH_RESUMABLE=1: every benchmark's chats opt in to resumable answers (`"resumable": true`,
+ * issue 32), so any of them measures that path; unset, the spec's plain request, unchanged.
+ */
+export const RESUMABLE_BY_DEFAULT = process.env.BENCH_RESUMABLE === '1';
 
 export async function chat(
   baseUrl: string,
   userId: string,
   message = 'Hello there',
+  { resumable = RESUMABLE_BY_DEFAULT }: { resumable?: boolean } = {},
 ): Promise<ChatResult> {
-  const result = await postSse(`${baseUrl}/chat`, { user_id: userId, message });
+  const result = await postSse(
+    `${baseUrl}/chat`,
+    resumable ? { user_id: userId, message, resumable: true } : { user_id: userId, message },
+  );
   const chatResult = startResult(result);
   for (const event of result.events) {
+    if (event.id !== undefined) chatResult.numbered++;
     if (event.data === '[DONE]') {
       chatResult.ended = true;
       continue;
@@ -126,6 +152,7 @@ export function startResult(result: SseResult): ChatResult {
     done: false,
     ended: false,
     error: result.failure,
+    numbered: 0,
   };
 }
 
