@@ -79,7 +79,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     doc: "How long a process that died holding a background job delays it: the job's heartbeat (a live process keeps beating however long the job takes), and a reminder notice's claim on its row (see Background jobs). A notice's send may take at most half of it. 10–3600. Not for automations' runs: their claim lasts twice a chat's time limit.",
   },
   EMBEDDED_DB_SHARED_BUFFERS: {
-    doc: "Postgres `shared_buffers` of the embedded engine; memory it keeps for good (the OS still caches the files). With many documents, raise it to hold the vector index: at 100k chunks, `256MB` made vector search about 3 times faster (bench/RESULTS.md).",
+    doc: 'Postgres `shared_buffers` of the embedded engine; memory it keeps for good (the OS still caches the files). With many documents, raise it to hold the vector index: at 100k chunks, `256MB` made vector search about 3 times faster (bench/RESULTS.md).',
   },
   MESSAGE_MAX_CHARS: { doc: 'Longest chat message.' },
   INGEST_MAX_BYTES: { doc: 'Largest upload to `/ingest`; more is answered 413.' },
