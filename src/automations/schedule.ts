@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { addDays, zonedInstant } from '../reminders/zoned-time.ts';
+import { addDays, wallTimeOf, zonedInstant } from '../reminders/zoned-time.ts';
 import { isRealDate } from './real-date.ts';
-import { wallTimeOf } from './wall-time.ts';
 
 export const WEEKDAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
 export type Weekday = (typeof WEEKDAYS)[number];

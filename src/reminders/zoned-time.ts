@@ -24,12 +24,18 @@ function partsFormatter(timezone: string): Intl.DateTimeFormat {
   return formatter;
 }
 
-/** Milliseconds the timezone is ahead of UTC at that instant. */
-function offsetAt(instant: number, timezone: string): number {
+/** The local fields (year, month, day, hour, minute, second) of an instant in the timezone. */
+function fieldsAt(instant: number, timezone: string): Record<string, number> {
   const fields: Record<string, number> = {};
   for (const part of partsFormatter(timezone).formatToParts(new Date(instant))) {
     if (part.type !== 'literal') fields[part.type] = Number(part.value);
   }
+  return fields;
+}
+
+/** Milliseconds the timezone is ahead of UTC at that instant. */
+function offsetAt(instant: number, timezone: string): number {
+  const fields = fieldsAt(instant, timezone);
   const asUtc = Date.UTC(
     fields.year ?? 1970,
     (fields.month ?? 1) - 1,
@@ -39,6 +45,22 @@ function offsetAt(instant: number, timezone: string): number {
     fields.second ?? 0,
   );
   return asUtc - Math.floor(instant / 1000) * 1000;
+}
+
+/** What a clock on the wall shows in a timezone at an instant: its date and minute of the day. */
+export interface WallTime {
+  /** YYYY-MM-DD. */
+  date: string;
+  minutes: number;
+}
+
+export function wallTimeOf(at: Date, timezone: string): WallTime {
+  const fields = fieldsAt(at.getTime(), timezone);
+  const two = (value: number | undefined) => String(value ?? 0).padStart(2, '0');
+  return {
+    date: `${String(fields.year ?? 1970).padStart(4, '0')}-${two(fields.month)}-${two(fields.day)}`,
+    minutes: (fields.hour ?? 0) * 60 + (fields.minute ?? 0),
+  };
 }
 
 /**
