@@ -1,7 +1,8 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
 import { McpServersSection } from './mcp-admin.tsx';
+import { useAdminList } from './use-admin-list.ts';
 
 interface Account {
   user_id: string;
@@ -16,28 +17,9 @@ interface Account {
 
 /** The administrator's page: users, keys, limits, deletion. */
 export function AdminPage() {
-  const [users, setUsers] = useState<Account[] | undefined>();
-  const [error, setError] = useState<string | undefined>();
+  const { items: users, error, act } = useAdminList<Account>('/admin/users', 'users');
   const [newUser, setNewUser] = useState('');
   const [issued, setIssued] = useState<{ user: string; key: string } | undefined>();
-
-  const load = () =>
-    api<{ users: Account[] }>('/admin/users').then(
-      (body) => setUsers(body.users),
-      (e: Error) => setError(e.message),
-    );
-  useEffect(() => {
-    void load();
-  }, []);
-  const act = async (action: () => Promise<unknown>) => {
-    try {
-      setError(undefined);
-      await action();
-      await load();
-    } catch (failure) {
-      setError((failure as Error).message);
-    }
-  };
 
   return (
     <section aria-labelledby="admin-title">

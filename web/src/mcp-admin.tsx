@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { useAdminList } from './use-admin-list.ts';
 
 interface McpServer {
   id: string;
@@ -22,8 +23,7 @@ interface McpServer {
  * delete; why a server is down, with its stderr's last lines.
  */
 export function McpServersSection() {
-  const [servers, setServers] = useState<McpServer[] | undefined>();
-  const [error, setError] = useState<string | undefined>();
+  const { items: servers, error, act } = useAdminList<McpServer>('/admin/mcp-servers', 'servers');
   const [form, setForm] = useState({
     name: '',
     transport: 'stdio',
@@ -32,23 +32,6 @@ export function McpServersSection() {
     url: '',
   });
 
-  const load = () =>
-    api<{ servers: McpServer[] }>('/admin/mcp-servers').then(
-      (body) => setServers(body.servers),
-      (e: Error) => setError(e.message),
-    );
-  useEffect(() => {
-    void load();
-  }, []);
-  const act = async (action: () => Promise<unknown>) => {
-    try {
-      setError(undefined);
-      await action();
-      await load();
-    } catch (failure) {
-      setError((failure as Error).message);
-    }
-  };
   const change = (server: McpServer, body: Record<string, unknown>) =>
     act(() => api(`/admin/mcp-servers/${enc(server.id)}`, { method: 'PATCH', body }));
   const field = (name: keyof typeof form) => ({
