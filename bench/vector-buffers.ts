@@ -23,7 +23,7 @@ import { parseConfig } from '../src/config.ts';
 import { DocumentService } from '../src/documents/document-service.ts';
 import { type Database, openDatabase } from '../src/storage/database.ts';
 import { DocumentRepository, SHARED } from '../src/storage/document-repository.ts';
-import { VectorStore } from '../src/storage/vector-store.ts';
+import { nearestChunksQuery, VectorStore } from '../src/storage/vector-store.ts';
 import { fakeEmbedder } from './support/document-store.ts';
 import { load, machineReport } from './support/machine.ts';
 import { seededRandom, summarize } from './support/stats.ts';
@@ -216,23 +216,7 @@ async function measure(sharedBuffers: string, round: number): Promise<string> {
           "SELECT set_config('hnsw.ef_search', '100', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
         );
         const { rows } = await client.query<{ 'QUERY PLAN': string }>(
-          `EXPLAIN (ANALYZE, BUFFERS)
-           WITH nn AS MATERIALIZED (
-             SELECT e.content_hash, e.embedding::vector(${DIMENSION}) <=> $1::vector(${DIMENSION}) AS distance
-             FROM chunk_embeddings e
-             WHERE e.model = '${embedder.id}'
-               AND EXISTS (SELECT 1 FROM chunks c
-                           WHERE c.content_hash = e.content_hash AND c.owner = ANY($2::text[]))
-             ORDER BY e.embedding::vector(${DIMENSION}) <=> $1::vector(${DIMENSION})
-             LIMIT $3
-           )
-           SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata,
-                  coalesce(nullif(1 - nn.distance, 'NaN'), -1) AS score
-           FROM nn
-           JOIN chunks c ON c.content_hash = nn.content_hash AND c.owner = ANY($2::text[])
-           JOIN documents d ON d.id = c.document_id
-           ORDER BY nn.distance, c.id
-           LIMIT $3`,
+          `EXPLAIN (ANALYZE, BUFFERS) ${nearestChunksQuery(embedder.id, DIMENSION)}`,
           [`[${(vectorsOf[i] as number[]).join(',')}]`, [SHARED], DEPTH],
         );
         await client.query('COMMIT');

@@ -85,27 +85,11 @@ export class VectorStore {
                 set_config('hnsw.iterative_scan', 'relaxed_order', true)`,
         [String(efSearch)],
       );
-      // The expression and predicate must match the partial index exactly for it to be
-      // used; both are literals built from our own model id and an integer.
-      const { rows } = await client.query<HitRow>(
-        `WITH nn AS MATERIALIZED (
-           SELECT e.content_hash, e.embedding::vector(${dim}) <=> $1::vector(${dim}) AS distance
-           FROM chunk_embeddings e
-           WHERE e.model = ${literal(model)}
-             AND EXISTS (SELECT 1 FROM chunks c
-                         WHERE c.content_hash = e.content_hash AND c.owner = ANY($2::text[]))
-           ORDER BY e.embedding::vector(${dim}) <=> $1::vector(${dim})
-           LIMIT $3
-         )
-         SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata,
-                coalesce(nullif(1 - nn.distance, 'NaN'), -1) AS score
-         FROM nn
-         JOIN chunks c ON c.content_hash = nn.content_hash AND c.owner = ANY($2::text[])
-         JOIN documents d ON d.id = c.document_id
-         ORDER BY nn.distance, c.id
-         LIMIT $3`,
-        [toVector(vector), owners, limit],
-      );
+      const { rows } = await client.query<HitRow>(nearestChunksQuery(model, dim), [
+        toVector(vector),
+        owners,
+        limit,
+      ]);
       return rows.map(toHit);
     });
   }
@@ -184,6 +168,30 @@ export async function pruneOrphanVectors(
 }
 
 const toVector = (vector: readonly number[]) => `[${vector.join(',')}]`;
+
+/**
+ * The nearest chunks the owners ($2) may see of a query vector ($1), at most $3 (see
+ * VectorStore.search); exported so bench/vector-buffers.ts explains the very query searched.
+ * The expression and predicate must match the partial index exactly for it to be used; both
+ * are literals built from our own model id and an integer.
+ */
+export const nearestChunksQuery = (model: string, dim: number): string =>
+  `WITH nn AS MATERIALIZED (
+     SELECT e.content_hash, e.embedding::vector(${dim}) <=> $1::vector(${dim}) AS distance
+     FROM chunk_embeddings e
+     WHERE e.model = ${literal(model)}
+       AND EXISTS (SELECT 1 FROM chunks c
+                   WHERE c.content_hash = e.content_hash AND c.owner = ANY($2::text[]))
+     ORDER BY e.embedding::vector(${dim}) <=> $1::vector(${dim})
+     LIMIT $3
+   )
+   SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata,
+          coalesce(nullif(1 - nn.distance, 'NaN'), -1) AS score
+   FROM nn
+   JOIN chunks c ON c.content_hash = nn.content_hash AND c.owner = ANY($2::text[])
+   JOIN documents d ON d.id = c.document_id
+   ORDER BY nn.distance, c.id
+   LIMIT $3`;
 
 /** A SQL string literal (standard_conforming_strings is on in both engines). */
 const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
