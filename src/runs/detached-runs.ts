@@ -3,11 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { type ChatEvent, STOPPED } from '../assistant/chat-events.ts';
 import { AppError } from '../errors.ts';
-import {
-  READ_LIMIT,
-  type RunEventRepository,
-  type RunRead,
-} from '../storage/run-event-repository.ts';
+import type { RunEventRepository, RunRead } from '../storage/run-event-repository.ts';
 import { RunEventWriter } from './run-event-writer.ts';
 import { type RunNotice, RunNotifications } from './run-notifications.ts';
 
@@ -294,7 +290,7 @@ export class DetachedRuns {
             yield { seq, event: event as ChatEvent };
             if ((event as ChatEvent).type === 'done') return;
           }
-          if (read.events.length >= READ_LIMIT) {
+          if (read.more) {
             read = await this.#readAgain(runId, userId, last, signal);
             continue;
           }

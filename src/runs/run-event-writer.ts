@@ -1,5 +1,9 @@
 import type { Logger } from 'pino';
-import type { RunEventRepository, RunProgress } from '../storage/run-event-repository.ts';
+import type {
+  RunEventBatch,
+  RunEventRepository,
+  RunProgress,
+} from '../storage/run-event-repository.ts';
 
 interface RunLog {
   /** Events not stored yet, in order. */
@@ -22,9 +26,9 @@ const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 5_000;
 
 /**
- * Stores the events of every run of this process in one statement per flush: at most one
- * every `flushMs` while answers stream, whatever the number of runs and tokens, plus one
- * at each run's end (sent at once, so a listener elsewhere sees the end without waiting).
+ * Stores the events of every run of this process in one statement per flush (one row per run,
+ * holding its events since the last flush): at most one every `flushMs` while answers
+ * stream, whatever the number of runs and tokens, plus one at each run's end (sent at once, so a listener elsewhere sees the end without waiting).
  * Per token, the only cost is an array push. A flush that fails keeps its events and is
  * tried again (the database restarting): numbered events are stored once, in order.
  */
@@ -82,18 +86,20 @@ export class RunEventWriter {
   }
 
   async #flush(): Promise<void> {
-    const events: { runId: string; seq: number; event: unknown }[] = [];
+    const batches: RunEventBatch[] = [];
     const progress: RunProgress[] = [];
     const taken: [string, RunLog, number, boolean][] = [];
     for (const [runId, log] of this.#runs) {
       if (log.pending.length === 0 && !log.ended) continue;
-      for (const { seq, event } of log.pending) events.push({ runId, seq, event });
+      const first = log.pending[0];
+      if (first)
+        batches.push({ runId, firstSeq: first.seq, events: log.pending.map((p) => p.event) });
       progress.push({ runId, lastSeq: log.lastSeq, ended: log.ended });
       taken.push([runId, log, log.pending.length, log.ended]);
     }
     if (taken.length === 0) return;
     try {
-      await this.#options.store.append(events, progress);
+      await this.#options.store.append(batches, progress);
       this.#retryMs = 0;
     } catch (error) {
       this.#retryMs = Math.min(Math.max(this.#retryMs * 2, RETRY_MIN_MS), RETRY_MAX_MS);

@@ -21,27 +21,38 @@ export interface RunRead {
   status: 'running' | 'ended';
   /** Milliseconds since its holder last showed it was alive (database clock). */
   silentMs: number;
-  /** The events after `after`, in order (at most READ_LIMIT; read again for more). */
+  /** The events after `after`, in order. */
   events: StoredRunEvent[];
+  /** The read stopped at its limit: more events are stored after these (read again). */
+  more: boolean;
 }
 
-/** Events returned by one read; a longer log is read in several. */
-export const READ_LIMIT = 2_000;
+/** Stored batches returned by one read (a batch is one flush of one run); a longer log takes several. */
+const READ_BATCHES = 500;
 
 /**
- * Appends a batch of events of any runs, moves each run's `last_seq` and heartbeat (and marks
- * the ended ones), and, on a server, tells every replica how far each run now goes: one
- * statement per flush, whatever the number of runs and events in it. Events are numbered by
- * their writer, so a retried flush whose first try did commit inserts nothing twice.
+ * Appends one batch of events per run (its events since the last flush, as one row), moves
+ * each run's `last_seq` and heartbeat (and marks the ended ones), and, on a server, tells
+ * every replica how far each run now goes: one statement per flush, whatever the number of
+ * runs and events in it. A flush tried again after a failure starts at the same `first_seq`
+ * and may carry more events: its row replaces the shorter one the first try may have
+ * committed, so nothing is stored twice. A run that is no longer running (its end stored,
+ * or ended as abandoned by another replica) takes no more events.
+ *
+ * `events` reaches the text column as the JSON array's own text (json_to_recordset gives a
+ * non-string value's text to a text column), so PostgreSQL never parses an event.
  */
 const appendStatement = (notify: boolean) => ({
-  name: notify ? 'parley-run-events-notify' : 'parley-run-events',
+  name: notify ? 'parley-run-event-batches-notify' : 'parley-run-event-batches',
   text: `
     WITH stored AS (
-      INSERT INTO run_events (run_id, seq, event)
-      SELECT run_id, seq, event
-        FROM json_to_recordset($1::json) AS e(run_id uuid, seq int, event jsonb)
-      ON CONFLICT (run_id, seq) DO NOTHING
+      INSERT INTO run_event_batches (run_id, first_seq, last_seq, events)
+      SELECT b.run_id, b.first_seq, b.last_seq, b.events
+        FROM json_to_recordset($1::json) AS b(run_id uuid, first_seq int, last_seq int, events text)
+       WHERE EXISTS (SELECT 1 FROM run_streams s WHERE s.run_id = b.run_id AND s.status = 'running')
+      ON CONFLICT (run_id, first_seq) DO UPDATE
+         SET last_seq = excluded.last_seq, events = excluded.events
+       WHERE run_event_batches.last_seq < excluded.last_seq
     ),
     moved AS (
       UPDATE run_streams s
@@ -49,7 +60,7 @@ const appendStatement = (notify: boolean) => ({
              status = CASE WHEN p.ended THEN 'ended' ELSE s.status END,
              ended_at = CASE WHEN p.ended THEN coalesce(s.ended_at, now()) ELSE s.ended_at END
         FROM json_to_recordset($2::json) AS p(run_id uuid, last_seq int, ended boolean)
-       WHERE s.run_id = p.run_id
+       WHERE s.run_id = p.run_id AND s.status = 'running'
       RETURNING s.run_id, s.last_seq
     )
     ${
@@ -58,6 +69,13 @@ const appendStatement = (notify: boolean) => ({
         : 'SELECT count(*) FROM moved'
     }`,
 });
+
+/** A run's events in one flush: numbered `firstSeq` on, consecutive. */
+export interface RunEventBatch {
+  runId: string;
+  firstSeq: number;
+  events: readonly unknown[];
+}
 
 /**
  * The event log of resumable runs (migration 0013): written in batches by the process that
@@ -114,11 +132,13 @@ export class RunEventRepository {
     }
   }
 
-  async append(
-    events: readonly { runId: string; seq: number; event: unknown }[],
-    progress: readonly RunProgress[],
-  ): Promise<void> {
-    const rows = events.map((e) => ({ run_id: e.runId, seq: e.seq, event: e.event }));
+  async append(batches: readonly RunEventBatch[], progress: readonly RunProgress[]): Promise<void> {
+    const rows = batches.map((b) => ({
+      run_id: b.runId,
+      first_seq: b.firstSeq,
+      last_seq: b.firstSeq + b.events.length - 1,
+      events: b.events,
+    }));
     const moved = progress.map((p) => ({ run_id: p.runId, last_seq: p.lastSeq, ended: p.ended }));
     await this.#db.$client.queryFirst({
       ...appendStatement(this.#notify),
@@ -128,27 +148,43 @@ export class RunEventRepository {
 
   /** The run's state and its events after `after`; undefined when the user has no such run. */
   async read(runId: string, userId: string, after: number): Promise<RunRead | undefined> {
+    // The batches come back as one JSON text, `[[first_seq, [events…]], …]`, built from the
+    // stored texts without parsing them: one JSON.parse here.
     const { rows } = await this.#db.$client.query<{
       status: 'running' | 'ended';
       silent_ms: number;
-      events: [number, unknown][];
+      batches: string | null;
+      n: number;
     }>(
       `SELECT s.status,
               (extract(epoch FROM now() - s.heartbeat_at) * 1000)::float8 AS silent_ms,
-              coalesce((SELECT json_agg(json_build_array(e.seq, e.event) ORDER BY e.seq)
-                          FROM (SELECT seq, event FROM run_events
-                                 WHERE run_id = s.run_id AND seq > $3
-                                 ORDER BY seq LIMIT ${READ_LIMIT}) e), '[]'::json) AS events
+              b.batches, b.n
          FROM run_streams s
+         LEFT JOIN LATERAL (
+           SELECT '[' || string_agg('[' || first_seq || ',' || events || ']', ',' ORDER BY first_seq)
+                      || ']' AS batches,
+                  count(*)::int AS n
+             FROM (SELECT first_seq, events FROM run_event_batches
+                    WHERE run_id = s.run_id AND last_seq > $3
+                    ORDER BY first_seq LIMIT ${READ_BATCHES}) x
+         ) b ON true
         WHERE s.run_id = $1 AND s.user_id = $2`,
       [runId, userId, after],
     );
     const row = rows[0];
     if (!row) return undefined;
+    const events: StoredRunEvent[] = [];
+    const batches = row.batches ? (JSON.parse(row.batches) as [number, unknown[]][]) : [];
+    for (const [firstSeq, batch] of batches) {
+      batch.forEach((event, i) => {
+        if (firstSeq + i > after) events.push({ seq: firstSeq + i, event });
+      });
+    }
     return {
       status: row.status,
       silentMs: Number(row.silent_ms),
-      events: row.events.map(([seq, event]) => ({ seq, event })),
+      events,
+      more: row.n >= READ_BATCHES,
     };
   }
 
@@ -198,16 +234,16 @@ export class RunEventRepository {
     await this.#db.$client.query(
       `WITH claimed AS (
          UPDATE run_streams SET status = 'ended', ended_at = now(),
-                last_seq = last_seq + jsonb_array_length($3::jsonb)
+                last_seq = last_seq + json_array_length($3::json)
           WHERE run_id = $1 AND status = 'running'
             AND heartbeat_at < now() - make_interval(secs => $2)
          RETURNING run_id, last_seq
        ),
        stored AS (
-         INSERT INTO run_events (run_id, seq, event)
-         SELECT run_id, last_seq - jsonb_array_length($3::jsonb) + e.i::int, e.event
-           FROM claimed, jsonb_array_elements($3::jsonb) WITH ORDINALITY AS e(event, i)
-         ON CONFLICT (run_id, seq) DO NOTHING
+         INSERT INTO run_event_batches (run_id, first_seq, last_seq, events)
+         SELECT run_id, last_seq - json_array_length($3::json) + 1, last_seq, $3
+           FROM claimed
+         ON CONFLICT (run_id, first_seq) DO NOTHING
        )
        SELECT ${
          this.#notify ? `pg_notify('${RUN_CHANNEL}', 'e:' || run_id || ':' || last_seq)` : '1'

@@ -648,18 +648,24 @@ export const runStreams = pgTable(
   ],
 );
 
-/** A resumable run's events (any ChatEvent, as JSON), numbered from 1: its SSE `id:`s. */
-export const runEvents = pgTable(
-  'run_events',
+/**
+ * A resumable run's events (any ChatEvent), numbered from 1 (their SSE `id:`s), stored as one
+ * row per flush: `events` is the JSON array of events `first_seq`..`last_seq`, kept as text
+ * (only Parley reads it). One row per event cost the database a row, a key entry and a
+ * foreign-key check per token (issue 32's cost, bench/RESULTS.md); one per flush costs that
+ * once per run every 50 ms. A retried flush starts at the same `first_seq` and may carry more.
+ */
+export const runEventBatches = pgTable(
+  'run_event_batches',
   {
     runId: uuid('run_id')
       .notNull()
       .references(() => runStreams.runId, { onDelete: 'cascade' }),
-    seq: integer('seq').notNull(),
-    event: jsonb('event').notNull(),
-    createdAt: createdAt(),
+    firstSeq: integer('first_seq').notNull(),
+    lastSeq: integer('last_seq').notNull(),
+    events: text('events').notNull(),
   },
-  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+  (t) => [primaryKey({ columns: [t.runId, t.firstSeq] })],
 );
 
 /**

@@ -9,7 +9,7 @@ const logger = pino({ level: 'silent' });
 const DAY_MS = 24 * 3_600_000;
 
 /**
- * The run event log (migration 0013) on both engines: what a writer batches is stored once and
+ * The run event log (migrations 0013 and 0017: one row per run per flush) on both engines: what a writer batches is stored once and
  * read back identical, a flush that failed after it committed inserts nothing twice, abandoned
  * runs end once, and old runs are pruned.
  */
@@ -85,14 +85,90 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
     }
   });
 
+  /** Events stored for a run, counted from its batches. */
+  const storedCount = async (runId: string) =>
+    (
+      await sql(
+        'SELECT coalesce(sum(last_seq - first_seq + 1), 0)::int AS n FROM run_event_batches WHERE run_id = $1',
+        [runId],
+      )
+    ).rows[0].n as number;
+
   it('inserts nothing twice when a flush committed but failed to answer', async () => {
     let failures = 1;
     const { ids, flushes } = await write(1, ['a', 'b', 'c'], () => failures-- > 0);
     expect(flushes).toBe(2);
-    const { rows } = await sql('SELECT count(*)::int AS n FROM run_events WHERE run_id = $1', [
-      ids[0],
-    ]);
-    expect(rows[0].n).toBe(4);
+    expect(await storedCount(ids[0] as string)).toBe(4);
+  });
+
+  it('stores each event once when a flush that committed is tried again with more events', async () => {
+    const id = randomUUID();
+    await store.open(id, 'writer', 'holder-1');
+    let tries = 0;
+    let firstTry: () => void = () => {};
+    const firstTried = new Promise<void>((resolve) => {
+      firstTry = resolve;
+    });
+    const writer = new RunEventWriter({
+      store: {
+        append: async (batches, progress) => {
+          tries += 1;
+          await store.append(batches, progress);
+          if (tries === 1) {
+            firstTry();
+            throw new Error('connection lost after commit');
+          }
+        },
+      },
+      logger,
+      flushMs: 10,
+      stored: () => {},
+    });
+    writer.add(id, 1, { type: 'text', text: 'a' });
+    writer.add(id, 2, { type: 'text', text: 'b' });
+    await firstTried;
+    // Added while the writer waits to try again: the retry carries 1-4 from the same seq.
+    writer.add(id, 3, { type: 'text', text: 'c' });
+    writer.add(id, 4, { type: 'done', runId: id });
+    writer.end(id);
+    await writer.idle();
+    expect(tries).toBe(2);
+    expect((await store.read(id, 'writer', 0))?.events.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    expect(await storedCount(id)).toBe(4);
+  });
+
+  it('reads a long log in several reads, each saying whether more follows', async () => {
+    const id = randomUUID();
+    await store.open(id, 'pager', 'holder-1');
+    // 600 flushes of 2 events each: more batches than one read returns.
+    const batches = Array.from({ length: 600 }, (_, i) => ({
+      runId: id,
+      firstSeq: 2 * i + 1,
+      events: [
+        { type: 'text', text: `${2 * i + 1}` },
+        { type: 'text', text: `${2 * i + 2}` },
+      ],
+    }));
+    await store.append(batches, [{ runId: id, lastSeq: 1200, ended: true }]);
+    const seen: number[] = [];
+    let after = 0;
+    for (let reads = 1; ; reads++) {
+      const read = await store.read(id, 'pager', after);
+      expect(read?.events.length).toBeGreaterThan(0);
+      for (const { seq, event } of read?.events ?? []) {
+        expect(event).toEqual({ type: 'text', text: `${seq}` });
+        seen.push(seq);
+      }
+      after = seen.at(-1) as number;
+      if (!read?.more) {
+        expect(reads).toBeGreaterThan(1);
+        break;
+      }
+    }
+    expect(seen).toEqual(Array.from({ length: 1200 }, (_, i) => i + 1));
+    // From the middle of a batch: only what follows it.
+    expect((await store.read(id, 'pager', 1198))?.events.map((e) => e.seq)).toEqual([1199, 1200]);
+    expect((await store.read(id, 'pager', 1199))?.events.map((e) => e.seq)).toEqual([1200]);
   });
 
   it('is read only by its owner', async () => {
@@ -105,7 +181,7 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
     const id = randomUUID();
     await store.open(id, 'orphan', 'dead-holder');
     await store.append(
-      [{ runId: id, seq: 1, event: { type: 'text', text: 'partial' } }],
+      [{ runId: id, firstSeq: 1, events: [{ type: 'text', text: 'partial' }] }],
       [{ runId: id, lastSeq: 1, ended: false }],
     );
     const ending = [
@@ -127,6 +203,15 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
       { seq: 1, event: { type: 'text', text: 'partial' } },
       { seq: 2, event: ending[0] },
       { seq: 3, event: ending[1] },
+    ]);
+    // The holder was only slow: what it writes after the run was ended is not stored.
+    await store.append(
+      [{ runId: id, firstSeq: 2, events: [{ type: 'text', text: ' late' }] }],
+      [{ runId: id, lastSeq: 2, ended: false }],
+    );
+    expect((await store.read(id, 'orphan', 0))?.events.map((e) => e.event)).toEqual([
+      { type: 'text', text: 'partial' },
+      ...ending,
     ]);
   });
 
@@ -154,9 +239,11 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
       { seq: 2, event: { type: 'done', runId: recent } },
     ]);
     expect(await store.read(live, 'pruned', 0)).toMatchObject({ status: 'running', events: [] });
-    const { rows } = await sql('SELECT count(*)::int AS n FROM run_events WHERE run_id = $1', [
-      old,
-    ]);
+    expect(await storedCount(old)).toBe(0);
+    const { rows } = await sql(
+      'SELECT count(*)::int AS n FROM run_event_batches WHERE run_id = $1',
+      [old],
+    );
     expect(rows[0].n).toBe(0);
   });
 });
