@@ -10,13 +10,20 @@ interface RunLog {
   pending: { seq: number; event: unknown }[];
   lastSeq: number;
   ended: boolean;
+  /** Another process follows the run: its events are stored at the fast pace. */
+  watched: boolean;
 }
 
 export interface RunEventWriterOptions {
   store: Pick<RunEventRepository, 'append'>;
   logger: Logger;
-  /** Longest an event waits to be stored while the run goes on. */
+  /** Longest an event of a run another process follows waits to be stored. */
   flushMs: number;
+  /**
+   * Longest an event of a run nobody elsewhere follows waits to be stored (its listeners in
+   * this process read it from memory; the log serves a later resume and a restart).
+   */
+  quietFlushMs: number;
   /** Called once a run that ended is stored to its end. */
   stored: (runId: string) => void;
 }
@@ -26,16 +33,21 @@ const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 5_000;
 
 /**
- * Stores the events of every run of this process in one statement per flush (one row per run,
- * holding its events since the last flush): at most one every `flushMs` while answers
- * stream, whatever the number of runs and tokens, plus one at each run's end (sent at once, so a listener elsewhere sees the end without waiting).
- * Per token, the only cost is an array push. A flush that fails keeps its events and is
- * tried again (the database restarting): numbered events are stored once, in order.
+ * Stores the events of every run of this process in one statement per flush, one row per run
+ * holding its events since the last flush. The database's cost is per statement and per row,
+ * not per token (bench/RESULTS.md, issue 32), so flushes are as rare as listeners allow: every
+ * `quietFlushMs` while only this process's listeners follow the runs (they read memory), every
+ * `flushMs` once a listener in another process follows one (`watch`), and at once at the end
+ * of a watched run. Per token, the only cost is an array push. A flush that fails keeps its
+ * events and is tried again (the database restarting): numbered events are stored once, in
+ * order.
  */
 export class RunEventWriter {
   readonly #options: RunEventWriterOptions;
   readonly #runs = new Map<string, RunLog>();
   #timer: NodeJS.Timeout | undefined;
+  /** When the scheduled flush runs (performance.now()). */
+  #dueAt = 0;
   #flushing: Promise<void> | undefined;
   #retryMs = 0;
   #idleWaiters: (() => void)[] = [];
@@ -45,37 +57,56 @@ export class RunEventWriter {
   }
 
   add(runId: string, seq: number, event: unknown): void {
-    let log = this.#runs.get(runId);
-    if (!log) {
-      log = { pending: [], lastSeq: 0, ended: false };
-      this.#runs.set(runId, log);
-    }
+    const log = this.#logOf(runId);
     log.pending.push({ seq, event });
     log.lastSeq = seq;
-    this.#schedule(this.#options.flushMs);
+    this.#schedule(log.watched ? this.#options.flushMs : this.#options.quietFlushMs);
   }
 
-  /** The run has no more events: its last ones are stored now, with its end. */
+  /** The run has no more events: its last ones are stored with its end. */
   end(runId: string): void {
     const log = this.#runs.get(runId);
     if (!log) return;
     log.ended = true;
+    this.#schedule(log.watched ? 0 : this.#options.quietFlushMs);
+  }
+
+  /**
+   * A listener in another process follows the run (one of this process's, live): what it
+   * has is stored now, then often.
+   */
+  watch(runId: string): void {
+    const log = this.#logOf(runId); // perhaps before its first event
+    if (log.watched) return;
+    log.watched = true;
     this.#schedule(0);
   }
 
-  /** Resolves once everything added is stored. */
+  /** Stores everything added now; resolves once it is stored. */
   idle(): Promise<void> {
     if (this.#runs.size === 0) return Promise.resolve();
+    this.#schedule(0);
     return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  #logOf(runId: string): RunLog {
+    let log = this.#runs.get(runId);
+    if (!log) {
+      log = { pending: [], lastSeq: 0, ended: false, watched: false };
+      this.#runs.set(runId, log);
+    }
+    return log;
   }
 
   #schedule(ms: number): void {
     if (this.#flushing) return; // the flush under way schedules the next one
     const wait = Math.max(ms, this.#retryMs);
+    const dueAt = performance.now() + wait;
     if (this.#timer) {
-      if (wait > 0) return;
+      if (dueAt >= this.#dueAt) return; // an earlier flush takes this event too
       clearTimeout(this.#timer);
     }
+    this.#dueAt = dueAt;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
       this.#flushing = this.#flush().finally(() => {
@@ -120,9 +151,15 @@ export class RunEventWriter {
   }
 
   #afterFlush(): void {
-    const waiting = [...this.#runs.values()];
-    if (waiting.some((log) => log.pending.length > 0 || log.ended)) {
-      this.#schedule(waiting.some((log) => log.ended) ? 0 : this.#options.flushMs);
+    const waiting = [...this.#runs.values()].filter((log) => log.pending.length > 0 || log.ended);
+    if (waiting.length > 0) {
+      const soon =
+        this.#idleWaiters.length > 0 || waiting.some((log) => log.watched && log.ended)
+          ? 0
+          : waiting.some((log) => log.watched)
+            ? this.#options.flushMs
+            : this.#options.quietFlushMs;
+      this.#schedule(soon);
     } else if (this.#runs.size === 0) {
       for (const resolve of this.#idleWaiters.splice(0)) resolve();
     }

@@ -7,7 +7,9 @@ export type RunNotice =
   /** The run's stored log now goes up to `seq`. */
   | { kind: 'events'; runId: string; seq: number }
   /** Its owner asked the run to stop. */
-  | { kind: 'stop'; runId: string };
+  | { kind: 'stop'; runId: string }
+  /** A listener in another process follows the run: its holder stores it at the fast pace. */
+  | { kind: 'watch'; runId: string };
 
 /**
  * One connection per process that LISTENs on the runs' channel of a PostgreSQL server. A
@@ -100,5 +102,6 @@ function parseNotice(payload: string | undefined): RunNotice | undefined {
   if (!runId) return undefined;
   if (kind === 'e' && seq) return { kind: 'events', runId, seq: Number(seq) };
   if (kind === 's') return { kind: 'stop', runId };
+  if (kind === 'w') return { kind: 'watch', runId };
   return undefined;
 }

@@ -210,6 +210,11 @@ export class RunEventRepository {
     return rows[0]?.status;
   }
 
+  /** Tells the run's holder (any replica) that a listener elsewhere follows it. */
+  async watch(runId: string): Promise<void> {
+    await this.#db.$client.query(`SELECT pg_notify('${RUN_CHANNEL}', 'w:' || $1::text)`, [runId]);
+  }
+
   /**
    * Keeps `holder`'s running runs alive; answers those whose stop was asked for (a stop whose
    * notification this process missed).

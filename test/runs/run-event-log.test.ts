@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RunEventWriter } from '../../src/runs/run-event-writer.ts';
 import { RunEventRepository } from '../../src/storage/run-event-repository.ts';
 import { ENGINES, type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
@@ -43,6 +43,7 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
       },
       logger,
       flushMs: 20,
+      quietFlushMs: 20,
       stored: (runId) => stored.add(runId),
     });
     for (const [index, text] of fragments.entries()) {
@@ -122,6 +123,7 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
       },
       logger,
       flushMs: 10,
+      quietFlushMs: 10,
       stored: () => {},
     });
     writer.add(id, 1, { type: 'text', text: 'a' });
@@ -135,6 +137,61 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
     expect(tries).toBe(2);
     expect((await store.read(id, 'writer', 0))?.events.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
     expect(await storedCount(id)).toBe(4);
+  });
+
+  it('stores a run at the quiet pace until it is watched, then at once and often', async () => {
+    const id = randomUUID();
+    await store.open(id, 'paced', 'holder-1');
+    const flushedAt: number[] = [];
+    const stored: string[] = [];
+    const writer = new RunEventWriter({
+      store: {
+        append: async (batches, progress) => {
+          flushedAt.push(performance.now());
+          await store.append(batches, progress);
+        },
+      },
+      logger,
+      flushMs: 20,
+      quietFlushMs: 60_000,
+      stored: (runId) => stored.push(runId),
+    });
+    const seen = async () => (await store.read(id, 'paced', 0))?.events.length;
+    writer.add(id, 1, { type: 'text', text: 'a' });
+    writer.add(id, 2, { type: 'text', text: 'b' });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(flushedAt).toEqual([]); // followed only from memory: nothing stored yet
+    expect(await seen()).toBe(0);
+    const watchedAt = performance.now();
+    writer.watch(id);
+    await vi.waitFor(async () => expect(await seen()).toBe(2), { timeout: 2_000, interval: 5 });
+    expect((flushedAt[0] as number) - watchedAt).toBeLessThan(1_000);
+    writer.add(id, 3, { type: 'text', text: 'c' });
+    await vi.waitFor(async () => expect(await seen()).toBe(3), { timeout: 2_000, interval: 5 });
+    writer.add(id, 4, { type: 'done', runId: id });
+    writer.end(id);
+    await vi.waitFor(() => expect(stored).toEqual([id]), { timeout: 2_000, interval: 5 });
+    expect(flushedAt).toHaveLength(3);
+    expect((await store.read(id, 'paced', 0))?.status).toBe('ended');
+  });
+
+  it('stores everything at once when asked to be idle (shutdown), whatever the pace', async () => {
+    const id = randomUUID();
+    await store.open(id, 'paced', 'holder-1');
+    const writer = new RunEventWriter({
+      store,
+      logger,
+      flushMs: 60_000,
+      quietFlushMs: 60_000,
+      stored: () => {},
+    });
+    writer.add(id, 1, { type: 'text', text: 'a' });
+    writer.add(id, 2, { type: 'done', runId: id });
+    writer.end(id);
+    const startedAt = performance.now();
+    await writer.idle();
+    expect(performance.now() - startedAt).toBeLessThan(5_000);
+    expect((await store.read(id, 'paced', 0))?.events.map((e) => e.seq)).toEqual([1, 2]);
   });
 
   it('reads a long log in several reads, each saying whether more follows', async () => {

@@ -118,14 +118,21 @@ describe('resumable answers across replicas', () => {
     expect(turn.answer).toBe(textOf(events));
   });
 
-  it('stores a paced answer in one statement per 50 ms at most, not one per token', async () => {
+  /** A paced answer on replica a, followed from the start on b or not; its stored rows. */
+  async function pacedAnswer(user: string, followedOn?: RunningParley) {
     const tokens = 150;
     const paced = Array.from({ length: tokens }, (_, i) => `t${i}`).join(' ');
     stack.llm.enqueue(reply.text(paced, { chunks: tokens, delayMs: 10 }));
     const startedAt = Date.now();
-    const response = await chat(a, 'cost');
+    const response = await chat(a, user);
     const runId = response.headers.get('x-parley-run-id') as string;
-    expect(textOf((await readAll(response)).events)).toBe(paced);
+    const follower = followedOn ? await resume(followedOn, user, runId, 0) : undefined;
+    const [own, followed] = await Promise.all([
+      readAll(response),
+      follower ? readAll(follower) : undefined,
+    ]);
+    expect(textOf(own.events)).toBe(paced);
+    if (followed) expect(followed.raw).toBe(own.raw);
     const tookMs = Date.now() - startedAt;
     // Each flush stores one row for the run: its events since the last one.
     const client = new pg.Client({ connectionString: stack.database.url });
@@ -137,14 +144,32 @@ describe('resumable answers across replicas', () => {
         [runId],
       );
       const { events, flushes } = rows[0] as { events: number; flushes: number };
-      const measured = `${flushes} flushes for ${events} events in ${tookMs} ms`;
       // (Tokens that reach Parley together are one fragment: a few fewer events than tokens.)
-      expect(events, measured).toBeGreaterThan(tokens / 2);
-      expect(flushes, measured).toBeLessThanOrEqual(Math.ceil(tookMs / 50) + 2);
-      expect(flushes, measured).toBeLessThan(events / 3);
+      expect(events).toBeGreaterThan(tokens / 2);
+      return {
+        events,
+        flushes,
+        tookMs,
+        measured: `${flushes} flushes, ${events} events, ${tookMs} ms`,
+      };
     } finally {
       await client.end();
     }
+  }
+
+  it('stores a paced answer nobody elsewhere follows about once a second, not per token', async () => {
+    const { flushes, tookMs, measured } = await pacedAnswer('cost-quiet');
+    expect(tookMs, measured).toBeGreaterThan(1_000);
+    expect(flushes, measured).toBeLessThanOrEqual(Math.ceil(tookMs / 1_000) + 1);
+  });
+
+  it('stores a run followed on another replica every 50 ms from then on', async () => {
+    const { flushes, tookMs, events, measured } = await pacedAnswer('cost-followed', b);
+    // The follower's notice reached the holder: far more often than the quiet pace, never
+    // more than one statement per 50 ms.
+    expect(flushes, measured).toBeGreaterThan(Math.ceil(tookMs / 1_000) + 3);
+    expect(flushes, measured).toBeLessThanOrEqual(Math.ceil(tookMs / 50) + 2);
+    expect(flushes, measured).toBeLessThan(events / 3);
   });
 
   it('a replica killed mid-answer leaves its listeners an interruption, not a hang', async () => {
