@@ -181,24 +181,14 @@ export class DetachedRuns {
       );
     }
     this.#listeners.set(userId, listening + 1);
-    const events =
-      live && first === undefined
-        ? this.#followLocal(live, after, signal)
-        : this.#followStored(runId, userId, after, first as RunRead, signal);
-    return this.#counted(userId, events);
-  }
-
-  async *#counted(
-    userId: string,
-    events: AsyncGenerator<NumberedEvent>,
-  ): AsyncGenerator<NumberedEvent> {
-    try {
-      yield* events;
-    } finally {
+    const release = () => {
       const left = (this.#listeners.get(userId) ?? 1) - 1;
       if (left > 0) this.#listeners.set(userId, left);
       else this.#listeners.delete(userId);
-    }
+    };
+    return live && first === undefined
+      ? this.#followLocal(live, after, signal, release)
+      : this.#followStored(runId, userId, after, first as RunRead, signal, release);
   }
 
   /**
@@ -268,20 +258,37 @@ export class DetachedRuns {
     wakeAll(run.waiters);
   }
 
+  /**
+   * A run of this process, from memory. The per-token path: one promise per wait, woken by
+   * the run's next event; the abort listener is added once per listener, not per wait.
+   */
   async *#followLocal(
     run: LiveRun,
     after: number,
     signal: AbortSignal,
+    release: () => void,
   ): AsyncGenerator<NumberedEvent> {
     let next = after;
-    for (;;) {
-      while (next < run.events.length) {
-        const event = run.events[next] as ChatEvent;
-        next += 1;
-        yield { seq: next, event };
+    let wake: (() => void) | undefined;
+    const onAbort = () => wake?.();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        while (next < run.events.length) {
+          const event = run.events[next] as ChatEvent;
+          next += 1;
+          yield { seq: next, event };
+        }
+        if (run.ended || signal.aborted) return;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          run.waiters.add(resolve);
+        });
       }
-      if (run.ended || signal.aborted) return;
-      await waitFor(run.waiters, signal, undefined);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      if (wake) run.waiters.delete(wake);
+      release();
     }
   }
 
@@ -291,6 +298,7 @@ export class DetachedRuns {
     after: number,
     first: RunRead,
     signal: AbortSignal,
+    release: () => void,
   ): AsyncGenerator<NumberedEvent> {
     let last = after;
     let read: RunRead | undefined = first;
@@ -332,6 +340,7 @@ export class DetachedRuns {
     } finally {
       remote.listeners -= 1;
       if (remote.listeners === 0) this.#remote.delete(runId);
+      release();
     }
   }
 
@@ -450,8 +459,10 @@ function endingError(
   return { type: 'error', code: 'internal_error', message: 'The answer failed unexpectedly.' };
 }
 
+/** Wakes every waiter once (each waits again by adding itself anew). */
 function wakeAll(waiters: Set<() => void>): void {
-  for (const wake of [...waiters]) wake();
+  for (const wake of waiters) wake();
+  waiters.clear();
 }
 
 /** Resolves when woken, when `signal` is aborted, or after `timeoutMs` (if given). */
