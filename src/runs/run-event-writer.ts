@@ -31,6 +31,8 @@ export interface RunEventWriterOptions {
 /** Pause after a failed flush, doubling up to the longest. */
 const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 5_000;
+/** Runs stored by one statement (a burst's flush takes several, one after the other). */
+const RUNS_PER_STATEMENT = 100;
 
 /**
  * Stores the events of every run of this process in one statement per flush, one row per run
@@ -117,18 +119,26 @@ export class RunEventWriter {
   }
 
   async #flush(): Promise<void> {
+    // A burst's flush holds thousands of runs: stored a slice at a time, so building one
+    // statement never holds the event loop (and its streams) for long.
+    const runs = [...this.#runs].filter(([, log]) => log.pending.length > 0 || log.ended);
+    for (let start = 0; start < runs.length; start += RUNS_PER_STATEMENT) {
+      if (!(await this.#store(runs.slice(start, start + RUNS_PER_STATEMENT)))) return;
+    }
+  }
+
+  /** Stores these runs' pending events in one statement; false when it failed. */
+  async #store(runs: [string, RunLog][]): Promise<boolean> {
     const batches: RunEventBatch[] = [];
     const progress: RunProgress[] = [];
     const taken: [string, RunLog, number, boolean][] = [];
-    for (const [runId, log] of this.#runs) {
-      if (log.pending.length === 0 && !log.ended) continue;
+    for (const [runId, log] of runs) {
       const first = log.pending[0];
       if (first)
         batches.push({ runId, firstSeq: first.seq, events: log.pending.map((p) => p.event) });
       progress.push({ runId, lastSeq: log.lastSeq, ended: log.ended });
       taken.push([runId, log, log.pending.length, log.ended]);
     }
-    if (taken.length === 0) return;
     try {
       await this.#options.store.append(batches, progress);
       this.#retryMs = 0;
@@ -138,7 +148,7 @@ export class RunEventWriter {
         { err: error, runs: taken.length, retryMs: this.#retryMs },
         'run events not stored yet; trying again',
       );
-      return;
+      return false;
     }
     for (const [runId, log, count, ended] of taken) {
       log.pending.splice(0, count);
@@ -148,6 +158,7 @@ export class RunEventWriter {
         this.#options.stored(runId);
       }
     }
+    return true;
   }
 
   #afterFlush(): void {

@@ -95,6 +95,14 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
       )
     ).rows[0].n as number;
 
+  it('stores a burst of runs a hundred runs per statement, every event of each', async () => {
+    const { ids, flushes } = await write(250, ['one', ' two']);
+    expect(flushes).toBe(3);
+    for (const id of [ids[0], ids[149], ids[249]] as string[]) {
+      expect((await store.read(id, 'writer', 0))?.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    }
+  });
+
   it('inserts nothing twice when a flush committed but failed to answer', async () => {
     let failures = 1;
     const { ids, flushes } = await write(1, ['a', 'b', 'c'], () => failures-- > 0);
