@@ -1,6 +1,6 @@
 /**
- * The CJK half of a message's search terms, computed here as the message is stored instead of
- * by the database: `parley_search_vector()` (migration 0012) ran two SQL functions, a regular
+ * A message's search terms, computed here as the message is stored instead of by the
+ * database: `parley_search_vector()` (migration 0012) ran two SQL functions, a regular
  * expression and a sort for every stored message, ~0.4 ms of the embedded engine's CPU a chat
  * (bench/RESULTS.md, issue 31). The INSERT (RunRepository) adds the 'simple' configuration's
  * words itself; together they are exactly what `parley_search_vector(role, content)` gives,
@@ -13,24 +13,50 @@ const CJK_RUN =
 /** The function reads the first 100,000 characters (code points) of a message. */
 const MAX_CHARS = 100_000;
 
+/** A question's or an answer's searchable text and the CJK half of its terms. */
+export interface SearchTerms {
+  /** The text `parley_message_text(content)` reads (the INSERT cuts and lower-cases it). */
+  text: string;
+  /** The overlapping character bigrams of every CJK run (a lone character stays a unigram). */
+  bigrams: string[];
+}
+
 /**
- * The overlapping character bigrams of every CJK run of a message whose content is a string (a
- * lone character stays a unigram), distinct; null for any other message, whose terms the
- * database computes with the function itself (answers with tool calls, tool results).
+ * A message's search terms as `parley_search_vector(role, content)` would make them: null for
+ * a tool result (no terms), and for a part whose text the function would read as other JSON
+ * (the database then computes them with the function itself).
  */
-export function searchBigrams(message: { role: string; content: unknown }): string[] | null {
-  if (typeof message.content !== 'string') return null;
+export function searchTerms(message: { role: string; content: unknown }): SearchTerms | null {
   if (message.role !== 'user' && message.role !== 'assistant') return null;
+  const text = messageText(message.content);
+  if (text === null) return null;
   // `left(text, 100000)` counts code points; a string's length counts UTF-16 units.
-  const text =
-    message.content.length > MAX_CHARS
-      ? Array.from(message.content).slice(0, MAX_CHARS).join('')
-      : message.content;
+  const read = text.length > MAX_CHARS ? Array.from(text).slice(0, MAX_CHARS).join('') : text;
   const bigrams = new Set<string>();
   // Every range is in the Basic Multilingual Plane: a run's UTF-16 units are its characters.
-  for (const [run] of text.matchAll(CJK_RUN)) {
+  for (const [run] of read.matchAll(CJK_RUN)) {
     if (run.length === 1) bigrams.add(run);
     for (let i = 0; i + 1 < run.length; i++) bigrams.add(run.slice(i, i + 2));
   }
-  return [...bigrams];
+  return { text, bigrams: [...bigrams] };
+}
+
+/**
+ * `parley_message_text(content)` (migration 0012): a string content itself; of an array, the
+ * text parts' texts joined by a space (parts without text are skipped, as string_agg skips
+ * nulls); anything else ''. Null when a part's text is not a string (the function would read
+ * its JSON, which only the database writes exactly alike).
+ */
+function messageText(content: unknown): string | null {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  const texts: string[] = [];
+  for (const part of content as unknown[]) {
+    if (typeof part !== 'object' || part === null) continue;
+    const { type, text } = part as { type?: unknown; text?: unknown };
+    if (type !== 'text' || text === undefined || text === null) continue;
+    if (typeof text !== 'string') return null;
+    texts.push(text);
+  }
+  return texts.join(' ');
 }

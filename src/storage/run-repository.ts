@@ -2,7 +2,7 @@ import type { ModelMessage } from 'ai';
 import { TurnLostError } from '../assistant/user-chat-lock.ts';
 import type { Db } from './database.ts';
 import { turnRows } from './message-repository.ts';
-import { searchBigrams } from './message-search.ts';
+import { searchTerms } from './message-search.ts';
 
 export interface RunOutcome {
   status: 'completed' | 'failed' | 'interrupted';
@@ -91,8 +91,9 @@ const RECORD = {
       WHERE t.conversation_id IS NOT NULL AND t.has_messages
         AND t.id IN (SELECT id FROM stored_runs)
     ),
-    -- The search terms as parley_search_vector(role, content) makes them (migration 0012),
-    -- its CJK bigrams computed by the caller (message-search.ts) where the content is a string.
+    -- The search terms as parley_search_vector(role, content) makes them (migration 0012): the
+    -- text and its CJK bigrams computed by the caller (message-search.ts); the function itself
+    -- only for a part it would read as JSON. For an answer in parts it cost ~1 ms a chat.
     stored_messages AS (
       INSERT INTO messages (user_id, run_id, role, content, interrupted, conversation_id,
                             parent_run_id, search)
@@ -100,12 +101,12 @@ const RECORD = {
              t.parent_run_id,
              CASE WHEN m.role NOT IN ('user', 'assistant') THEN NULL
                   WHEN m.bigrams IS NULL THEN parley_search_vector(m.role, m.content)
-                  ELSE to_tsvector('simple', lower(left(m.content ->> 'content', 100000)))
+                  ELSE to_tsvector('simple', lower(left(m.text, 100000)))
                        || array_to_tsvector(m.bigrams) END
       FROM json_array_elements($2::json) WITH ORDINALITY AS e(message, position),
            json_to_record(e.message) AS m(
              user_id text, run_id uuid, role text, content jsonb, interrupted boolean,
-             bigrams text[])
+             text text, bigrams text[])
       JOIN turns t ON t.run_id = m.run_id
       ORDER BY e.position
       RETURNING conversation_id, octet_length(content::text) AS bytes
@@ -214,7 +215,7 @@ export class RunRepository {
         role: row.role,
         content: row.content,
         interrupted: row.interrupted,
-        bigrams: searchBigrams(row.content),
+        ...termsOf(row.content),
       })),
     );
     // Ahead of queries still waiting for a connection: the end events wait for this one.
@@ -224,6 +225,14 @@ export class RunRepository {
     });
     return new Set(rows.map((row) => row.id));
   }
+}
+
+/**
+ * A stored message's search text and bigrams for the INSERT (its content has no U+0000 left:
+ * see turnRows); nulls: the database computes them.
+ */
+function termsOf(message: { role: string; content: unknown }) {
+  return searchTerms(message) ?? { text: null, bigrams: null };
 }
 
 function settle(item: PendingRecord, stored: ReadonlySet<string>): void {

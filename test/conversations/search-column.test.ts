@@ -51,6 +51,31 @@ const TURNS: ModelMessage[][] = [
     },
     { role: 'assistant', content: 'The deposit (보증금) comes back.' },
   ],
+  // Answers in parts (as the tool loop stores them): only text parts count, joined by a space.
+  [
+    {
+      role: 'user',
+      content: [
+        { type: 'text', text: 'First part' },
+        { type: 'image', image: 'aGVsbG8=', mediaType: 'image/png' },
+        { type: 'text', text: '둘째 계약서' },
+      ],
+    },
+    {
+      role: 'assistant',
+      content: [
+        { type: 'reasoning', text: 'thinking 생각' },
+        { type: 'text', text: 'Answer in 부분' },
+        { type: 'text', text: '' },
+        { type: 'text', text: 'PARTS 끝' },
+      ],
+    },
+  ],
+  // A text part whose text is not a string: the database reads it as the function does.
+  [
+    { role: 'user', content: 'numbers?' },
+    { role: 'assistant', content: [{ type: 'text', text: 42 }] } as unknown as ModelMessage,
+  ],
 ];
 
 describe.each(ENGINES)('search terms of stored turns on the %s engine', (engine) => {
