@@ -72,7 +72,10 @@ export interface ChatServiceDependencies {
   /** Whose turn it is: in-process for one process, shared through the database for replicas. */
   lock: UserChatLock;
   tools: ToolsFor;
-  /** Tools that must be looked up first (the user's MCP servers); a failure leaves them out. */
+  /**
+   * Tools that must be looked up first (the user's MCP servers), asked for only while an MCP
+   * server is enabled (the chat context's `toolServers`); a failure leaves them out.
+   */
   moreTools?: (context: ChatContext) => Promise<ToolSet>;
   promptSections?: PromptSection[];
   tracer: RunTracer;
@@ -214,6 +217,7 @@ export class ChatService {
         profile,
         history: stored,
         leafRunId,
+        toolServers,
       } = await contexts.load(request.userId, HISTORY_ROWS, path || undefined);
       if (conversationId) {
         run.turn = {
@@ -238,7 +242,7 @@ export class ChatService {
         emit: (event) => sideEvents.push(event),
       };
       const toolSet = tools(context);
-      if (this.#deps.moreTools) {
+      if (this.#deps.moreTools && toolServers) {
         try {
           // Parley's own tools keep their names whatever a server calls its tools.
           for (const [name, extra] of Object.entries(await this.#deps.moreTools(context))) {

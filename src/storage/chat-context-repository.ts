@@ -9,6 +9,11 @@ export interface ChatContext {
   history: ModelMessage[];
   /** The conversation's turn being continued (null before the first). */
   leafRunId: string | null;
+  /**
+   * Whether any MCP server is enabled: without one, a chat does not look for their tools (a
+   * statement of its own per chat, bench/RESULTS.md, issue 31).
+   */
+  toolServers: boolean;
 }
 
 /** Which path of a conversation a chat continues. */
@@ -31,6 +36,7 @@ const LOAD = {
           'displayName', display_name, 'timezone', timezone, 'locale', locale, 'facts', facts)
          FROM users WHERE user_id = $1) AS profile,
       (SELECT leaf_run_id FROM conversations WHERE id = $3) AS leaf,
+      EXISTS (SELECT 1 FROM mcp_servers WHERE enabled) AS tool_servers,
       COALESCE(
         (SELECT json_agg(content ORDER BY id)
            FROM (SELECT id, content FROM messages
@@ -62,6 +68,7 @@ export class ChatContextRepository {
       profile: UserProfile | null;
       history: ModelMessage[];
       leaf: string | null;
+      tool_servers: boolean;
     }>({
       ...LOAD,
       values: [
@@ -77,6 +84,7 @@ export class ChatContextRepository {
       profile: row?.profile ?? undefined,
       history: row?.history ?? [],
       leafRunId: row?.leaf ?? null,
+      toolServers: row?.tool_servers ?? false,
     };
   }
 }
