@@ -62,6 +62,8 @@ export class RunEventWriter {
     const log = this.#logOf(runId);
     log.pending.push({ seq, event });
     log.lastSeq = seq;
+    // The per-token path: a flush already due takes a quiet run's event (none is later).
+    if (this.#flushing || (this.#timer && !log.watched)) return;
     this.#schedule(log.watched ? this.#options.flushMs : this.#options.quietFlushMs);
   }
 
