@@ -8,8 +8,12 @@
  *   node bench/chat-statements.ts <baselineDir> [chats=10] [log=/var/log/postgresql/postgresql-15-main.log]
  *
  * BENCH_ENV (JSON) adds settings to both, e.g. '{"CONVERSATION_TITLES":"question"}'.
+ * BENCH_TIMES=1 logs every statement's duration instead (log_min_duration_statement = 0) and
+ * prints the milliseconds a chat spends in each (parse, bind and execute apart), slowest first:
+ * where the database's share of a chat's CPU goes. BENCH_EXPLAIN=1 with it also writes this
+ * checkout's plans, with their timings, to /tmp/chat-statements-plans.log (auto_explain).
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { createTestDatabase } from '../test/support/postgres-server.ts';
@@ -22,13 +26,15 @@ import { sleep } from './support/stats.ts';
 const [baselineDir] = process.argv.slice(2);
 const CHATS = Number(process.argv[3] ?? 10);
 const LOG = process.argv[4] ?? '/var/log/postgresql/postgresql-15-main.log';
+const TIMES = process.env.BENCH_TIMES === '1';
+const EXPLAIN = TIMES && process.env.BENCH_EXPLAIN === '1';
 if (!baselineDir) throw new Error('usage: chat-statements.ts <baselineDir> [chats] [log]');
 
 const fake = await startFakeLlm({ tokens: 1, delayMs: 0 });
 console.log(`# Statements a chat sends, ${baselineDir} and this checkout\n`);
 console.log(`\`\`\`\n${machineReport()}\n\`\`\`\n`);
 console.log(
-  `log_statement=all on a bench database of its own, 3 warm-up chats, then ${CHATS} chats of 1 token from users who chatted before (development mode), the log lines of that database read 1.5 s after the last.\n`,
+  `${TIMES ? 'log_min_duration_statement=0' : 'log_statement=all'} on a bench database of its own, 3 warm-up chats, then ${CHATS} chats of 1 token from users who chatted before (development mode), the log lines of that database read 1.5 s after the last.\n`,
 );
 for (const { name, root } of [
   { name: 'baseline', root: pathToFileURL(`${baselineDir.replace(/\/$/, '')}/`) },
@@ -38,7 +44,17 @@ for (const { name, root } of [
   const dbName = new URL(database.url).pathname.slice(1);
   const admin = new pg.Client({ connectionString: database.url });
   await admin.connect();
-  await admin.query(`ALTER DATABASE ${dbName} SET log_statement = 'all'`);
+  if (TIMES) {
+    await admin.query(`ALTER DATABASE ${dbName} SET log_min_duration_statement = 0`);
+  } else {
+    await admin.query(`ALTER DATABASE ${dbName} SET log_statement = 'all'`);
+  }
+  if (EXPLAIN && name !== 'baseline') {
+    await admin.query(`ALTER DATABASE ${dbName} SET session_preload_libraries = 'auto_explain'`);
+    await admin.query(`ALTER DATABASE ${dbName} SET auto_explain.log_min_duration = 0`);
+    await admin.query(`ALTER DATABASE ${dbName} SET auto_explain.log_analyze = on`);
+    await admin.query(`ALTER DATABASE ${dbName} SET auto_explain.log_nested_statements = on`);
+  }
   await admin.end();
   const server = await startServer({
     root,
@@ -59,6 +75,16 @@ for (const { name, root } of [
   }
   await sleep(1_500);
   const text = readFileSync(LOG).subarray(from).toString('utf8');
+  if (EXPLAIN && name !== 'baseline') writeFileSync('/tmp/chat-statements-plans.log', text);
+  if (TIMES) printTimes(name, text, dbName);
+  else printCounts(name, text, dbName);
+  await server.stop();
+  await database.drop();
+}
+await fake.close();
+
+/** The statements of the chats, by text, and how many of each. */
+function printCounts(name: string, text: string, dbName: string): void {
   const counts = new Map<string, number>();
   for (const line of text.split('\n')) {
     const match = new RegExp(`@${dbName} LOG:  (?:statement|execute [^:]*): ?(.*)$`).exec(line);
@@ -75,7 +101,28 @@ for (const { name, root } of [
     console.log(`${String(count).padStart(4)}  ${key}`);
   }
   console.log('```\n');
-  await server.stop();
-  await database.drop();
 }
-await fake.close();
+
+/** The milliseconds a chat spends in each statement's parse, bind and execute. */
+function printTimes(name: string, text: string, dbName: string): void {
+  const times = new Map<string, { count: number; ms: number }>();
+  const line = new RegExp(
+    `@${dbName} LOG:  duration: ([0-9.]+) ms  ((?:statement|execute|bind|parse)[^:]*: ?.*)$`,
+  );
+  for (const row of text.split('\n')) {
+    const match = line.exec(row);
+    if (!match) continue;
+    const key = (match[2] as string).slice(0, 100);
+    const entry = times.get(key) ?? { count: 0, ms: 0 };
+    entry.count += 1;
+    entry.ms += Number(match[1]);
+    times.set(key, entry);
+  }
+  const total = [...times.values()].reduce((sum, entry) => sum + entry.ms, 0);
+  console.log(`${name}: ${(total / CHATS).toFixed(3)} ms of statements a chat`);
+  console.log('```');
+  for (const [key, { count, ms }] of [...times].sort((a, b) => b[1].ms - a[1].ms).slice(0, 15)) {
+    console.log(`${String(count).padStart(4)} ${(ms / CHATS).toFixed(3).padStart(7)} ms  ${key}`);
+  }
+  console.log('```\n');
+}
