@@ -82,7 +82,12 @@ describe.each(ENGINES)('a database session on the %s engine', (engine) => {
       client.release();
     }
     const context = await new ChatContextRepository(database.db).load('session-probe', 10);
-    expect(context).toEqual({ profile: undefined, history: [], leafRunId: null });
+    expect(context).toEqual({
+      profile: undefined,
+      history: [],
+      leafRunId: null,
+      toolServers: false,
+    });
     expect(await database.ping()).toBe(true);
   };
 
