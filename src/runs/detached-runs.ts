@@ -4,14 +4,11 @@ import type { Logger } from 'pino';
 import { type ChatEvent, STOPPED } from '../assistant/chat-events.ts';
 import { AppError } from '../errors.ts';
 import type { RunEventRepository, RunRead } from '../storage/run-event-repository.ts';
+import { LocalFollower, type NumberedEvent } from './local-follower.ts';
 import { RunEventWriter } from './run-event-writer.ts';
 import { type RunNotice, RunNotifications } from './run-notifications.ts';
 
-/** An event of a run with its number in the run's log (its SSE `id:`), from 1. */
-export interface NumberedEvent {
-  seq: number;
-  event: ChatEvent;
-}
+export type { NumberedEvent } from './local-follower.ts';
 
 /** Produces a run's events; the signal stops it (stop, ANSWER_MAX_SECONDS, shutdown). */
 export type RunSource = (signal: AbortSignal) => AsyncIterable<ChatEvent>;
@@ -187,7 +184,7 @@ export class DetachedRuns {
       else this.#listeners.delete(userId);
     };
     return live && first === undefined
-      ? this.#followLocal(live, after, signal, release)
+      ? new LocalFollower(live, after, signal, release)
       : this.#followStored(runId, userId, after, first as RunRead, signal, release);
   }
 
@@ -256,40 +253,6 @@ export class DetachedRuns {
     run.events.push(kept);
     this.#writer.add(run.runId, run.events.length, kept);
     wakeAll(run.waiters);
-  }
-
-  /**
-   * A run of this process, from memory. The per-token path: one promise per wait, woken by
-   * the run's next event; the abort listener is added once per listener, not per wait.
-   */
-  async *#followLocal(
-    run: LiveRun,
-    after: number,
-    signal: AbortSignal,
-    release: () => void,
-  ): AsyncGenerator<NumberedEvent> {
-    let next = after;
-    let wake: (() => void) | undefined;
-    const onAbort = () => wake?.();
-    signal.addEventListener('abort', onAbort, { once: true });
-    try {
-      for (;;) {
-        while (next < run.events.length) {
-          const event = run.events[next] as ChatEvent;
-          next += 1;
-          yield { seq: next, event };
-        }
-        if (run.ended || signal.aborted) return;
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          run.waiters.add(resolve);
-        });
-      }
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      if (wake) run.waiters.delete(wake);
-      release();
-    }
   }
 
   async *#followStored(
