@@ -27,27 +27,17 @@ export type ApprovalRecord = typeof toolApprovals.$inferSelect;
 export class McpRepository {
   readonly #db: Db;
   /**
-   * The enabled servers with the user's relation: read by every chat, so built once and named
-   * (planned once per connection); as Drizzle's query built and planned each time it cost
-   * ~0.3 ms of a chat even with no server at all (bench/RESULTS.md, issue 31).
+   * The servers with one user's relation to each, built once and named (planned once per
+   * connection): the enabled ones are read by every chat that has any, and as Drizzle's query
+   * built and planned each time they cost ~0.3 ms of it (bench/RESULTS.md, issue 31).
    */
   readonly #enabledForUser;
+  readonly #allForUser;
 
   constructor(db: Db) {
     this.#db = db;
-    this.#enabledForUser = db
-      .select({ server: mcpServers, relation: mcpServerUsers })
-      .from(mcpServers)
-      .leftJoin(
-        mcpServerUsers,
-        and(
-          eq(mcpServerUsers.serverId, mcpServers.id),
-          eq(mcpServerUsers.userId, sql.placeholder('userId')),
-        ),
-      )
-      .where(eq(mcpServers.enabled, true))
-      .orderBy(asc(mcpServers.name))
-      .prepare('parley-mcp-for-user');
+    this.#enabledForUser = serversWithRelation(db, true, 'parley-mcp-enabled-for-user');
+    this.#allForUser = serversWithRelation(db, false, 'parley-mcp-all-for-user');
   }
 
   async create(server: NewMcpServer): Promise<McpServerRecord | undefined> {
@@ -126,16 +116,8 @@ export class McpRepository {
 
   /** Every server with this user's relation to it (enabled servers only unless `all`). */
   async forUser(userId: string, options: { all?: boolean } = {}): Promise<UserServer[]> {
-    const rows = options.all
-      ? await this.#db
-          .select({ server: mcpServers, relation: mcpServerUsers })
-          .from(mcpServers)
-          .leftJoin(
-            mcpServerUsers,
-            and(eq(mcpServerUsers.serverId, mcpServers.id), eq(mcpServerUsers.userId, userId)),
-          )
-          .orderBy(asc(mcpServers.name))
-      : await this.#enabledForUser.execute({ userId });
+    const statement = options.all ? this.#allForUser : this.#enabledForUser;
+    const rows = await statement.execute({ userId });
     return rows.map(({ server, relation }) => ({
       server,
       allowed: relation?.allowed ?? !server.restricted,
@@ -257,4 +239,21 @@ export class McpRepository {
       return existing?.decision ?? undefined;
     });
   }
+}
+
+/** Servers (the enabled ones, or all) with the relation of the user `userId` to each, by name. */
+function serversWithRelation(db: Db, enabledOnly: boolean, name: string) {
+  return db
+    .select({ server: mcpServers, relation: mcpServerUsers })
+    .from(mcpServers)
+    .leftJoin(
+      mcpServerUsers,
+      and(
+        eq(mcpServerUsers.serverId, mcpServers.id),
+        eq(mcpServerUsers.userId, sql.placeholder('userId')),
+      ),
+    )
+    .where(enabledOnly ? eq(mcpServers.enabled, true) : undefined)
+    .orderBy(asc(mcpServers.name))
+    .prepare(name);
 }
