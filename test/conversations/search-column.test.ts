@@ -51,7 +51,8 @@ const TURNS: ModelMessage[][] = [
     },
     { role: 'assistant', content: 'The deposit (보증금) comes back.' },
   ],
-  // Answers in parts (as the tool loop stores them): only text parts count, joined by a space.
+  // Answers in parts (as the tool loop stores them): only text parts count, joined by a space;
+  // a text part without its text is skipped (as string_agg skips a null).
   [
     {
       role: 'user',
@@ -67,6 +68,8 @@ const TURNS: ModelMessage[][] = [
         { type: 'reasoning', text: 'thinking 생각' },
         { type: 'text', text: 'Answer in 부분' },
         { type: 'text', text: '' },
+        { type: 'text', text: null } as unknown as { type: 'text'; text: string },
+        { type: 'text' } as unknown as { type: 'text'; text: string },
         { type: 'text', text: 'PARTS 끝' },
       ],
     },
