@@ -27,17 +27,27 @@ export type ApprovalRecord = typeof toolApprovals.$inferSelect;
 export class McpRepository {
   readonly #db: Db;
   /**
-   * The servers with one user's relation to each, built once and named (planned once per
-   * connection): the enabled ones are read by every chat that has any, and as Drizzle's query
-   * built and planned each time they cost ~0.3 ms of it (bench/RESULTS.md, issue 31).
+   * The enabled servers with one user's relation to each, read by every chat while any is
+   * enabled: built once and named (planned once per connection), since as Drizzle's query
+   * built and planned each time it cost ~0.3 ms of a chat (bench/RESULTS.md, issue 31).
    */
   readonly #enabledForUser;
-  readonly #allForUser;
 
   constructor(db: Db) {
     this.#db = db;
-    this.#enabledForUser = serversWithRelation(db, true, 'parley-mcp-enabled-for-user');
-    this.#allForUser = serversWithRelation(db, false, 'parley-mcp-all-for-user');
+    this.#enabledForUser = db
+      .select({ server: mcpServers, relation: mcpServerUsers })
+      .from(mcpServers)
+      .leftJoin(
+        mcpServerUsers,
+        and(
+          eq(mcpServerUsers.serverId, mcpServers.id),
+          eq(mcpServerUsers.userId, sql.placeholder('userId')),
+        ),
+      )
+      .where(eq(mcpServers.enabled, true))
+      .orderBy(asc(mcpServers.name))
+      .prepare('parley-mcp-for-user');
   }
 
   async create(server: NewMcpServer): Promise<McpServerRecord | undefined> {
@@ -114,10 +124,9 @@ export class McpRepository {
       .where(eq(mcpServers.id, id));
   }
 
-  /** Every server with this user's relation to it (enabled servers only unless `all`). */
-  async forUser(userId: string, options: { all?: boolean } = {}): Promise<UserServer[]> {
-    const statement = options.all ? this.#allForUser : this.#enabledForUser;
-    const rows = await statement.execute({ userId });
+  /** Every enabled server with this user's relation to it. */
+  async forUser(userId: string): Promise<UserServer[]> {
+    const rows = await this.#enabledForUser.execute({ userId });
     return rows.map(({ server, relation }) => ({
       server,
       allowed: relation?.allowed ?? !server.restricted,
@@ -239,21 +248,4 @@ export class McpRepository {
       return existing?.decision ?? undefined;
     });
   }
-}
-
-/** Servers (the enabled ones, or all) with the relation of the user `userId` to each, by name. */
-function serversWithRelation(db: Db, enabledOnly: boolean, name: string) {
-  return db
-    .select({ server: mcpServers, relation: mcpServerUsers })
-    .from(mcpServers)
-    .leftJoin(
-      mcpServerUsers,
-      and(
-        eq(mcpServerUsers.serverId, mcpServers.id),
-        eq(mcpServerUsers.userId, sql.placeholder('userId')),
-      ),
-    )
-    .where(enabledOnly ? eq(mcpServers.enabled, true) : undefined)
-    .orderBy(asc(mcpServers.name))
-    .prepare(name);
 }
