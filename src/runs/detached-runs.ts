@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { type ChatEvent, STOPPED } from '../assistant/chat-events.ts';
 import { AppError } from '../errors.ts';
 import type { RunEventRepository, RunRead } from '../storage/run-event-repository.ts';
-import { LocalFollower, type NumberedEvent } from './local-follower.ts';
+import { LocalFollower, type NumberedEvent, wakeAll } from './local-follower.ts';
 import { RunEventWriter } from './run-event-writer.ts';
 import { type RunNotice, RunNotifications } from './run-notifications.ts';
 
@@ -420,12 +420,6 @@ function endingError(
     };
   }
   return { type: 'error', code: 'internal_error', message: 'The answer failed unexpectedly.' };
-}
-
-/** Wakes every waiter once (each waits again by adding itself anew). */
-function wakeAll(waiters: Set<() => void>): void {
-  for (const wake of waiters) wake();
-  waiters.clear();
 }
 
 /** Resolves when woken, when `signal` is aborted, or after `timeoutMs` (if given). */
