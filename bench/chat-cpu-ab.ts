@@ -66,11 +66,16 @@ const contenders = await Promise.all(
     const database = engine === 'server' ? await createTestDatabase() : undefined;
     const server = await startServer({
       root,
-      // BENCH_ENV (JSON): settings for both, e.g. '{"CONVERSATION_TITLES":"question"}'.
+      // BENCH_ENV (JSON): settings for both, e.g. '{"CONVERSATION_TITLES":"question"}';
+      // BENCH_BASELINE_ENV: for the baseline only (with this checkout as the baseline too,
+      // what one setting costs).
       env: {
         LLM_BASE_URL: fake.url,
         DATABASE_URL: database?.url,
         ...(JSON.parse(process.env.BENCH_ENV ?? '{}') as Record<string, string>),
+        ...(name === 'baseline'
+          ? (JSON.parse(process.env.BENCH_BASELINE_ENV ?? '{}') as Record<string, string>)
+          : {}),
       },
     });
     return {

@@ -60,9 +60,14 @@ const MAX_BATCH = 500;
  * user's turn (the fence against a replica that stalled past the lock's TTL); `FOR SHARE`
  * makes a replica taking the turn over wait until this statement is done, so its chat reads a
  * history that has this turn or never will. A named statement: planned once per connection.
+ *
+ * Two of them: only a batch with a turn that branches (an edit, a regeneration) takes the one
+ * that moves the later turns off the active path. Its UPDATE of `messages`, though it touches
+ * no row for a turn that continues the conversation, cost every turn's statement ~0.2 ms on
+ * the embedded engine (bench/turn-write.ts, bench/RESULTS.md, issue 31).
  */
-const RECORD = {
-  name: 'parley-record-runs',
+const recordStatement = (branching: boolean) => ({
+  name: branching ? 'parley-record-runs-branching' : 'parley-record-runs',
   text: `
     WITH stored_runs AS (
       INSERT INTO chat_runs (id, user_id, status, model, input_tokens, output_tokens,
@@ -111,15 +116,7 @@ const RECORD = {
       ORDER BY e.position
       RETURNING conversation_id, octet_length(content::text) AS bytes
     ),
-    -- A question that does not follow the leaf (an edit, a regeneration) starts a branch: the
-    -- turns after the one it follows leave the active path (they stay, as other versions).
-    left_path AS (
-      UPDATE messages o SET on_path = false FROM turns t
-       WHERE t.branches AND o.conversation_id = t.conversation_id AND o.on_path
-         AND o.id > coalesce((SELECT max(p.id) FROM messages p
-                               WHERE p.run_id = t.parent_run_id
-                                 AND p.conversation_id = t.conversation_id), 0)
-    ),
+    ${branching ? LEFT_PATH : ''}
     touched AS (
       UPDATE conversations c
          SET updated_at = now(), leaf_run_id = t.run_id,
@@ -130,7 +127,22 @@ const RECORD = {
         FROM turns t WHERE c.id = t.conversation_id
     )
     SELECT id FROM stored_runs`,
-};
+});
+
+/**
+ * A question that does not follow the leaf (an edit, a regeneration) starts a branch: the turns
+ * after the one it follows leave the active path (they stay, as other versions).
+ */
+const LEFT_PATH = `
+    left_path AS (
+      UPDATE messages o SET on_path = false FROM turns t
+       WHERE t.branches AND o.conversation_id = t.conversation_id AND o.on_path
+         AND o.id > coalesce((SELECT max(p.id) FROM messages p
+                               WHERE p.run_id = t.parent_run_id
+                                 AND p.conversation_id = t.conversation_id), 0)
+    ),`;
+const RECORD = recordStatement(false);
+const RECORD_BRANCHING = recordStatement(true);
 
 /**
  * Chat runs: one per `POST /chat`, referenced by feedback. Runs are written once, at the end,
@@ -220,7 +232,7 @@ export class RunRepository {
     );
     // Ahead of queries still waiting for a connection: the end events wait for this one.
     const { rows } = await this.#db.$client.queryFirst<{ id: string }>({
-      ...RECORD,
+      ...(runs.some((run) => run.branches) ? RECORD_BRANCHING : RECORD),
       values: [JSON.stringify(runs), JSON.stringify(messages)],
     });
     return new Set(rows.map((row) => row.id));
