@@ -45,6 +45,7 @@ import { fileClock, systemClock } from './reminders/clock.ts';
 import { NOTICE_POLICY, noticeJob } from './reminders/notice-job.ts';
 import { ProfileService } from './reminders/profile-service.ts';
 import { ReminderService } from './reminders/reminder-service.ts';
+import { storeAbandonedTurns } from './runs/abandoned-turns.ts';
 import { DetachedRuns } from './runs/detached-runs.ts';
 import { stopOnSignals } from './shutdown.ts';
 import { AccountRepository } from './storage/account-repository.ts';
@@ -391,6 +392,11 @@ export async function main(config: Config): Promise<void> {
     keepMs: config.RUN_EVENTS_KEEP_HOURS * 3_600_000,
     shutdown: shutdownSignal.signal,
     listenUrl: database.engine === 'server' ? config.DATABASE_URL : undefined,
+    onAbandoned: storeAbandonedTurns({
+      runs,
+      currentConversation: (userId) => conversationRepository.current(userId),
+      model: model.id,
+    }),
   });
   await detachedRuns.start();
 

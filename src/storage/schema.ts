@@ -626,7 +626,8 @@ export const automationRuns = pgTable(
  * A resumable answer (`"resumable": true` on POST /chat, the web client, Telegram): which
  * process generates it (`holder`, kept alive by `heartbeat_at`), whether its owner asked it to
  * stop, and how far its event log goes. Ended runs and their events are pruned after
- * RUN_EVENTS_KEEP_HOURS; a run whose holder died is left `running` with a stale heartbeat.
+ * RUN_EVENTS_KEEP_HOURS. A run whose holder died (its heartbeat stale) is ended by a listener
+ * or by the sweep every lease, which stores its `turn` (DetachedRuns).
  */
 export const runStreams = pgTable(
   'run_streams',
@@ -640,11 +641,16 @@ export const runStreams = pgTable(
     lastSeq: integer('last_seq').notNull().default(0),
     createdAt: createdAt(),
     endedAt: timestamp('ended_at', { withTimezone: true }),
+    /**
+     * The question and its place in the conversation (JSON text, read only by Parley): stored
+     * as an interrupted turn by whoever ends the run if its holder dies, so the question and
+     * the answer as far as it got are not lost with the process (see DetachedRuns).
+     */
+    turn: text('turn'),
   },
   (t) => [
     index('run_streams_user_idx').on(t.userId),
     index('run_streams_holder_idx').on(t.holder).where(sql`${t.status} = 'running'`),
-    index('run_streams_ended_idx').on(t.endedAt),
   ],
 );
 

@@ -100,26 +100,30 @@ export class ChatDoor {
     try {
       const conversationId = await this.#deps.conversationOf(String(chatId));
       const runId = randomUUID();
-      await this.#deps.runs.begin({ runId, userId }, (signal) => {
-        const answer = chats.chat(
-          {
-            runId,
-            userId,
-            conversationId,
-            // Telegram allows 4,096 characters; PostgreSQL cannot store U+0000.
-            message: question.message
-              .slice(0, this.#deps.messageMaxChars)
-              .replaceAll('\u0000', '\uFFFD'),
-            showThinking: false,
-            image,
-            // The chat can show buttons: a tool call that needs the user's decision asks here.
-            approvals: this.#deps.decideApproval ? 'ask' : 'refuse',
-          },
-          signal,
-        );
-        // The photo goes when the answer is over, however it ends.
-        return image ? disposeAfter(answer, image.dispose) : answer;
-      });
+      // Telegram allows 4,096 characters; PostgreSQL cannot store U+0000.
+      const message = question.message
+        .slice(0, this.#deps.messageMaxChars)
+        .replaceAll('\u0000', '\uFFFD');
+      await this.#deps.runs.begin(
+        { runId, userId, turn: { question: message, conversationId } },
+        (signal) => {
+          const answer = chats.chat(
+            {
+              runId,
+              userId,
+              conversationId,
+              message,
+              showThinking: false,
+              image,
+              // The chat can show buttons: a tool call that needs the user's decision asks here.
+              approvals: this.#deps.decideApproval ? 'ask' : 'refuse',
+            },
+            signal,
+          );
+          // The photo goes when the answer is over, however it ends.
+          return image ? disposeAfter(answer, image.dispose) : answer;
+        },
+      );
       begun = true;
       const numbered = await this.#deps.runs.listen(runId, userId, 0, sending.signal, {
         bounded: false,

@@ -242,40 +242,60 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
     expect(await store.requestStop(ids[0] as string, 'someone-else')).toBeUndefined();
   });
 
-  it('ends a run whose holder died once, after its last event', async () => {
+  it('ends a run whose holder died once, after its last event, answering its turn once', async () => {
     const id = randomUUID();
-    await store.open(id, 'orphan', 'dead-holder');
+    const turn = JSON.stringify({ question: 'pets?', conversationId: randomUUID() });
+    await store.open(id, 'orphan', 'dead-holder', turn);
     await store.append(
-      [{ runId: id, firstSeq: 1, events: [{ type: 'text', text: 'partial' }] }],
-      [{ runId: id, lastSeq: 1, ended: false }],
+      [
+        {
+          runId: id,
+          firstSeq: 1,
+          events: [
+            { type: 'text', text: 'partial' },
+            { type: 'tool', name: 'search_documents' },
+          ],
+        },
+        { runId: id, firstSeq: 3, events: [{ type: 'text', text: ', then more' }] },
+      ],
+      [{ runId: id, lastSeq: 3, ended: false }],
     );
     const ending = [
       { type: 'error', code: 'run_interrupted', message: 'stopped' },
       { type: 'done', runId: id },
     ];
-    // A live holder (heartbeat fresh) is left alone.
-    await store.endAbandoned(id, 60_000, ending);
+    // A live holder (heartbeat fresh) is left alone, by the ending and by the sweep's list.
+    expect(await store.endAbandoned(id, 60_000, ending)).toBeUndefined();
+    expect(await store.abandoned('another-holder', 60_000)).not.toContain(id);
     expect((await store.read(id, 'orphan', 0))?.status).toBe('running');
     await sql(
       "UPDATE run_streams SET heartbeat_at = now() - interval '2 minutes' WHERE run_id = $1",
       [id],
     );
-    await store.endAbandoned(id, 60_000, ending);
-    await store.endAbandoned(id, 60_000, ending);
+    // Listed for every process but its own holder (which, alive, would not be silent).
+    expect(await store.abandoned('another-holder', 60_000)).toContain(id);
+    expect(await store.abandoned('dead-holder', 60_000)).not.toContain(id);
+    expect(await store.endAbandoned(id, 60_000, ending)).toEqual({
+      userId: 'orphan',
+      startedAt: expect.any(Date),
+      turn,
+      text: 'partial, then more',
+    });
+    expect(await store.endAbandoned(id, 60_000, ending)).toBeUndefined();
+    expect(await store.abandoned('another-holder', 60_000)).not.toContain(id);
     const read = await store.read(id, 'orphan', 0);
     expect(read?.status).toBe('ended');
-    expect(read?.events).toEqual([
-      { seq: 1, event: { type: 'text', text: 'partial' } },
-      { seq: 2, event: ending[0] },
-      { seq: 3, event: ending[1] },
-    ]);
+    expect(read?.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(read?.events.slice(3).map((e) => e.event)).toEqual(ending);
     // The holder was only slow: what it writes after the run was ended is not stored.
     await store.append(
-      [{ runId: id, firstSeq: 2, events: [{ type: 'text', text: ' late' }] }],
-      [{ runId: id, lastSeq: 2, ended: false }],
+      [{ runId: id, firstSeq: 4, events: [{ type: 'text', text: ' late' }] }],
+      [{ runId: id, lastSeq: 4, ended: false }],
     );
     expect((await store.read(id, 'orphan', 0))?.events.map((e) => e.event)).toEqual([
       { type: 'text', text: 'partial' },
+      { type: 'tool', name: 'search_documents' },
+      { type: 'text', text: ', then more' },
       ...ending,
     ]);
   });

@@ -201,6 +201,18 @@ describe('resumable answers across replicas', () => {
     // Another client, on yet another replica, sees the same ending.
     const again = (await readAll(await resume(a, 'killed', runId, 0))).events;
     expect(again).toEqual(events);
+    // The question and the answer as far as it got stay in the conversation, stored once by
+    // the replica that ended the run (whichever of the listener and the sweep came first).
+    const turns = async () =>
+      (
+        (await (await a.fetch('/users/killed/history')).json()) as {
+          turns: { run_id: string; question: string; answer: string; status: string }[];
+        }
+      ).turns.filter((turn) => turn.run_id === runId);
+    await waitFor(async () => ((await turns()).length > 0 ? true : undefined));
+    expect(await turns()).toEqual([
+      expect.objectContaining({ question: 'go', answer: textOf(events), status: 'interrupted' }),
+    ]);
   }, 60_000);
 });
 

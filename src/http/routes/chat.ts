@@ -211,7 +211,9 @@ export function registerChatRoutes(
     const image = upload ? await settings.images.save(upload.bytes, upload.mediaType) : undefined;
     const runId = randomUUID();
     try {
-      await runs.begin({ runId, userId }, (signal) => {
+      // Should this process die, the question and its place are stored by whoever ends the run.
+      const turn = { question: body.message, ...place };
+      await runs.begin({ runId, userId, turn }, (signal) => {
         const answer = chats.chat(
           {
             runId,
