@@ -141,9 +141,20 @@ export class ConversationService implements ChatConversations {
     id: string,
     before: string | undefined,
     limit: number,
-  ): Promise<{ conversation: Conversation; turns: StoredTurn[] }> {
+  ): Promise<{
+    conversation: Conversation;
+    turns: StoredTurn[];
+    /** With the newest page: the answer being written in it now, if any. */
+    running: { runId: string; question: string } | undefined;
+  }> {
     const conversation = await this.get(userId, id);
-    return { conversation, turns: await this.#deps.history.turns(id, before, limit) };
+    const [turns, running] = await Promise.all([
+      this.#deps.history.turns(id, before, limit),
+      before === undefined ? this.#deps.conversations.running(userId, id) : undefined,
+    ]);
+    // Stored already (its end is stored up to a second later): a turn, not an answer to follow.
+    const ended = running && turns.some((turn) => turn.runId === running.runId);
+    return { conversation, turns, running: ended ? undefined : running };
   }
 
   async update(

@@ -152,6 +152,26 @@ export class ConversationRepository {
     return row && toConversation(row);
   }
 
+  /**
+   * The newest answer still being written in the conversation, by any door on any replica (a
+   * resumable run that registered its turn here), with its question: a second device opening
+   * the conversation follows it. One whose writer died stays until it is ended (a lease).
+   */
+  async running(
+    userId: string,
+    id: string,
+  ): Promise<{ runId: string; question: string } | undefined> {
+    const { rows } = await this.#db.$client.query<{ run_id: string; question: string }>(
+      `SELECT run_id, turn::json ->> 'question' AS question FROM run_streams
+        WHERE user_id = $1 AND status = 'running' AND turn IS NOT NULL
+          AND turn::json ->> 'conversationId' = $2
+        ORDER BY created_at DESC LIMIT 1`,
+      [userId, id],
+    );
+    const row = rows[0];
+    return row && { runId: row.run_id, question: row.question };
+  }
+
   /** Pinned first, then the newest activity; `after` is the last of the previous page. */
   async list(
     userId: string,

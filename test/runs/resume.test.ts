@@ -11,6 +11,7 @@ import {
   type SseEvent,
   textOf,
 } from '../support/resumable.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const ANSWER_MAX_SECONDS = 10;
 
@@ -186,6 +187,34 @@ describe.each(ENGINES)('resumable answers on the %s engine', (engine) => {
     const [a, b] = await Promise.all([readAll(first), readAll(second)]);
     expect(b.raw).toBe(a.raw);
     expect(textOf(a.events)).toBe(text);
+  });
+
+  it('a conversation opened elsewhere names the answer being written in it, until it ends', async () => {
+    const hold = holdAt((chunk) => chunk === 3);
+    stack.llm.enqueue(reply.text(text, { pace: hold.pace }));
+    const question = 'Where is the spare key?';
+    const first = await chat({ user_id: 'phone', message: question, resumable: true });
+    const runId = first.headers.get('x-parley-run-id') as string;
+    const conversationId = first.headers.get('x-parley-conversation-id') as string;
+    const open = async (query = '') =>
+      (await (
+        await stack.parley.fetch(`/users/phone/conversations/${conversationId}${query}`)
+      ).json()) as { turns: { run_id: string }[]; running: unknown };
+    await hold.reached;
+    // A second device opens the conversation: the answer is not a turn yet, but is named.
+    const during = await open();
+    expect(during.turns).toEqual([]);
+    expect(during.running).toEqual({ run_id: runId, question });
+    // It follows it from there, seeing what the asking device sees.
+    const followed = await resume('phone', runId, 0);
+    hold.release();
+    const [asked, seen] = await Promise.all([readAll(first), readAll(followed)]);
+    expect(seen.raw).toBe(asked.raw);
+    // Ended: a turn of the conversation, no longer running; another user is not told of it.
+    await waitFor(async () => (await open()).running === null);
+    expect((await open()).turns.map((turn) => turn.run_id)).toEqual([runId]);
+    const other = await stack.parley.fetch(`/users/someone-else/conversations/${conversationId}`);
+    expect(other.status).toBe(404);
   });
 
   it('Stop ends the answer where it is; the partial answer is kept and can be rated', async () => {

@@ -20,6 +20,7 @@ describe('the web client follows an answer across reloads and tabs', () => {
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
+  let key: string;
 
   beforeAll(async () => {
     browser = await launchChromium();
@@ -32,7 +33,7 @@ describe('the web client follows an answer across reloads and tabs', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ user_id: 'rita' }),
     });
-    const { key } = (await created.json()) as { key: string };
+    ({ key } = (await created.json()) as { key: string });
     context = await browser.newContext({ locale: 'en-US', viewport: { width: 1000, height: 720 } });
     page = await context.newPage();
     await page.goto(parley.url);
@@ -77,6 +78,38 @@ describe('the web client follows an answer across reloads and tabs', () => {
     expect((await lastAnswer(page).locator('.md').textContent())?.trim()).toBe(text);
     // Once: the question and its answer are shown one time each.
     expect(await page.locator('.bubble.user').getByText('Count through a reload').count()).toBe(1);
+  });
+
+  it('shows another device, which shares nothing with this browser, the answer streaming', async () => {
+    const text = words(40, 'phone');
+    const hold = holdAt((_, written) => written.includes('phone6 '));
+    llm.enqueue(reply.text(text, { chunks: 40, pace: hold.pace }));
+    await send('Count on my phone too');
+    await hold.reached;
+    await lastAnswer(page).getByText('phone5', { exact: false }).waitFor();
+
+    // Its own profile (no storage in common), signed in with the same key, at the same address.
+    const phone = await browser.newContext({
+      locale: 'en-US',
+      viewport: { width: 390, height: 800 },
+    });
+    const other = await phone.newPage();
+    await other.goto(page.url());
+    await other.getByLabel('API key').fill(key);
+    await other.getByRole('button', { name: 'Sign in' }).click();
+    await other.locator('.bubble.user').getByText('Count on my phone too').waitFor();
+    await lastAnswer(other).getByText('phone5', { exact: false }).waitFor();
+    expect(await lastAnswer(other).getAttribute('aria-busy')).toBe('true');
+
+    hold.release();
+    await Promise.all([idle(page), idle(other)]);
+    for (const device of [page, other]) {
+      expect((await lastAnswer(device).locator('.md').textContent())?.trim()).toBe(text);
+      expect(await device.locator('.bubble.user').getByText('Count on my phone too').count()).toBe(
+        1,
+      );
+    }
+    await phone.close();
   });
 
   it('shows a second tab the answer streaming, and Stop there stops it in both', async () => {

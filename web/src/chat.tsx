@@ -100,8 +100,13 @@ export function ChatPage(props: {
     return () => observer.disconnect();
   }, []);
 
-  /** Loads the turns before `before`, or (without it) the newest page in place of all shown. */
-  const loadPage = async (before: string | undefined): Promise<string[] | undefined> => {
+  /**
+   * Loads the turns before `before`, or (without it) the newest page in place of all shown.
+   * Answers the stored turns' run ids and the answer being written now, as the server knows it.
+   */
+  const loadPage = async (
+    before: string | undefined,
+  ): Promise<{ stored: string[]; running: LiveRun | undefined } | undefined> => {
     if (loadingOlder.current) return undefined;
     loadingOlder.current = true;
     const mine = generation.current;
@@ -125,7 +130,12 @@ export function ChatPage(props: {
       );
       setOlder(page.next_before);
       setMeta(page.conversation);
-      return loaded.flatMap((turn) => (turn.runId ? [turn.runId] : []));
+      return {
+        stored: loaded.flatMap((turn) => (turn.runId ? [turn.runId] : [])),
+        running: page.running
+          ? { runId: page.running.run_id, question: page.running.question }
+          : undefined,
+      };
     } catch (error) {
       if (mine === generation.current) setNotice((error as Error).message);
       return undefined;
@@ -153,13 +163,17 @@ export function ChatPage(props: {
     setNotice(undefined);
     atBottom.current = true;
     pendingFocus.current = props.focus;
-    void reload().then((stored) => {
-      // An answer still being written (this page was reloaded, or another tab asked it):
-      // followed from its start, below the turns stored.
-      const running = readLiveRun(props.user, props.conversation);
-      if (!running || !stored) return;
-      if (stored.includes(running.runId)) forgetLiveRun(props.user, props.conversation);
-      else void followRef.current(running);
+    void reload().then((page) => {
+      // An answer still being written (this page was reloaded, another tab or another device
+      // asked it): followed from its start, below the turns stored.
+      if (!page) return;
+      const remembered = readLiveRun(props.user, props.conversation);
+      if (remembered && page.stored.includes(remembered.runId)) {
+        forgetLiveRun(props.user, props.conversation);
+      }
+      const running =
+        remembered && !page.stored.includes(remembered.runId) ? remembered : page.running;
+      if (running && !page.stored.includes(running.runId)) void followRef.current(running);
     });
     return () => abort.current?.abort();
   }, [props.user, props.conversation, props.visit]);

@@ -53,9 +53,13 @@ export const readConversation = (
   before: string | undefined,
   limit = 20,
 ) =>
-  api<{ conversation: Conversation; turns: StoredTurn[]; next_before: string | null }>(
-    `${base(user)}/${enc(id)}?limit=${limit}${before ? `&before=${enc(before)}` : ''}`,
-  );
+  api<{
+    conversation: Conversation;
+    turns: StoredTurn[];
+    next_before: string | null;
+    /** An answer being written in it now (newest page only), asked from any device. */
+    running: { run_id: string; question: string } | null;
+  }>(`${base(user)}/${enc(id)}?limit=${limit}${before ? `&before=${enc(before)}` : ''}`);
 
 export const changeConversation = (
   user: string,

@@ -198,6 +198,14 @@ export function registerConversationRoutes(app: App, conversations: Conversation
             conversation: conversationSchema,
             turns: z.array(turnSchema),
             next_before: z.string().nullable(),
+            running: z
+              .object({ run_id: z.uuid(), question: z.string() })
+              .nullable()
+              .describe(
+                'On the newest page: an answer being written in this conversation now (asked ' +
+                  'from any device), not among `turns` until it ends. Follow it with ' +
+                  '`GET /users/{user_id}/runs/{run_id}/events`.',
+              ),
           }),
           ...errorResponses(...PER_USER, 404, 422),
         },
@@ -206,12 +214,13 @@ export function registerConversationRoutes(app: App, conversations: Conversation
     async (request) => {
       const { user_id: userId, conversation_id: id } = request.params;
       const { before, limit } = request.query;
-      const { conversation, turns } = await conversations.read(userId, id, before, limit);
+      const { conversation, turns, running } = await conversations.read(userId, id, before, limit);
       return {
         user_id: userId,
         conversation: toConversationBody(conversation),
         turns: turns.map(toTurnBody),
         next_before: turns.length === limit ? (turns.at(-1)?.position ?? null) : null,
+        running: running ? { run_id: running.runId, question: running.question } : null,
       };
     },
   );
