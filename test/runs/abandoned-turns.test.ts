@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ENGINES, engineEnv } from '../support/engines.ts';
-import { reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import { restartSetup } from '../support/restart-setup.ts';
 import { readThenLeave, textOf } from '../support/resumable.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -34,20 +32,10 @@ describe.each(ENGINES)('a killed holder on the %s engine', (engine) => {
   });
 
   it("keeps the question and the partial answer in the user's conversation", async () => {
-    const llm = await startFakeLlmServer();
-    const storage = await engineEnv(engine);
-    const dataDir = mkdtempSync(join(tmpdir(), 'parley-runs-abandoned-'));
-    cleanups.push(async () => {
-      await llm.close();
-      await storage.cleanup();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
-    const env = {
-      LLM_BASE_URL: llm.url,
-      LLM_MAX_RETRIES: '0',
+    const { llm, dataDir, env, cleanup } = await restartSetup(engine, {
       JOB_LEASE_SECONDS: String(LEASE_SECONDS),
-      ...storage.env,
-    };
+    });
+    cleanups.push(cleanup);
     const question = 'What did the lease say about pets?';
     const first = await startParley({ dataDir, env });
     // A few words, then nothing: the process dies before the model would have finished.

@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ENGINES, engineEnv } from '../support/engines.ts';
-import { reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import { restartSetup } from '../support/restart-setup.ts';
 import { lastEventId, readAll, readThenLeave, textOf } from '../support/resumable.ts';
 import { startParley } from '../support/start-parley.ts';
 
@@ -19,20 +17,10 @@ describe.each(ENGINES)('a detached answer at shutdown on the %s engine', (engine
   });
 
   it('is stopped with the grace period, kept, and replayed after the restart', async () => {
-    const llm = await startFakeLlmServer();
-    const storage = await engineEnv(engine);
-    const dataDir = mkdtempSync(join(tmpdir(), 'parley-runs-shutdown-'));
-    cleanups.push(async () => {
-      await llm.close();
-      await storage.cleanup();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
-    const env = {
-      LLM_BASE_URL: llm.url,
-      LLM_MAX_RETRIES: '0',
+    const { llm, dataDir, env, cleanup } = await restartSetup(engine, {
       SHUTDOWN_GRACE_MS: '1000',
-      ...storage.env,
-    };
+    });
+    cleanups.push(cleanup);
     const first = await startParley({ dataDir, env });
     // A few words, then nothing: only the shutdown can end it.
     llm.enqueue(reply.text('Begun but never finished by the model.', { stallAfter: 3 }));
