@@ -2,7 +2,7 @@ import type { ModelMessage } from 'ai';
 import { questionTitle } from '../conversations/question-title.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../storage/database-errors.ts';
 import type { RunRecord, RunRepository } from '../storage/run-repository.ts';
-import type { AbandonedTurn } from './detached-runs.ts';
+import type { AbandonedTurn } from './abandoned-runs.ts';
 
 export interface AbandonedTurnDeps {
   runs: Pick<RunRepository, 'record'>;
