@@ -62,6 +62,9 @@ const ENDING = (runId: string): ChatEvent[] => [
 export class AbandonedRuns {
   readonly #options: AbandonedRunsOptions;
   #sweeping: NodeJS.Timeout | undefined;
+  /** The sweep under way: one at a time, awaited by close. */
+  #sweep: Promise<void> | undefined;
+  #closed = false;
 
   constructor(options: AbandonedRunsOptions) {
     this.#options = options;
@@ -74,8 +77,11 @@ export class AbandonedRuns {
     this.#sweeping.unref();
   }
 
-  close(): void {
+  /** No more sweeps; the one under way ends after the run it is on (before the pool closes). */
+  async close(): Promise<void> {
+    this.#closed = true;
     clearInterval(this.#sweeping);
+    await this.#sweep;
   }
 
   /** Ends the run if its holder is dead and nobody ended it yet, and stores what it had. */
@@ -90,6 +96,7 @@ export class AbandonedRuns {
     }
     if (!ended) return; // ended meanwhile, by its holder or another process
     logger.warn({ runId, code: 'run_interrupted' }, 'a run whose holder died was ended');
+    if (ended.recorded) return;
     try {
       await this.#options.onAbandoned?.({
         runId,
@@ -107,10 +114,18 @@ export class AbandonedRuns {
   }
 
   /** Ends the runs of dead holders that nobody follows (a listener ends the one it follows). */
-  async sweep(): Promise<void> {
+  sweep(): Promise<void> {
+    this.#sweep ??= this.#sweepOnce().finally(() => {
+      this.#sweep = undefined;
+    });
+    return this.#sweep;
+  }
+
+  async #sweepOnce(): Promise<void> {
     const { store, logger, holder, silentMs, isLive } = this.#options;
     try {
       for (const runId of await store.abandoned(holder, silentMs)) {
+        if (this.#closed) return;
         if (!isLive(runId)) await this.end(runId);
       }
     } catch (error) {

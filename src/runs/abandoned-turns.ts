@@ -51,7 +51,8 @@ export function storeAbandonedTurns(deps: AbandonedTurnDeps) {
         messages,
       );
     } catch (error) {
-      // Its holder stored the run before it died (its end was not stored yet), or the user
+      // Its holder stored the run after it was claimed (a holder that was only slow; one
+      // that stored it before is seen by the claim, AbandonedRuns), or the user
       // deleted the conversation meanwhile: nothing is left to keep.
       if (isUniqueViolation(error) || isForeignKeyViolation(error)) return;
       throw error;

@@ -234,7 +234,7 @@ export class DetachedRuns {
 
   async close(): Promise<void> {
     clearInterval(this.#prune);
-    this.#abandoned.close();
+    await this.#abandoned.close();
     this.#stopHeartbeat();
     await this.#notifications?.close();
   }

@@ -76,6 +76,8 @@ export interface AbandonedRun {
   startedAt: Date;
   /** What its holder registered (DetachedRuns' PendingTurn, as JSON); none for some doors. */
   turn: string | undefined;
+  /** Its holder stored the run (and its turn) before it died: there is nothing to store. */
+  recorded: boolean;
   /** The text it had streamed, as its listeners saw it (thinking included, when shown). */
   text: string;
 }
@@ -258,6 +260,7 @@ export class RunEventRepository {
       user_id: string;
       created_at: Date;
       turn: string | null;
+      recorded: boolean;
       text: string | null;
     }>(
       `WITH claimed AS (
@@ -274,6 +277,8 @@ export class RunEventRepository {
          ON CONFLICT (run_id, first_seq) DO NOTHING
        )
        SELECT user_id, created_at, turn,
+              -- Its holder stored the run before it died (only its end was not stored).
+              EXISTS (SELECT 1 FROM chat_runs r WHERE r.id = claimed.run_id) AS recorded,
               -- The answer's text as its listeners saw it (parsed here only: a rare path).
               (SELECT string_agg(e.event ->> 'text', '' ORDER BY b.first_seq, e.n)
                  FROM run_event_batches b
@@ -294,6 +299,7 @@ export class RunEventRepository {
         userId: row.user_id,
         startedAt: new Date(row.created_at),
         turn: row.turn ?? undefined,
+        recorded: row.recorded,
         text: row.text ?? '',
       }
     );

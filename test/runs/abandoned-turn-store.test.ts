@@ -72,7 +72,7 @@ describe.each(ENGINES)('storing an abandoned turn on the %s engine', (engine) =>
       text: '<think>unfinished thought',
     };
     await store(abandoned);
-    // Its holder had stored it after all (its end was not): nothing is added, nothing fails.
+    // Its holder, only slow, stored it after the run was claimed: nothing is added or fails.
     await store({ ...abandoned, text: 'a longer answer' });
     expect(await turnsOf(id)).toEqual([
       { runId, question: 'Still there?', answer: '', interrupted: false, status: 'interrupted' },

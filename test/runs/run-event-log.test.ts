@@ -279,6 +279,7 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
       userId: 'orphan',
       startedAt: expect.any(Date),
       turn,
+      recorded: false,
       text: 'partial, then more',
     });
     expect(await store.endAbandoned(id, 60_000, ending)).toBeUndefined();
@@ -298,6 +299,22 @@ describe.each(ENGINES)('the run event log on the %s engine', (engine) => {
       { type: 'text', text: ', then more' },
       ...ending,
     ]);
+  });
+
+  it('says when the dead holder had stored the run itself (only its end was lost)', async () => {
+    const id = randomUUID();
+    await store.open(id, 'stored-first', 'dead-holder', JSON.stringify({ question: 'q' }));
+    await sql(
+      "INSERT INTO chat_runs (id, user_id, status) VALUES ($1, 'stored-first', 'completed')",
+      [id],
+    );
+    await sql(
+      "UPDATE run_streams SET heartbeat_at = now() - interval '2 minutes' WHERE run_id = $1",
+      [id],
+    );
+    expect(await store.endAbandoned(id, 60_000, [{ type: 'done', runId: id }])).toMatchObject({
+      recorded: true,
+    });
   });
 
   it('prunes runs a day after they ended or their holder died, with their events', async () => {
