@@ -367,6 +367,10 @@ export class DetachedRuns {
   }
 
   #startHeartbeat(): void {
+    // Only other replicas judge a holder by its silence: the embedded engine's one process
+    // knows which runs it has live (a run of an earlier process is abandoned, whatever its
+    // heartbeat), and hears every stop itself.
+    if (!this.#notifications) return;
     this.#heartbeat ??= setInterval(
       () => void this.#beat(),
       Math.max(100, this.#options.leaseMs / 3),
