@@ -205,6 +205,8 @@ describe.each(ENGINES)('resumable answers on the %s engine', (engine) => {
     const during = await open();
     expect(during.turns).toEqual([]);
     expect(during.running).toEqual({ run_id: runId, question });
+    // Only the newest page names it: an older page is history, whatever is being written.
+    expect((await open('?before=999999999')).running).toBeNull();
     // It follows it from there, seeing what the asking device sees.
     const followed = await resume('phone', runId, 0);
     hold.release();
