@@ -20,7 +20,9 @@
  * `direct,embedded,embedded-resumable,embedded,embedded-resumable`. A resumable row whose chats
  * come back without SSE ids (or a plain one with them) fails the run. Server rows also show the
  * CPU of the PostgreSQL backends of their database, which the server's process does not include.
- * Throughput is completed chats per second of wall time:
+ * Parley rows show which part of their CPU the worker threads used (the embedded engine's
+ * PGlite thread: its statements), from the thread's own counters (the primary's threads only,
+ * with server-workers2). Throughput is completed chats per second of wall time:
  * with paceMs=0 the model answers at full speed and the server's CPU is the limit.
  *
  * The reference relay needs Debian's python3-fastapi, python3-uvicorn and python3-httpx.
@@ -31,7 +33,7 @@ import { createTestDatabase } from '../test/support/postgres-server.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
 import { freePort, startServer } from './support/parley.ts';
-import { cpuMsOfPostgres, cpuMsOfTree, databaseOf } from './support/proc.ts';
+import { cpuMsByThread, cpuMsOfPostgres, cpuMsOfTree, databaseOf } from './support/proc.ts';
 import {
   addFragment,
   type ChatResult,
@@ -55,6 +57,8 @@ interface Row {
   wallMs: number;
   /** CPU the serving process used during the burst (none for the direct row). */
   cpuMs?: number;
+  /** Of it, the worker threads' (the embedded engine's PGlite runs on one). */
+  workerCpuMs?: number;
   /** CPU of the PostgreSQL backends of the row's database during the burst (server engine). */
   dbCpuMs?: number;
   /** Chats whose SSE ids did not match the row (ids on a plain row, none on a resumable one). */
@@ -79,6 +83,7 @@ async function burst(
 ) {
   run += 1;
   const before = pid === undefined ? 0 : cpuMsOfTree(pid);
+  const workersBefore = pid === undefined ? 0 : workerThreadsMs(pid);
   const beforeDb = dbName === undefined ? 0 : cpuMsOfPostgres(dbName);
   const started = performance.now();
   const results = await Promise.all(
@@ -88,10 +93,13 @@ async function burst(
   // Work done after the clients saw the end (a resumable run's last batch) counts too.
   if (pid !== undefined) await sleep(500);
   if (pid !== undefined) row.cpuMs = cpuMsOfTree(pid) - before;
+  if (pid !== undefined) row.workerCpuMs = workerThreadsMs(pid) - workersBefore;
   if (dbName !== undefined) row.dbCpuMs = cpuMsOfPostgres(dbName) - beforeDb;
   rows.push(row);
   console.error(`${name}: done in ${ms(row.wallMs)} ms (${load()})`);
 }
+
+const workerThreadsMs = (pid: number) => cpuMsByThread(pid).get('WorkerThread') ?? 0;
 
 /** Warm-up: a few chats, so code paths are compiled before the burst, as on a running service. */
 async function warm(send: (userId: string) => Promise<ChatResult>) {
@@ -164,18 +172,19 @@ const stats = rows.map((row) => {
 const direct0 = stats.find((s) => s.row === base);
 
 console.log(
-  '| | completed | wall | chats/s | first fragment p50 / p99 | gap between fragments p99 | last fragment → end p99 | CPU per chat | PostgreSQL CPU per chat |',
+  '| | completed | wall | chats/s | first fragment p50 / p99 | gap between fragments p99 | last fragment → end p99 | CPU per chat | of it, worker threads (PGlite) | PostgreSQL CPU per chat |',
 );
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const s of stats) {
   const cpu = s.row.cpuMs === undefined ? '–' : `${ms(s.row.cpuMs / USERS)} ms`;
+  const workerCpu = s.row.workerCpuMs === undefined ? '–' : `${ms(s.row.workerCpuMs / USERS)} ms`;
   const dbCpu = s.row.dbCpuMs === undefined ? '–' : `${ms(s.row.dbCpuMs / USERS)} ms`;
   console.log(
     `| ${s.row.name} | ${s.complete}/${USERS} | ${(s.row.wallMs / 1000).toFixed(1)} s${ratio(s.row.wallMs, base?.wallMs)} ` +
       `| ${(s.complete / (s.row.wallMs / 1000)).toFixed(0)} ` +
       `| ${(s.first.p50 / 1000).toFixed(2)} / ${(s.first.p99 / 1000).toFixed(2)} s ` +
       `| ${ms(s.gap.p99)} ms${ratio(s.gap.p99, direct0?.gap.p99)} ` +
-      `| ${(s.end.p99 / 1000).toFixed(2)} s | ${cpu} | ${dbCpu} |`,
+      `| ${(s.end.p99 / 1000).toFixed(2)} s | ${cpu} | ${workerCpu} | ${dbCpu} |`,
   );
 }
 const failures = stats.flatMap((s) =>

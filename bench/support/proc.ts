@@ -41,6 +41,32 @@ export function cpuMsOf(pid: number): number {
 }
 
 /**
+ * CPU time (user+system, ms) of a process's running threads by thread name, from
+ * /proc/<pid>/task/<tid>/stat: `MainThread`, `WorkerThread` (node:worker_threads: the embedded
+ * engine's PGlite), `V8Worker` (V8's compiler and GC helpers), `libuv-worker`.
+ */
+export function cpuMsByThread(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+        const close = stat.lastIndexOf(')');
+        const name = stat.slice(stat.indexOf('(') + 1, close);
+        const fields = stat.slice(close + 2).split(' ');
+        const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+        byName.set(name, (byName.get(name) ?? 0) + ms);
+      } catch {
+        // the thread ended meanwhile
+      }
+    }
+  } catch {
+    // the process is gone
+  }
+  return byName;
+}
+
+/**
  * Time (ms) the scheduler ran a process's threads so far, from /proc/<pid>/task/<tid>/schedstat:
  * nanoseconds, not the 10 ms ticks of /proc/<pid>/stat, so a round of a few chats is measured
  * without quantisation. Threads that have exited are not counted (a worker's is only while it
