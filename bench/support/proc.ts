@@ -29,12 +29,27 @@ export function sampleRss(pid: number, everyMs = 100) {
   };
 }
 
+/**
+ * A /proc `stat` line: the command name (in parentheses, and it may hold spaces or ")") and the
+ * fields after it (the first of them, `state`, is field 3 of proc(5)).
+ */
+function readStat(path: string): { name: string; fields: string[] } {
+  const stat = readFileSync(path, 'utf8');
+  const close = stat.lastIndexOf(')');
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, close),
+    fields: stat.slice(close + 2).split(' '),
+  };
+}
+
+/** utime + stime (fields 14 and 15) in ms; CLK_TCK is 100 on Linux. */
+const cpuMsOfStat = (fields: readonly string[]) =>
+  ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+
 /** CPU time (user+system, ms) a process has used so far, from /proc/<pid>/stat. */
 export function cpuMsOf(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
-    return (ticks * 1000) / 100; // CLK_TCK is 100 on Linux
+    return cpuMsOfStat(readStat(`/proc/${pid}/stat`).fields);
   } catch {
     return Number.NaN;
   }
@@ -50,12 +65,8 @@ export function cpuMsByThread(pid: number): Map<string, number> {
   try {
     for (const task of readdirSync(`/proc/${pid}/task`)) {
       try {
-        const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
-        const close = stat.lastIndexOf(')');
-        const name = stat.slice(stat.indexOf('(') + 1, close);
-        const fields = stat.slice(close + 2).split(' ');
-        const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-        byName.set(name, (byName.get(name) ?? 0) + ms);
+        const { name, fields } = readStat(`/proc/${pid}/task/${task}/stat`);
+        byName.set(name, (byName.get(name) ?? 0) + cpuMsOfStat(fields));
       } catch {
         // the thread ended meanwhile
       }
@@ -97,8 +108,7 @@ export function cpuMsOfTree(pid: number): number {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const fields = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      const parent = Number(fields[1]); // ppid (field 4)
+      const parent = Number(readStat(`/proc/${entry}/stat`).fields[1]); // ppid (field 4)
       children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
     } catch {
       // gone meanwhile
