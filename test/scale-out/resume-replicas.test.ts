@@ -138,12 +138,23 @@ describe('resumable answers across replicas', () => {
     const client = new pg.Client({ connectionString: stack.database.url });
     await client.connect();
     try {
+      // A run nobody elsewhere follows has its last events stored up to a second after its
+      // end reached the client.
+      await waitFor(async () => {
+        const ended = await client.query(
+          "SELECT 1 FROM run_streams WHERE run_id = $1 AND status = 'ended'",
+          [runId],
+        );
+        return ended.rowCount === 1 ? true : undefined;
+      });
       const { rows } = await client.query<{ events: number; flushes: number }>(
         `SELECT sum(last_seq - first_seq + 1)::int AS events, count(*)::int AS flushes
            FROM run_event_batches WHERE run_id = $1`,
         [runId],
       );
       const { events, flushes } = rows[0] as { events: number; flushes: number };
+      // Every event the client was sent is stored, once (numbered from 1).
+      expect(events).toBe(lastEventId(own.events));
       // Tokens that reach Parley together are one fragment: fewer events than tokens, far
       // fewer on a loaded machine (74 of 150 seen in CI). Enough that storing them one by one
       // would show.
