@@ -25,8 +25,12 @@ export interface ChatDoorDependencies {
    * it is bounded by ANSWER_MAX_SECONDS and shutdown, and can be followed and stopped by id.
    */
   runs: Pick<DetachedRuns, 'begin' | 'listen'>;
-  /** The chat's own current conversation (`/new`, `/chats`); undefined: the user's shared one. */
-  conversationOf(chatId: string): Promise<string | undefined>;
+  /**
+   * The conversation a message of the chat goes to: the chat's own current one (`/new`,
+   * `/chats`), else the user's shared one (made if they have none). Known before the answer
+   * begins, so its run is registered there and other doors see it being written.
+   */
+  conversationOf(chatId: string, userId: string): Promise<string>;
   /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
   admitChat(principal: Principal, userId: string): Promise<unknown>;
   feedback: FeedbackService;
@@ -98,7 +102,7 @@ export class ChatDoor {
     else shutdown.addEventListener('abort', stop, { once: true });
     let begun = false;
     try {
-      const conversationId = await this.#deps.conversationOf(String(chatId));
+      const conversationId = await this.#deps.conversationOf(String(chatId), userId);
       const runId = randomUUID();
       // Telegram allows 4,096 characters; PostgreSQL cannot store U+0000.
       const message = question.message

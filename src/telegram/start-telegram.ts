@@ -72,7 +72,9 @@ export function startTelegram(options: TelegramStartOptions): TelegramDoor | und
       telegram,
       chats: options.chats,
       runs: options.runs,
-      conversationOf: (chatId) => options.store.conversationOf(chatId),
+      conversationOf: async (chatId, userId) =>
+        (await options.store.conversationOf(chatId)) ??
+        (await options.conversations.placeChat(userId, {})).conversationId,
       admitChat: (principal, userId) => options.limits.admitChat(principal, userId),
       feedback: options.feedback,
       images: options.images,

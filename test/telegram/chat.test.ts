@@ -7,8 +7,9 @@ import { reply } from '../support/fake-llm-server.ts';
 import type { SentMessage } from '../support/fake-telegram-server.ts';
 import { PDFS } from '../support/ingest-client.ts';
 import { makePdf } from '../support/make-pdf.ts';
-import { sseEvents, textOf } from '../support/resumable.ts';
+import { holdAt, sseEvents, textOf } from '../support/resumable.ts';
 import { startTelegramStack, type TelegramStack, TOKEN } from '../support/telegram-stack.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const START_TIMEOUT_MS = 200_000;
 
@@ -589,6 +590,43 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
         'That conversation is gone.',
       );
     }
+  });
+
+  it('names an answer being written from Telegram in the conversation the web client opens', async () => {
+    await stack.link('erin', 521);
+    const hold = holdAt((chunk) => chunk === 2);
+    const text = 'The spare key is under the blue flower pot by the door.';
+    stack.llm.enqueue(reply.text(text, { chunks: 6, pace: hold.pace }));
+    const question = 'Where is the spare key?';
+    const from = stack.telegram.sentTo('521').length;
+    stack.telegram.pushMessage(521, question);
+    await hold.reached;
+
+    // This chat follows the user's shared conversation: the web client's current one.
+    const listed = (await (await stack.parley.fetch('/users/erin/conversations')).json()) as {
+      conversations: { id: string; current: boolean }[];
+    };
+    const current = listed.conversations.find((c) => c.current);
+    expect(current).toBeDefined();
+    const open = async () =>
+      (await (await stack.parley.fetch(`/users/erin/conversations/${current?.id}`)).json()) as {
+        turns: { run_id: string; answer: string }[];
+        running: { run_id: string; question: string } | null;
+      };
+    const during = await open();
+    expect(during.turns).toEqual([]);
+    expect(during.running).toEqual({ run_id: expect.any(String), question });
+    const runId = during.running?.run_id as string;
+
+    // The web client follows it from there and sees the answer Telegram gets.
+    const followed = await stack.parley.fetch(`/users/erin/runs/${runId}/events`);
+    expect(followed.status).toBe(200);
+    hold.release();
+    const [sent, raw] = await Promise.all([stack.answerAfter(521, from), followed.text()]);
+    expect(textOf(sseEvents(raw))).toBe(text);
+    expect(sent.at(-1)?.visible).toBe(text);
+    await waitFor(async () => (await open()).running === null);
+    expect((await open()).turns).toMatchObject([{ run_id: runId, answer: text }]);
   });
 
   it('lists upcoming reminders with cancel buttons, and sets the command menu in two languages', async () => {
