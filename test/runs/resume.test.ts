@@ -331,6 +331,31 @@ describe.each(ENGINES)('resumable answers on the %s engine', (engine) => {
     expect((await resume('many', runId, 0)).status).toBe(200);
   });
 
+  it('a client that leaves no longer counts among the 20 streams its user follows', async () => {
+    const hold = holdAt((chunk) => chunk === 2);
+    stack.llm.enqueue(reply.text(text, { pace: hold.pace }));
+    const leaving = new AbortController();
+    const response = await chat(
+      { user_id: 'left', message: 'go', resumable: true },
+      leaving.signal,
+    );
+    const runId = response.headers.get('x-parley-run-id') as string;
+    await hold.reached;
+    await readThenLeave(response, leaving, (events) => events.length > 0);
+    // Its place is free once the server has seen it leave: 20 others can follow.
+    let listeners: Response[] = [];
+    await waitFor(async () => {
+      listeners = await Promise.all(Array.from({ length: 20 }, () => resume('left', runId, 0)));
+      const statuses = listeners.map((listener) => listener.status);
+      if (statuses.every((status) => status === 200)) return true;
+      await Promise.all(listeners.map((listener) => listener.body?.cancel()));
+      return false;
+    });
+    hold.release();
+    const all = await Promise.all(listeners.map(readAll));
+    for (const { events } of all) expect(textOf(events)).toBe(text);
+  });
+
   async function waitForTurn(user: string, runId: string, status: string) {
     for (let tries = 0; ; tries++) {
       const turn = (await history(user)).turns.find((t) => t.run_id === runId);
