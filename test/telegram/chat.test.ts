@@ -593,7 +593,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
   });
 
   it('names an answer being written from Telegram in the conversation the web client opens', async () => {
-    await stack.link('erin', 521);
+    await stack.link('quinn', 521);
     const hold = holdAt((chunk) => chunk === 2);
     const text = 'The spare key is under the blue flower pot by the door.';
     stack.llm.enqueue(reply.text(text, { chunks: 6, pace: hold.pace }));
@@ -603,13 +603,13 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     await hold.reached;
 
     // This chat follows the user's shared conversation: the web client's current one.
-    const listed = (await (await stack.parley.fetch('/users/erin/conversations')).json()) as {
+    const listed = (await (await stack.parley.fetch('/users/quinn/conversations')).json()) as {
       conversations: { id: string; current: boolean }[];
     };
     const current = listed.conversations.find((c) => c.current);
     expect(current).toBeDefined();
     const open = async () =>
-      (await (await stack.parley.fetch(`/users/erin/conversations/${current?.id}`)).json()) as {
+      (await (await stack.parley.fetch(`/users/quinn/conversations/${current?.id}`)).json()) as {
         turns: { run_id: string; answer: string }[];
         running: { run_id: string; question: string } | null;
       };
@@ -619,7 +619,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     const runId = during.running?.run_id as string;
 
     // The web client follows it from there and sees the answer Telegram gets.
-    const followed = await stack.parley.fetch(`/users/erin/runs/${runId}/events`);
+    const followed = await stack.parley.fetch(`/users/quinn/runs/${runId}/events`);
     expect(followed.status).toBe(200);
     hold.release();
     const [sent, raw] = await Promise.all([stack.answerAfter(521, from), followed.text()]);
