@@ -25,7 +25,10 @@ export const POSTINGS_PER_TERM = 500;
 /**
  * BM25 over the chunks the owners may see, best first. Per query term, its strongest
  * postings (see POSTINGS_PER_TERM); idf from `term_stats`, N and the average length from
- * `corpus_stats`, so no statement scans the corpus.
+ * `corpus_stats`, so no statement scans the corpus. A term's weight (its count in the query,
+ * idf and k1 + 1) is computed once (`w` is MATERIALIZED): inlined, PostgreSQL computed it,
+ * logarithm included, for every posting, which on PGlite was a fifth to a third of the
+ * search (bench/RESULTS.md, issue 30).
  */
 export async function searchBm25(
   db: Db,
@@ -42,8 +45,8 @@ export async function searchBm25(
        SELECT coalesce(sum(chunks), 0)::float8 AS n,
               coalesce(sum(terms), 0)::float8 / greatest(coalesce(sum(chunks), 0), 1) AS avgdl
        FROM corpus_stats WHERE owner = ANY($3::text[])
-     ), w AS (
-       SELECT q.term, q.qtf, ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) AS idf
+     ), w AS MATERIALIZED (
+       SELECT q.term, q.qtf * ln(1 + (st.n - d.df + 0.5) / (d.df + 0.5)) * ($6::float8 + 1) AS weight
        FROM q CROSS JOIN st
        CROSS JOIN LATERAL (
          SELECT sum(s.df)::float8 AS df FROM term_stats s
@@ -52,7 +55,7 @@ export async function searchBm25(
        WHERE d.df > 0
      ), hits AS (
        SELECT p.chunk_id,
-              sum(w.qtf * w.idf * p.tf * ($6::float8 + 1)
+              sum(w.weight * p.tf
                   / (p.tf + $6::float8 * (1 - $7::float8 + $7::float8 * p.length / st.avgdl))) AS score
        FROM w CROSS JOIN st CROSS JOIN unnest($3::text[]) AS o(owner)
        CROSS JOIN LATERAL (
