@@ -15,7 +15,7 @@ import { createTestDatabase } from '../test/support/postgres-server.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
 import { startServer } from './support/parley.ts';
-import { cpuMsByThread, cpuMsOf } from './support/proc.ts';
+import { cpuMsOf, workerThreadsCpuMs } from './support/proc.ts';
 import { chat, succeeded } from './support/sse-client.ts';
 import { sleep } from './support/stats.ts';
 
@@ -47,9 +47,6 @@ async function gcSeconds(url: string): Promise<number> {
   return sum;
 }
 
-/** The worker threads' CPU (the embedded engine's PGlite runs on one: its statements). */
-const workerMs = (pid: number) => cpuMsByThread(pid).get('WorkerThread') ?? 0;
-
 let user = 0;
 /** One burst of new users on a side: its CPU and GC per chat, in ms. */
 async function burst(
@@ -58,7 +55,7 @@ async function burst(
   const { server, resumable } = side;
   const gcBefore = await gcSeconds(server.url);
   const cpuBefore = cpuMsOf(server.pid);
-  const workerBefore = workerMs(server.pid);
+  const workerBefore = workerThreadsCpuMs(server.pid);
   const results = await Promise.all(
     Array.from({ length: USERS }, () =>
       chat(server.url, `warm-${user++}`, 'Hello there', { resumable }),
@@ -69,7 +66,7 @@ async function burst(
   await sleep(SETTLE_MS);
   return {
     cpu: (cpuMsOf(server.pid) - cpuBefore) / USERS,
-    worker: (workerMs(server.pid) - workerBefore) / USERS,
+    worker: (workerThreadsCpuMs(server.pid) - workerBefore) / USERS,
     gc: ((await gcSeconds(server.url)) - gcBefore) * (1000 / USERS),
   };
 }

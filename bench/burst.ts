@@ -33,7 +33,7 @@ import { createTestDatabase } from '../test/support/postgres-server.ts';
 import { startFakeLlm } from './support/fake-llm.ts';
 import { load, machineReport } from './support/machine.ts';
 import { freePort, startServer } from './support/parley.ts';
-import { cpuMsByThread, cpuMsOfPostgres, cpuMsOfTree, databaseOf } from './support/proc.ts';
+import { cpuMsOfPostgres, cpuMsOfTree, databaseOf, workerThreadsCpuMs } from './support/proc.ts';
 import {
   addFragment,
   type ChatResult,
@@ -83,7 +83,7 @@ async function burst(
 ) {
   run += 1;
   const before = pid === undefined ? 0 : cpuMsOfTree(pid);
-  const workersBefore = pid === undefined ? 0 : workerThreadsMs(pid);
+  const workersBefore = pid === undefined ? 0 : workerThreadsCpuMs(pid);
   const beforeDb = dbName === undefined ? 0 : cpuMsOfPostgres(dbName);
   const started = performance.now();
   const results = await Promise.all(
@@ -93,13 +93,11 @@ async function burst(
   // Work done after the clients saw the end (a resumable run's last batch) counts too.
   if (pid !== undefined) await sleep(500);
   if (pid !== undefined) row.cpuMs = cpuMsOfTree(pid) - before;
-  if (pid !== undefined) row.workerCpuMs = workerThreadsMs(pid) - workersBefore;
+  if (pid !== undefined) row.workerCpuMs = workerThreadsCpuMs(pid) - workersBefore;
   if (dbName !== undefined) row.dbCpuMs = cpuMsOfPostgres(dbName) - beforeDb;
   rows.push(row);
   console.error(`${name}: done in ${ms(row.wallMs)} ms (${load()})`);
 }
-
-const workerThreadsMs = (pid: number) => cpuMsByThread(pid).get('WorkerThread') ?? 0;
 
 /** Warm-up: a few chats, so code paths are compiled before the burst, as on a running service. */
 async function warm(send: (userId: string) => Promise<ChatResult>) {

@@ -77,6 +77,10 @@ export function cpuMsByThread(pid: number): Map<string, number> {
   return byName;
 }
 
+/** CPU of a process's node:worker_threads (the embedded engine's PGlite runs on one), in ms. */
+export const workerThreadsCpuMs = (pid: number): number =>
+  cpuMsByThread(pid).get('WorkerThread') ?? 0;
+
 /**
  * Time (ms) the scheduler ran a process's threads so far, from /proc/<pid>/task/<tid>/schedstat:
  * nanoseconds, not the 10 ms ticks of /proc/<pid>/stat, so a round of a few chats is measured
