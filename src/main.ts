@@ -76,6 +76,7 @@ import { UserRepository } from './storage/user-repository.ts';
 import { VectorStore } from './storage/vector-store.ts';
 import { WebSessionRepository } from './storage/web-session-repository.ts';
 import { telegramAutomationDelivery } from './telegram/automation-delivery.ts';
+import { tellInterruptedChats } from './telegram/interrupted-answers.ts';
 import { startTelegram } from './telegram/start-telegram.ts';
 import { TelegramApi } from './telegram/telegram-api.ts';
 import { telegramNotices } from './telegram/telegram-notices.ts';
@@ -384,6 +385,13 @@ export async function main(config: Config): Promise<void> {
   });
 
   // Resumable answers: their event log in the database, heard across replicas through it.
+  const storeAbandonedTurn = storeAbandonedTurns({
+    runs,
+    currentConversation: (userId) => conversationRepository.current(userId),
+    model: model.id,
+  });
+  const tellInterruptedChat =
+    telegram && tellInterruptedChats(telegram, logger.child({ component: 'telegram' }));
   const detachedRuns = new DetachedRuns({
     store: new RunEventRepository(db, { notify: database.engine === 'server' }),
     logger: logger.child({ component: 'runs' }),
@@ -392,11 +400,14 @@ export async function main(config: Config): Promise<void> {
     keepMs: config.RUN_EVENTS_KEEP_HOURS * 3_600_000,
     shutdown: shutdownSignal.signal,
     listenUrl: database.engine === 'server' ? config.DATABASE_URL : undefined,
-    onAbandoned: storeAbandonedTurns({
-      runs,
-      currentConversation: (userId) => conversationRepository.current(userId),
-      model: model.id,
-    }),
+    onAbandoned: async (run) => {
+      try {
+        await storeAbandonedTurn(run);
+      } finally {
+        // The turn's fate aside, a chat waiting on the answer learns that none is coming.
+        await tellInterruptedChat?.(run);
+      }
+    },
   });
   await detachedRuns.start();
 

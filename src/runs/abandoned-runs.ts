@@ -12,6 +12,11 @@ export interface PendingTurn {
   conversationId?: string | undefined;
   /** As on a chat: null starts the conversation over, none follows its last turn. */
   parentRunId?: string | null | undefined;
+  /**
+   * The Telegram chat the answer was going to (and its user's language): told that the answer
+   * was cut off, since a chat has no stream to end with an error.
+   */
+  telegramChat?: { chatId: number; language: string } | undefined;
 }
 
 /** A run ended because its holder died, for `onAbandoned`. */

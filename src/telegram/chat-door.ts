@@ -109,7 +109,11 @@ export class ChatDoor {
         .slice(0, this.#deps.messageMaxChars)
         .replaceAll('\u0000', '\uFFFD');
       await this.#deps.runs.begin(
-        { runId, userId, turn: { question: message, conversationId } },
+        {
+          runId,
+          userId,
+          turn: { question: message, conversationId, telegramChat: { chatId, language } },
+        },
         (signal) => {
           const answer = chats.chat(
             {

@@ -29,6 +29,10 @@ const TEXTS = {
     editNotAnswered:
       'Edited messages are not answered again: send the corrected message as a new one.',
     noAnswer: 'No answer came. Please try again.',
+    interrupted: (question: string) =>
+      `The server stopped while writing the answer to “${question}”. What it had written is above and kept in the conversation; send the message again for a whole answer.`,
+    interruptedEmpty: (question: string) =>
+      `The server stopped before answering “${question}”. Send the message again.`,
     thanks: 'Thanks for the feedback.',
     feedbackGone: 'This answer can no longer be rated.',
     approvalQuestion: (tool: string, server: string, args: string) =>
@@ -92,6 +96,10 @@ const TEXTS = {
     photoQuestion: '이 이미지에 무엇이 있나요?',
     editNotAnswered: '수정한 메시지에는 다시 답하지 않습니다. 고친 내용을 새 메시지로 보내 주세요.',
     noAnswer: '답을 받지 못했습니다. 다시 시도해 주세요.',
+    interrupted: (question: string) =>
+      `“${question}”에 대한 답을 쓰는 중에 서버가 멈췄습니다. 위는 그때까지 쓴 내용이며 대화에 남아 있습니다. 온전한 답을 받으려면 메시지를 다시 보내 주세요.`,
+    interruptedEmpty: (question: string) =>
+      `“${question}”에 답하기 전에 서버가 멈췄습니다. 메시지를 다시 보내 주세요.`,
     thanks: '평가해 주셔서 감사합니다.',
     feedbackGone: '이 답은 더 이상 평가할 수 없습니다.',
     approvalQuestion: (tool: string, server: string, args: string) =>

@@ -36,7 +36,7 @@ interface ConversationPage {
  * (the mechanism of a resumable /chat), so the question and the answer as far as the user saw
  * it are kept in the chat's own conversation, marked interrupted, by the next process that
  * looks (on the embedded engine the restarted one, at start; with replicas, within a lease or
- * two), and they are stored once.
+ * two), and they are stored once; the chat is told, once.
  */
 describe.each(ENGINES)('a Telegram answer whose holder was killed, on the %s engine', (engine) => {
   vi.setConfig({ testTimeout: START_TIMEOUT_MS * 2 });
@@ -144,6 +144,17 @@ describe.each(ENGINES)('a Telegram answer whose holder was killed, on the %s eng
     expect(line.runId).toBe(runId);
     expect(s.parley.output()).not.toContain('rent due each month');
 
+    // The chat, whose draft vanished with the process, is told: the answer as far as it was
+    // stored, then why it stopped (by code in the log, without the words).
+    await s.telegram.waitFor(() => s.sentSince(CHAT, from).length > 0, 10_000);
+    const told = await s.parley.waitForLog(
+      (l) => l.msg === 'Telegram chat told of its cut-off answer',
+    );
+    expect(told).toMatchObject({ code: 'run_interrupted', runId });
+    expect(s.sentSince(CHAT, from).map((m) => m.visible)).toEqual([
+      `${PARTIAL}\n\n⚠️ The server stopped while writing the answer to “${QUESTION}”. What it had written is above and kept in the conversation; send the message again for a whole answer.`,
+    ]);
+
     // Stored once, and the question was not taken (and answered) again after the restart.
     await s.parley.settled(500);
     const again = await conversation(own);
@@ -151,5 +162,7 @@ describe.each(ENGINES)('a Telegram answer whose holder was killed, on the %s eng
     expect(again.turns).toHaveLength(1);
     expect(s.llm.chats).toHaveLength(1);
     expect(s.sentSince(CHAT, from).filter((m) => m.replyMarkup !== undefined)).toEqual([]);
+    // Told once, by the one process that ended the run.
+    expect(s.sentSince(CHAT, from)).toHaveLength(1);
   });
 });
