@@ -222,6 +222,26 @@ describe('resumable answers across replicas', () => {
     expect(p75, `waits ${waits.join(', ')} ms`).toBeLessThan(500);
   });
 
+  it('an answer held past two leases, followed on another replica, is not taken for dead', async () => {
+    // The other replicas judge a holder by its heartbeat: every third of the lease while it
+    // has runs. Without it, the listener's replica (or any sweep) would end this run.
+    const held = 'Held for longer than the lease on one replica, then finished.';
+    const hold = holdAt((_, written) => written === 'Held for');
+    stack.llm.enqueue(reply.text(held, { pace: hold.pace }));
+    const response = await chat(a, 'held-long');
+    const runId = response.headers.get('x-parley-run-id') as string;
+    await hold.reached;
+    const listener = streamReader(await resume(b, 'held-long', runId, 0));
+    await listener.until((raw) => textOf(sseEvents(raw)) === 'Held for');
+    await new Promise((resolve) => setTimeout(resolve, 2.5 * LEASE_SECONDS * 1000));
+    hold.release();
+    const events = sseEvents(await listener.rest());
+    expect(textOf(events)).toBe(held);
+    expect(events.some((event) => event.data.includes('__error'))).toBe(false);
+    // The client that began it saw the same events (keep-alive comments aside).
+    expect((await readAll(response)).events).toEqual(events);
+  }, 60_000);
+
   it('a replica killed mid-answer leaves its listeners an interruption, not a hang', async () => {
     const victim = stack.replicas[2] as RunningParley;
     const hold = holdAt((chunk) => chunk === 4);
