@@ -165,4 +165,34 @@ describe.each(ENGINES)('a Telegram answer whose holder was killed, on the %s eng
     // Told once, by the one process that ended the run.
     expect(s.sentSince(CHAT, from)).toHaveLength(1);
   });
+  it('tells a chat whose answer died before its first word, in its language', async () => {
+    stack = await startTelegramStack(engine, { JOB_LEASE_SECONDS: String(LEASE_SECONDS) });
+    const s = stack;
+    const chat = 532;
+    const question = '이번 달 관리비는 언제 내나요?';
+    await s.link('uma', chat);
+    // The role chunk, then nothing: not one word of the answer was written.
+    s.llm.enqueue(reply.text(FULL, { stallAfter: 1 }));
+    const from = s.telegram.sentTo(String(chat)).length;
+    s.telegram.pushMessage(chat, question, 'ko');
+    await waitFor(() => s.llm.chats.length === 1);
+    await new Promise((resolve) => setTimeout(resolve, STORED_MS));
+    await s.restart('SIGKILL');
+
+    await s.telegram.waitFor(
+      () => s.sentSince(chat, from).length > 0,
+      engine === 'server' ? (2 * LEASE_SECONDS + 5) * 1000 : 10_000,
+    );
+    await s.parley.settled(500);
+    expect(s.sentSince(chat, from).map((m) => m.visible)).toEqual([
+      `⚠️ “${question}”에 답하기 전에 서버가 멈췄습니다. 메시지를 다시 보내 주세요.`,
+    ]);
+    const history = (await (await s.parley.fetch('/users/uma/history')).json()) as {
+      turns: Turn[];
+    };
+    expect(history.turns).toEqual([
+      expect.objectContaining({ question, answer: '', status: 'interrupted' }),
+    ]);
+    expect(s.parley.output()).not.toContain(question);
+  });
 });
