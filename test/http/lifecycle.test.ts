@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseChatStream, streamReader } from '../support/chat-stream.ts';
-import { reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
+import { restartSetup } from '../support/restart-setup.ts';
 import { spawnParley } from '../support/spawn-parley.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
@@ -95,7 +97,15 @@ describe('shutdown', () => {
   });
 });
 
-describe('shutdown with open streams', () => {
+/**
+ * Streams open at SIGTERM (plain ones, not resumable), on each engine: the pool closes and the
+ * engine stops after them, so an answer cut at the end of the grace period is still stored.
+ */
+describe.each(ENGINES)('shutdown with open streams on the %s engine', (engine) => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
   const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
   const startChat = (parley: RunningParley) =>
     parley.fetch('/chat', {
@@ -103,12 +113,19 @@ describe('shutdown with open streams', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ message: 'tell me a story', user_id: 'shutdown' }),
     });
+  const turnsOf = async (parley: RunningParley) =>
+    (
+      (await (await parley.fetch('/users/shutdown/history')).json()) as {
+        turns: { answer: string; status: string; interrupted: boolean }[];
+      }
+    ).turns;
 
   it('lets an open stream finish within the grace period, then exits 0', async () => {
-    const llm = await startFakeLlmServer();
-    const parley = await startParley({
-      env: { LLM_BASE_URL: llm.url, SHUTDOWN_GRACE_MS: '10000' },
+    const { llm, dataDir, env, cleanup } = await restartSetup(engine, {
+      SHUTDOWN_GRACE_MS: '10000',
     });
+    cleanups.push(cleanup);
+    const parley = await startParley({ dataDir, env });
     try {
       llm.enqueue(reply.text(words(20), { chunks: 20, delayMs: 50 }));
       const reader = streamReader(await startChat(parley));
@@ -121,13 +138,22 @@ describe('shutdown with open streams', () => {
       expect(await stopped).toBe(0);
     } finally {
       await parley.stop();
-      await llm.close();
+    }
+    const again = await startParley({ dataDir, env });
+    try {
+      expect(await turnsOf(again)).toEqual([
+        expect.objectContaining({ answer: words(20), status: 'completed' }),
+      ]);
+    } finally {
+      await again.stop();
     }
   });
 
-  it('stops a stream that outlives the grace period, ending it cleanly', async () => {
-    const llm = await startFakeLlmServer();
-    const parley = await startParley({ env: { LLM_BASE_URL: llm.url, SHUTDOWN_GRACE_MS: '300' } });
+  it('stops a stream that outlives the grace period, ending it cleanly, and keeps it', async () => {
+    const { llm, dataDir, env, cleanup } = await restartSetup(engine, { SHUTDOWN_GRACE_MS: '300' });
+    cleanups.push(cleanup);
+    const parley = await startParley({ dataDir, env });
+    let shown = '';
     try {
       llm.enqueue(reply.text(words(200), { chunks: 200, delayMs: 50 }));
       const reader = streamReader(await startChat(parley));
@@ -146,8 +172,18 @@ describe('shutdown with open streams', () => {
       expect(
         parley.logs.some((line) => line.msg === 'chat stopped by shutdown; answer interrupted'),
       ).toBe(true);
+      shown = stream.text;
     } finally {
-      await llm.close();
+      await parley.stop();
+    }
+    // What the client was shown is in the history after the restart, marked interrupted.
+    const again = await startParley({ dataDir, env });
+    try {
+      expect(await turnsOf(again)).toEqual([
+        expect.objectContaining({ answer: shown, status: 'interrupted', interrupted: true }),
+      ]);
+    } finally {
+      await again.stop();
     }
   });
 });
