@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRealDate } from '../../automations/real-date.ts';
 import type { ConversationService } from '../../conversations/conversation-service.ts';
 import { TITLE_MAX_CHARS } from '../../conversations/question-title.ts';
 import type { Conversation, ListCursor } from '../../storage/conversation-repository.ts';
@@ -82,8 +83,17 @@ const toTurnBody = (turn: StoredTurn) => {
   };
 };
 
-/** A timestamptz as PostgreSQL writes it as text (ISO DateStyle), to compare in full. */
-const DATABASE_TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}(:\d{2}){0,2}$/;
+/**
+ * A timestamptz as PostgreSQL writes it as text (ISO DateStyle), to compare in full. Its
+ * fields are bounded and its date checked: PostgreSQL refuses a time such as 2026-02-31
+ * (a 500 when a cursor was made up).
+ */
+const DATABASE_TIME =
+  /^(\d{4}-\d{2}-\d{2}) ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?[+-](0\d|1[0-5])(:[0-5]\d){0,2}$/;
+const isDatabaseTime = (value: string) => {
+  const date = DATABASE_TIME.exec(value)?.[1];
+  return date !== undefined && isRealDate(date);
+};
 
 /** An opaque list cursor: where the previous page ended. */
 const cursorSchema = z
@@ -95,7 +105,7 @@ const cursorSchema = z
       if (
         typeof pinned === 'boolean' &&
         typeof updatedAt === 'string' &&
-        DATABASE_TIME.test(updatedAt) &&
+        isDatabaseTime(updatedAt) &&
         z.uuid().safeParse(id).success
       ) {
         return { pinned, updatedAt, id };
