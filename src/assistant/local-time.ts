@@ -28,8 +28,13 @@ function formattersFor(timezone: string) {
   return cached;
 }
 
-/** True when the runtime knows the IANA timezone (its formatters are then kept). */
+/**
+ * True when the runtime knows the IANA timezone (its formatters are then kept). A name, not
+ * an offset: Intl takes "+05:00" and "-0330", which PostgreSQL (where the user's "today" is
+ * counted) reads as a POSIX zone five hours the other way, or refuses.
+ */
 export function isKnownTimezone(timezone: string): boolean {
+  if (!/^[A-Za-z]/.test(timezone)) return false;
   try {
     formattersFor(timezone);
     return true;
