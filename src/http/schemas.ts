@@ -20,3 +20,9 @@ export const sourceSchema = z
   .min(1, { message: 'must not be empty' })
   .max(SOURCE_MAX_CHARS, { message: `must be at most ${SOURCE_MAX_CHARS} characters` })
   .regex(NO_CONTROL_CHARACTERS, { message: 'must not contain control characters' });
+
+/** PostgreSQL cannot store U+0000 in text or JSON: the insert would fail (a 500). */
+export const withoutNul = <T extends z.ZodType<string>>(schema: T) =>
+  schema.refine((value) => !value.includes('\u0000'), {
+    message: 'must not contain the NUL character (U+0000)',
+  });

@@ -6,7 +6,7 @@ import { scheduleInWords } from '../../automations/schedule-words.ts';
 import type { AutomationRecord, AutomationRunRecord } from '../../storage/automation-repository.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { userIdSchema, withoutNul } from '../schemas.ts';
 
 /** A prompt is a chat message: long enough for instructions, short enough to send every day. */
 export const PROMPT_MAX_CHARS = 4_000;
@@ -45,10 +45,13 @@ const runSchema = z.object({
   read: z.boolean(),
 });
 
+const name = withoutNul(z.string().trim().min(1).max(NAME_MAX_CHARS));
+const prompt = withoutNul(z.string().trim().min(1).max(PROMPT_MAX_CHARS));
+
 const newAutomation = z
   .object({
-    name: z.string().trim().min(1).max(NAME_MAX_CHARS).optional(),
-    prompt: z.string().trim().min(1).max(PROMPT_MAX_CHARS),
+    name: name.optional(),
+    prompt,
     schedule: scheduleSchema,
     timezone: timezone.optional().describe('Default: the user’s profile timezone'),
   })
@@ -56,8 +59,8 @@ const newAutomation = z
 
 const change = z
   .object({
-    name: z.string().trim().min(1).max(NAME_MAX_CHARS).optional(),
-    prompt: z.string().trim().min(1).max(PROMPT_MAX_CHARS).optional(),
+    name: name.optional(),
+    prompt: prompt.optional(),
     schedule: scheduleSchema.optional(),
     timezone: timezone.optional(),
   })

@@ -7,7 +7,7 @@ import type { McpConnections } from '../../mcp/mcp-connections.ts';
 import type { McpRepository, McpServerRecord } from '../../storage/mcp-repository.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { userIdSchema, withoutNul } from '../schemas.ts';
 
 export interface McpRouteDependencies {
   repository: McpRepository;
@@ -24,17 +24,24 @@ const serverName = z
     message: 'must be 1-30 of a-z, 0-9 and -, starting with a letter or digit',
   })
   .describe('Names the server; its tools reach the model as `<name>__<tool>`');
-const toolNames = z.array(z.string().min(1).max(128)).max(200);
-const limited = (max: number) => z.string().min(1).max(max);
+// Stored as PostgreSQL text or JSON, which cannot hold U+0000.
+const toolNames = z.array(withoutNul(z.string().min(1).max(128))).max(200);
+const limited = (max: number) => withoutNul(z.string().min(1).max(max));
 const createBody = z.discriminatedUnion('transport', [
   z
     .object({
       transport: z.literal('stdio'),
       name: serverName,
       command: limited(1_000).describe('The program, found on PATH or as an absolute path'),
-      args: z.array(z.string().max(4_000)).max(100).default([]),
+      args: z
+        .array(withoutNul(z.string().max(4_000)))
+        .max(100)
+        .default([]),
       env: z
-        .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/), z.string().max(8_000))
+        .record(
+          z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/),
+          withoutNul(z.string().max(8_000)),
+        )
         .default({})
         .refine((env) => Object.keys(env).length <= 50, { message: 'at most 50 variables' })
         .describe('The only variables it gets besides HOME, LOGNAME, PATH, SHELL, TERM, USER'),
@@ -53,12 +60,12 @@ const createBody = z.discriminatedUnion('transport', [
     .object({
       transport: z.literal('http'),
       name: serverName,
-      url: z
-        .string()
-        .max(2_000)
-        .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+      url: withoutNul(z.string().max(2_000)).refine(
+        (value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol),
+        {
           message: 'must be an http:// or https:// URL',
-        }),
+        },
+      ),
       trusted: z.boolean().default(false),
       approval_tools: toolNames.default([]),
       restricted: z.boolean().default(false),
