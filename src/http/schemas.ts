@@ -21,6 +21,14 @@ export const sourceSchema = z
   .max(SOURCE_MAX_CHARS, { message: `must be at most ${SOURCE_MAX_CHARS} characters` })
   .regex(NO_CONTROL_CHARACTERS, { message: 'must not contain control characters' });
 
+/**
+ * An id that is a UUID, written in lower case as the database writes it: some ids are also
+ * compared as text (a process's map of its live runs, a run's turn in JSON), where an id a
+ * client sent in upper case would not match its own run or conversation.
+ */
+export const uuidSchema = (message: string) =>
+  z.uuid({ message }).transform((id) => id.toLowerCase());
+
 /** PostgreSQL cannot store U+0000 in text or JSON: the insert would fail (a 500). */
 export const withoutNul = <T extends z.ZodType<string>>(schema: T) =>
   schema.refine((value) => !value.includes('\u0000'), {

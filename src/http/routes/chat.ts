@@ -13,7 +13,7 @@ import type { ImageMediaType } from '../../vision/image-type.ts';
 import type { App } from '../app-types.ts';
 import { abortWithExchange, closedSignal, disposeAfter } from '../chat-abort.ts';
 import { errorResponses } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { userIdSchema, uuidSchema } from '../schemas.ts';
 import { encodeNumberedEvent, sendEventStream, toSseBody } from '../sse.ts';
 
 export interface ChatRouteSettings {
@@ -80,15 +80,13 @@ export function registerChatRoutes(
         'A PNG, JPEG, GIF or WebP image, plain base64 or a `data:image/…;base64,` URL, for the ' +
           'analyze_image tool of this request only',
       ),
-    conversation_id: z
-      .uuid({ message: 'must be a conversation id (a UUID)' })
+    conversation_id: uuidSchema('must be a conversation id (a UUID)')
       .optional()
       .describe(
         "The user's conversation to continue (it becomes the current one); default: the " +
           'current one. Another user’s, or an unknown one, is a 404.',
       ),
-    parent: z
-      .uuid({ message: 'must be a run_id of the conversation' })
+    parent: uuidSchema('must be a run_id of the conversation')
       .nullable()
       .optional()
       .describe(
@@ -96,8 +94,7 @@ export function registerChatRoutes(
           'later question); null for a new first question. Default: the last turn of the ' +
           'active path. The turns after it stay, as other versions.',
       ),
-    regenerate: z
-      .uuid({ message: 'must be a run_id of the conversation' })
+    regenerate: uuidSchema('must be a run_id of the conversation')
       .optional()
       .describe(
         'A turn (run_id) this question is a new version of: send its question again for ' +

@@ -5,7 +5,7 @@ import type { ConversationService } from '../../conversations/conversation-servi
 import { SEARCH_MAX_CHARS } from '../../conversations/search-query.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { userIdSchema, uuidSchema } from '../schemas.ts';
 
 /** Finding a user's conversations again: search across them, and export one. */
 export function registerConversationSearchRoutes(
@@ -84,7 +84,7 @@ export function registerConversationSearchRoutes(
         tags: ['conversations'],
         params: z.object({
           user_id: userIdSchema,
-          conversation_id: z.uuid({ message: 'must be a conversation id (a UUID)' }),
+          conversation_id: uuidSchema('must be a conversation id (a UUID)'),
         }),
         querystring: z.object({ format: z.enum(['markdown', 'json']).default('markdown') }),
         produces: ['text/markdown', 'application/json'],

@@ -6,12 +6,12 @@ import type { Conversation, ListCursor } from '../../storage/conversation-reposi
 import type { StoredTurn } from '../../storage/history-repository.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { userIdSchema, uuidSchema } from '../schemas.ts';
 
 const userParams = z.object({ user_id: userIdSchema });
 const params = z.object({
   user_id: userIdSchema,
-  conversation_id: z.uuid({ message: 'must be a conversation id (a UUID)' }),
+  conversation_id: uuidSchema('must be a conversation id (a UUID)'),
 });
 const titleSchema = z
   .string()
@@ -270,7 +270,7 @@ export function registerConversationRoutes(app: App, conversations: Conversation
           'conversation continues from the leaf returned.',
         tags: ['conversations'],
         params,
-        body: z.object({ run_id: z.uuid({ message: 'must be a run_id of this conversation' }) }),
+        body: z.object({ run_id: uuidSchema('must be a run_id of this conversation') }),
         response: {
           200: z.object({ conversation_id: z.uuid(), leaf_run_id: z.uuid() }),
           ...errorResponses(...PER_USER, 404, 413, 415, 422),

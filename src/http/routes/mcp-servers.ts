@@ -7,7 +7,7 @@ import type { McpConnections } from '../../mcp/mcp-connections.ts';
 import type { McpRepository, McpServerRecord } from '../../storage/mcp-repository.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
-import { userIdSchema, withoutNul } from '../schemas.ts';
+import { userIdSchema, uuidSchema, withoutNul } from '../schemas.ts';
 
 export interface McpRouteDependencies {
   repository: McpRepository;
@@ -114,7 +114,7 @@ const serverView = z.object({
     seen: z.array(z.unknown()).nullable().describe('The definitions to approve when held'),
   }),
 });
-const serverParams = z.object({ server_id: z.uuid({ message: 'must be a server id' }) });
+const serverParams = z.object({ server_id: uuidSchema('must be a server id') });
 
 function view(server: McpServerRecord) {
   const held =

@@ -4,12 +4,12 @@ import type { DetachedRuns, NumberedEvent } from '../../runs/detached-runs.ts';
 import type { App } from '../app-types.ts';
 import { closedSignal } from '../chat-abort.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { userIdSchema, uuidSchema } from '../schemas.ts';
 import { DONE_ONLY, encodeNumberedEvent, sendEventStream, toSseBody } from '../sse.ts';
 
 const params = z.object({
   user_id: userIdSchema,
-  run_id: z.uuid({ message: 'must be a run id (a UUID)' }),
+  run_id: uuidSchema('must be a run id (a UUID)'),
 });
 
 /** An event id of the stream (`id:`), as `Last-Event-ID` or `?after=` sends it back. */
