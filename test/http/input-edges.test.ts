@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineStack, startEngineStack } from '../support/chat-stack.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import { holdAt, readAll } from '../support/resumable.ts';
+
+/** A list cursor as the server encodes one: `[pinned, updated_at as text, id]`. */
+const cursor = (updatedAt: string) =>
+  Buffer.from(JSON.stringify([false, updatedAt, crypto.randomUUID()])).toString('base64url');
+
+/**
+ * Input a client may send that passed the routes' checks and then failed in the database (a
+ * 500) or named nothing (an upper-case UUID), on one process of each engine.
+ */
+describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
+  let stack: EngineStack;
+
+  beforeAll(async () => {
+    stack = await startEngineStack(engine);
+    stack.llm.respond(() => reply.text('An answer.'));
+  });
+  afterAll(() => stack?.stop());
+
+  const send = async (method: string, path: string, body?: unknown) => {
+    const response = await stack.parley.fetch(path, {
+      method,
+      ...(body === undefined
+        ? {}
+        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    });
+    return { status: response.status, body: (await response.json()) as { detail: unknown } };
+  };
+  const expect422 = async (
+    method: string,
+    path: string,
+    body: unknown,
+    loc: readonly unknown[],
+  ) => {
+    const { status, body: error } = await send(method, path, body);
+    expect(status, `${method} ${path} ${JSON.stringify(body)}`).toBe(422);
+    expect(error.detail).toEqual([expect.objectContaining({ loc })]);
+  };
+
+  it('a cursor naming no real time, or a timezone that is an offset, is a 422', async () => {
+    // Shaped like a cursor, but PostgreSQL refuses the time: it was a 500.
+    for (const time of [
+      '2026-13-01 10:00:00+00',
+      '2026-02-31 10:00:00+00',
+      '0000-01-01 10:00:00+00',
+      '2026-01-01 25:61:00+00',
+      '2026-01-01 10:00:00+99',
+    ]) {
+      const path = `/users/ann/conversations?cursor=${cursor(time)}`;
+      await expect422('GET', path, undefined, ['query', 'cursor']);
+    }
+    expect(
+      (
+        await send(
+          'GET',
+          `/users/ann/conversations?cursor=${cursor('2026-01-01 10:00:00.5+05:30')}`,
+        )
+      ).status,
+    ).toBe(200);
+    // Intl takes "-0330", PostgreSQL does not (the user's usage was a 500 from then on), and
+    // reads "+05:00" as POSIX, five hours west: a timezone is a name.
+    for (const timezone of ['-0330', '+05:00']) {
+      await expect422('PUT', '/users/ann/profile', { timezone }, ['body', 'timezone']);
+      const automation = { prompt: 'p', schedule: { type: 'daily', time: '08:00' }, timezone };
+      await expect422('POST', '/users/ann/automations', automation, ['body', 'timezone']);
+    }
+  });
+
+  it('refuses the NUL character where it would be stored', async () => {
+    const daily = { type: 'daily', time: '08:00' };
+    await expect422('POST', '/users/ann/automations', { prompt: 'a\u0000b', schedule: daily }, [
+      'body',
+      'prompt',
+    ]);
+    await expect422(
+      'POST',
+      '/users/ann/automations',
+      { name: 'n\u0000', prompt: 'p', schedule: daily },
+      ['body', 'name'],
+    );
+    const stdio = { transport: 'stdio', name: 'nul', command: 'x' };
+    for (const [change, loc] of [
+      [{ command: 'x\u0000' }, ['body', 'command']],
+      [{ args: ['\u0000'] }, ['body', 'args', 0]],
+      [{ env: { A: '\u0000' } }, ['body', 'env', 'A']],
+      [{ approval_tools: ['t\u0000'] }, ['body', 'approval_tools', 0]],
+    ] as const) {
+      await expect422('POST', '/admin/mcp-servers', { ...stdio, ...change }, loc);
+    }
+    await expect422(
+      'POST',
+      '/admin/mcp-servers',
+      { transport: 'http', name: 'nul', url: 'http://a/\u0000' },
+      ['body', 'url'],
+    );
+    const server = await send('POST', '/admin/mcp-servers', { ...stdio });
+    const id = (server.body as unknown as { id: string }).id;
+    await expect422('PATCH', `/admin/mcp-servers/${id}`, { approval_tools: ['\u0000'] }, [
+      'body',
+      'approval_tools',
+      0,
+    ]);
+  });
+
+  it('takes a UUID in upper case for the same run, conversation and server', async () => {
+    const conversation = (await send('POST', '/users/ann/conversations', {})).body as unknown as {
+      id: string;
+    };
+    const id = conversation.id;
+    const hold = holdAt((chunk) => chunk === 2);
+    stack.llm.enqueue(reply.text('Held in the middle of its answer.', { pace: hold.pace }));
+    const asked = await stack.post('/chat', {
+      user_id: 'ann',
+      message: 'Where?',
+      conversation_id: id.toUpperCase(),
+      resumable: true,
+    });
+    expect(asked.status).toBe(200);
+    expect(asked.headers.get('x-parley-conversation-id')).toBe(id);
+    const runId = asked.headers.get('x-parley-run-id') as string;
+    await hold.reached;
+    // The answer being written is named however the conversation is written.
+    for (const written of [id, id.toUpperCase()]) {
+      const open = (await send('GET', `/users/ann/conversations/${written}`)).body as unknown as {
+        running: unknown;
+      };
+      expect(open.running, written).toEqual({ run_id: runId, question: 'Where?' });
+    }
+    // Followed by its id in upper case, it is the same live answer, not one that died.
+    const followed = await stack.parley.fetch(`/users/ann/runs/${runId.toUpperCase()}/events`);
+    hold.release();
+    const [first, seen] = await Promise.all([readAll(asked), readAll(followed)]);
+    expect(seen.raw).toBe(first.raw);
+    const again = await stack.parley.fetch(`/users/ann/runs/${runId.toUpperCase()}/events`);
+    expect((await readAll(again)).raw).toBe(first.raw);
+
+    const server = await send('POST', '/admin/mcp-servers', {
+      transport: 'http',
+      name: 'upper',
+      url: 'http://127.0.0.1:1/mcp',
+    });
+    const serverId = (server.body as unknown as { id: string }).id;
+    expect((await send('PATCH', `/admin/mcp-servers/${serverId}`, { enabled: true })).status).toBe(
+      200,
+    );
+    // Its id was compared as text with the listed servers': a 404.
+    const mine = await send('PUT', `/users/ann/mcp-servers/${serverId.toUpperCase()}`, {
+      enabled: true,
+    });
+    expect(mine.status).toBe(200);
+    expect(mine.body).toMatchObject({ id: serverId, enabled: true });
+  });
+});
