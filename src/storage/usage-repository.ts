@@ -1,7 +1,12 @@
 import type { Db } from './database.ts';
 
-/** The start of today in the user's timezone (their profile's, else the default). */
-const USER_TZ = `coalesce((SELECT timezone FROM users WHERE user_id = $1::text), $2::text)`;
+/**
+ * The start of today in the user's timezone (their profile's, else the default). Only a name:
+ * an offset such as `-0330`, which earlier versions stored, PostgreSQL refuses (every chat of
+ * that user failed) or reads the other way round (`+05:00`); the default counts then.
+ */
+const USER_TZ = `coalesce((SELECT timezone FROM users
+                            WHERE user_id = $1::text AND timezone ~ '^[A-Za-z]'), $2::text)`;
 const TODAY_STARTS = `(date_trunc('day', now() AT TIME ZONE ${USER_TZ}) AT TIME ZONE ${USER_TZ})`;
 const TOKENS_TODAY = `(SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), 0)
     FROM chat_runs WHERE user_id = $1 AND started_at >= ${TODAY_STARTS})`;
