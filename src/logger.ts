@@ -26,7 +26,8 @@ export function createLogger(level: string): Logger {
 
 /**
  * A request as its log line shows it: the path without its query, which can carry users'
- * words (a conversation search's `q`).
+ * words (a conversation search's `q`). A wildcard route's path is its template: the rest of
+ * `/documents/*` is a source, which is the uploaded file's name unless the user chose another.
  */
 function requestLogFields(request: {
   method?: string;
@@ -34,10 +35,12 @@ function requestLogFields(request: {
   host?: string;
   ip?: string;
   socket?: { remotePort?: number };
+  routeOptions?: { url?: string };
 }) {
+  const route = request.routeOptions?.url;
   return {
     method: request.method,
-    url: request.url?.split('?')[0],
+    url: route?.includes('*') ? route : request.url?.split('?')[0],
     host: request.host,
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,

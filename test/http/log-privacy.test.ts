@@ -14,6 +14,7 @@ import {
   reply,
   startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
+import { file, ingest } from '../support/ingest-client.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -244,6 +245,24 @@ describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
     expect((await parley.fetch(`/users/${user}/conversations/${id}`)).status).toBe(200);
     expect((await parley.fetch(`/users/${user}/conversations/${id}/export`)).status).toBe(200);
     await parley.settled();
+    expectNoSecrets();
+  });
+
+  it('holds no user content after a document is ingested, listed and deleted', async () => {
+    // The source (the uploaded file's name by default) is part of the path that deletes it.
+    const source = 'secret-file-name d1.txt';
+    const ingested = await ingest(parley, [file(source, 'secret-document-text about d1')]);
+    expect(ingested.status).toBe(200);
+    expect(ingested.body.source).toBe(source);
+    expect((await parley.fetch('/documents')).status).toBe(200);
+    const deleted = await parley.fetch(`/documents/${encodeURIComponent(source)}`, {
+      method: 'DELETE',
+    });
+    expect(deleted.status).toBe(200);
+    const gone = await parley.fetch('/documents/secret-file-name-d2.txt', { method: 'DELETE' });
+    expect(gone.status).toBe(404);
+    await parley.settled();
+    expect(parley.output()).toContain('/documents/*'); // the request was logged, by its route
     expectNoSecrets();
   });
 
