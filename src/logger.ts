@@ -15,6 +15,10 @@ export function createLogger(level: string): Logger {
         'req.headers.authorization',
         'req.headers.cookie',
         'headers.authorization',
+        'headers.cookie',
+        // @fastify/multipart logs the request's headers it hands its parser, at trace.
+        'busboyOptions.headers.authorization',
+        'busboyOptions.headers.cookie',
         '*.apiKey',
         '*.api_key',
         '*.token',

@@ -15,6 +15,7 @@ import {
   startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -255,6 +256,19 @@ describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
     expect(ingested.status).toBe(200);
     expect(ingested.body.source).toBe(source);
     expect((await parley.fetch('/documents')).status).toBe(200);
+    // An upload with a key and a session cookie: the multipart plugin logs the headers it
+    // hands its parser, at trace.
+    const { body, contentType } = multipartBody([file('d3.txt', 'about d3')]);
+    const withSecrets = await parley.fetch('/ingest', {
+      method: 'POST',
+      headers: {
+        'content-type': contentType,
+        authorization: 'Bearer secret-bearer-key',
+        cookie: 'other_app_session=secret-session-cookie',
+      },
+      body,
+    });
+    expect(withSecrets.status).toBe(200);
     const deleted = await parley.fetch(`/documents/${encodeURIComponent(source)}`, {
       method: 'DELETE',
     });
