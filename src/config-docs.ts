@@ -146,7 +146,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   RAG_SHOW_SOURCES: {
     doc: 'End an answer that used `search_documents` with a short sources list (source and page), streamed as ordinary text fragments.',
   },
-  LANGGRAPH_VERBOSE: { doc: 'Log every step of the agent loop and every tool result.' },
+  LANGGRAPH_VERBOSE: {
+    doc: "Log every step of the agent loop: its finish reason and the tools it called, and each tool's end (its name, and a failed call's error text, which can quote the call's arguments).",
+  },
   THINK_VERBOSE: { doc: "Log the model's reasoning." },
   WEB_SEARCH_PROVIDER: { doc: '`searxng`, `tavily`, `brave`, or `none` (no `web_search` tool).' },
   SEARXNG_URL: {
