@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
+import {
+  ErrorCode,
+  isJSONRPCErrorResponse,
+  isJSONRPCResultResponse,
+  type RequestId,
+  type Tool,
+  ToolListChangedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { APP_VERSION } from '../version.ts';
 import { ProcessGroupTransport } from './process-group-transport.ts';
@@ -148,11 +156,34 @@ export class McpConnections {
       server.transport === 'stdio' && server.command
         ? new ProcessGroupTransport({ command: server.command, args: server.args, env: server.env })
         : undefined;
-    const transport =
-      stdio ??
-      new StreamableHTTPClientTransport(new URL(server.url as string), {
-        requestInit: credential ? { headers: { [credential.header]: credential.value } } : {},
-      });
+    // Requests whose answer is an SSE stream still under way (see `watchAnswerStreams`).
+    const streaming = new Set<RequestId>();
+    const http = stdio
+      ? undefined
+      : new StreamableHTTPClientTransport(new URL(server.url as string), {
+          requestInit: credential ? { headers: { [credential.header]: credential.value } } : {},
+          fetch: watchAnswerStreams(streaming, (id) => {
+            // The stream ended without the result (and cannot be resumed): the call fails now
+            // rather than waiting out its timeout.
+            http?.onmessage?.({
+              jsonrpc: '2.0',
+              id,
+              error: {
+                code: ErrorCode.ConnectionClosed,
+                message: 'the server ended its answer before the result',
+              },
+            });
+          }),
+        });
+    const transport = stdio ?? (http as StreamableHTTPClientTransport);
+    if (http) {
+      // Called before the client's own handler (the client chains it on connecting).
+      http.onmessage = (message) => {
+        if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+          if (message.id !== undefined) streaming.delete(message.id);
+        }
+      };
+    }
     let ended = false;
     const end = (reason: string) => {
       if (ended) return;
@@ -251,6 +282,77 @@ export class ServerDownError extends Error {
     super(reason, options);
     this.name = 'ServerDownError';
     this.retryInMs = Math.max(0, retryInMs);
+  }
+}
+
+/**
+ * The fetch of an HTTP transport, watching the SSE streams that answer requests: the SDK
+ * waits for a result that a stream ended (cleanly or cut) without sending, until the call's
+ * timeout. A stream that ends with its request unanswered, and that carried no event id (so
+ * the SDK will not resume it), is reported through `endedEarly`, once the SDK has read it all.
+ */
+function watchAnswerStreams(
+  streaming: Set<RequestId>,
+  endedEarly: (id: RequestId) => void,
+): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    const id = requestIdOf(init?.body);
+    const type = response.headers.get('content-type') ?? '';
+    if (id === undefined || !response.ok || !response.body || !type.includes('text/event-stream'))
+      return response;
+    streaming.add(id);
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let line = '';
+    let resumable = false;
+    const ended = () => {
+      // After the SDK's own reading of the last bytes (promise jobs, all done by then).
+      setTimeout(() => {
+        if (streaming.delete(id) && !resumable) endedEarly(id);
+      }, 10);
+    };
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            controller.close();
+            ended();
+            return;
+          }
+          const text = line + decoder.decode(value, { stream: true });
+          if (/(^|\n)id:/.test(text)) resumable = true;
+          line = text.slice(text.lastIndexOf('\n') + 1);
+          controller.enqueue(value);
+        } catch (error) {
+          controller.error(error);
+          ended();
+        }
+      },
+      cancel: (reason) => {
+        streaming.delete(id);
+        return reader.cancel(reason);
+      },
+    });
+    return new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
+
+function requestIdOf(body: unknown): RequestId | undefined {
+  if (typeof body !== 'string') return undefined;
+  try {
+    const message = JSON.parse(body) as { method?: unknown; id?: unknown };
+    return typeof message.method === 'string' &&
+      (typeof message.id === 'string' || typeof message.id === 'number')
+      ? message.id
+      : undefined;
+  } catch {
+    return undefined;
   }
 }
 

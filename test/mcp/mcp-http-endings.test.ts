@@ -147,6 +147,19 @@ describe.each(ENGINES)(
       await expectHealthyAgain();
     });
 
+    it('tells the model when an SSE answer ends before its result, without waiting for the timeout', async () => {
+      const failing: Ending[] = ['sse_cut', 'sse_end', 'sse_empty'];
+      const { stream, results, ms } = await chatCalling(failing);
+      expect(stream.error).toBeUndefined();
+      expect(stream.text).toBe('Went on.');
+      for (const name of failing) {
+        expect(results[name], name).toContain('The MCP server broken failed during the call');
+        expect(results[name], name).not.toContain('whole answer');
+      }
+      expect(ms).toBeLessThan(CALL_TIMEOUT_MS);
+      await expectHealthyAgain();
+    });
+
     it('takes an answer trickled within the timeout, and gives up on one trickled past it', async () => {
       mcp.pieceMs = 700; // 3 pieces: 1.4 s; 8 pieces: 4.9 s, past the 4 s timeout
       const { stream, results, ms } = await chatCalling(['trickle', 'trickle_slow']);
