@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  StreamableHTTPClientTransport,
+  StreamableHTTPError,
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   ErrorCode,
@@ -121,6 +124,40 @@ export class McpConnections {
       connection.tools = await listTools(connection.client, this.#settings.connectTimeoutMs);
     }
     return slot.connection;
+  }
+
+  /**
+   * A new connection in place of `stale`, whose HTTP session the server no longer knows (it
+   * answered 404 to its id: the spec's way to say a new session must be started). Closed on
+   * purpose, so no failure or back-off is recorded; a connection another call already
+   * renewed is used as it is.
+   */
+  async renew(
+    server: ServerEndpoint,
+    userId: string,
+    credential: ServerCredential | undefined,
+    stale: McpConnection,
+  ): Promise<McpConnection> {
+    const slot = this.#slots.get(slotKey(server, userId, credential));
+    const current = slot?.connection;
+    if (
+      slot &&
+      current &&
+      (await current.catch(() => undefined)) === stale &&
+      slot.connection === current
+    ) {
+      const close = slot.close;
+      slot.connection = undefined;
+      slot.close = undefined;
+      // Other calls still under way on it get their own 404 and renew too (closing it now
+      // would end them as failures): closed once none is.
+      const closeWhenIdle = () => {
+        if (stale.inUse === 0) void close?.();
+        else setTimeout(closeWhenIdle, 1_000).unref();
+      };
+      closeWhenIdle();
+    }
+    return this.get(server, userId, credential);
   }
 
   /** Ends every connection and process (shutdown); later `get`s are refused. */
@@ -283,6 +320,20 @@ export class ServerDownError extends Error {
     this.name = 'ServerDownError';
     this.retryInMs = Math.max(0, retryInMs);
   }
+}
+
+/**
+ * Whether a call failed because the server no longer knows the connection's HTTP session: a
+ * 404 to a request that carried an `Mcp-Session-Id`.
+ */
+export function sessionExpired(connection: McpConnection, error: unknown): boolean {
+  const transport = connection.client.transport;
+  return (
+    error instanceof StreamableHTTPError &&
+    error.code === 404 &&
+    transport instanceof StreamableHTTPClientTransport &&
+    transport.sessionId !== undefined
+  );
 }
 
 /**

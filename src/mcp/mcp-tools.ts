@@ -10,7 +10,7 @@ import type {
   UserServer,
 } from '../storage/mcp-repository.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
-import type { McpConnection, McpConnections } from './mcp-connections.ts';
+import { type McpConnection, type McpConnections, sessionExpired } from './mcp-connections.ts';
 import { definitionOf, fingerprint } from './tool-fingerprint.ts';
 
 export interface McpToolSettings {
@@ -120,6 +120,8 @@ export class McpTools {
       return {};
     }
     const tools: ToolSet = {};
+    // The chat's calls share the connection, and the one that replaces it (session expired).
+    const bound = { connection };
     for (const mcpTool of connection.tools) {
       const name = `${server.name}__${mcpTool.name}`;
       if (!TOOL_NAME.test(name)) {
@@ -136,14 +138,7 @@ export class McpTools {
         ),
         inputSchema: jsonSchema(mcpTool.inputSchema as Parameters<typeof jsonSchema>[0]),
         execute: (input: unknown) =>
-          this.#call(
-            entry,
-            connection,
-            mcpTool,
-            input as Record<string, unknown>,
-            context,
-            counter,
-          ),
+          this.#call(entry, bound, mcpTool, input as Record<string, unknown>, context, counter),
       });
     }
     return tools;
@@ -175,7 +170,7 @@ export class McpTools {
 
   async #call(
     entry: UserServer,
-    connection: McpConnection,
+    bound: { connection: McpConnection },
     mcpTool: Tool,
     input: Record<string, unknown>,
     context: McpChatContext,
@@ -216,13 +211,29 @@ export class McpTools {
       }
     }
     try {
-      const result = await callMcpTool(
-        connection,
-        mcpTool.name,
-        input,
-        this.#settings,
-        context.signal,
-      );
+      const used = bound.connection;
+      const call = () =>
+        callMcpTool(bound.connection, mcpTool.name, input, this.#settings, context.signal);
+      const result = await call().catch(async (error: unknown) => {
+        if (!sessionExpired(used, error)) throw error;
+        // The server no longer knows the session (HTTP 404 to its id): it did not run the
+        // call. A new session, as the spec says, and the call once more on it.
+        this.#logger.info(
+          { mcpServer: server.name, code: 'mcp_session_expired' },
+          'mcp session expired: starting a new one',
+        );
+        const log = this.#logger.child({ mcpServer: server.name });
+        bound.connection = await withTimeout(
+          this.#connections.renew(
+            server,
+            context.userId,
+            this.#credential(entry, context.userId, log),
+            used,
+          ),
+          this.#settings.connectTimeoutMs,
+        );
+        return call();
+      });
       return done(result.isError ? 'tool_error' : 'ok', result.text);
     } catch (error) {
       if (context.signal.aborted) throw error;

@@ -174,5 +174,21 @@ describe.each(ENGINES)(
       expect(line.outcome).toBe('timeout');
       await expectHealthyAgain();
     });
+
+    it('starts a new session when the server answers 404 to the one it had (session expired)', async () => {
+      await expectHealthyAgain(); // a session to lose
+      const before = mcp.sessions.length;
+      mcp.forgetSessions();
+      // Two calls at once, both answered 404: one new session, both calls run again on it.
+      const from = mcp.calls.length;
+      const { stream, results } = await chatCalling(['ok', 'trickle']);
+      expect(stream.text).toBe('Went on.');
+      expect(results.ok).toBe('the whole answer of ok');
+      expect(results.trickle).toBe('the whole answer of trickle');
+      expect(mcp.sessions.length).toBe(before + 1);
+      const retried = mcp.calls.slice(from).filter((c) => c.session === mcp.sessions.at(-1));
+      expect(retried.map((c) => c.name).sort()).toEqual(['ok', 'trickle']);
+      await expectHealthyAgain();
+    });
   },
 );
