@@ -187,21 +187,34 @@ export class DocumentService {
     const lexical = this.#deps.documents.searchLexical(terms, owners, depth);
     let result: SearchResult;
     if (useVectors) {
-      const nearest = semantic.embedder.embedQuery(query, options.signal).then((vector) =>
+      // A query the embedder could not embed (its server down, an error) is searched
+      // lexically: BM25 still answers, as it does while a local model loads.
+      const queryVector = semantic.embedder.embedQuery(query, options.signal).catch((error) => {
+        if (options.signal?.aborted) throw error;
+        this.#deps.logger.warn(
+          { cause: error instanceof Error ? error.name : typeof error },
+          'query embedding failed; searching lexically',
+        );
+        return undefined;
+      });
+      const nearest = queryVector.then((vector) => {
+        if (vector === undefined) return undefined;
         // A zero vector has no direction (its cosine is NaN) and pgvector refuses NaN.
-        hasDirection(vector)
+        return hasDirection(vector)
           ? semantic.vectors.search(semantic.embedder.id, vector, owners, depth)
-          : [],
-      );
+          : [];
+      });
       const [bm25, vectors] = await Promise.all([lexical, nearest]);
       const lists = [
         // Fewer hits than asked for: BM25 returned every chunk that matches a query term
         // (a term capped at POSTINGS_PER_TERM, 500, alone gives more than `depth` ≤ 50).
         { hits: bm25, weight: 1 - semantic.vectorWeight, floor: 0, complete: bm25.length < depth },
         // Cosine similarity; never complete (see ScoredList.complete).
-        { hits: vectors, weight: semantic.vectorWeight, floor: -1, complete: false },
+        { hits: vectors ?? [], weight: semantic.vectorWeight, floor: -1, complete: false },
       ];
-      result = { retrieval: 'hybrid', hits: fuseByScore(lists, options.limit) };
+      result = vectors
+        ? { retrieval: 'hybrid', hits: fuseByScore(lists, options.limit) }
+        : { retrieval: 'lexical', hits: bm25.slice(0, options.limit) };
     } else {
       result = { retrieval: 'lexical', hits: await lexical };
     }

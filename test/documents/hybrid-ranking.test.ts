@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EngineEnv, engineEnv, VECTOR_SETUPS } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
 import { type SearchOutput, searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
@@ -69,6 +69,7 @@ describe.each(VECTOR_SETUPS)('hybrid ranking on $name', (setup) => {
         EMBEDDINGS_PROVIDER: 'openai',
         EMBEDDINGS_BASE_URL: llm.url,
         EMBEDDINGS_MODEL: 'fake-embed',
+        EMBEDDINGS_MAX_RETRIES: '0',
         ...storage.env,
       },
     });
@@ -100,6 +101,14 @@ describe.each(VECTOR_SETUPS)('hybrid ranking on $name', (setup) => {
     const output = await search('한강 수도'); // no marker: a zero vector
     expect(sources(output)[0]).toBe('notes/ko/korea.txt');
     for (const hit of output.hits) expect(Number.isFinite(hit.score)).toBe(true);
+  });
+
+  it('answers lexically when the query cannot be embedded (the embeddings server fails)', async () => {
+    // Only a hybrid search embeds the query: the next embeddings request is the query's.
+    if (hybrid) llm.failEmbeddings(reply.error(503));
+    const output = await searchThroughChat(parley, llm, '한강 수도');
+    expect(output.retrieval).toBe('lexical');
+    expect(sources(output)[0]).toBe('notes/ko/korea.txt');
   });
 
   it('scores a chunk whose vector is zero at the floor, never null, in a repeatable order', async () => {
