@@ -33,7 +33,8 @@ export function summarizeGraph(
   let length = header.length;
   for (const { triple } of ranked) {
     const line = `- ${triple.subject} —${triple.relation}→ ${triple.object}`;
-    if (length + 1 + line.length > maxChars) break;
+    // A relation with long names may not fit: the next ones still may (up to 3 × 200 chars).
+    if (length + 1 + line.length > maxChars) continue;
     lines.push(line);
     length += 1 + line.length;
   }

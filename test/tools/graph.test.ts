@@ -169,6 +169,20 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
     expect(section).toMatch(/\(\d+ more; use query_entity to look one up\)/);
   });
 
+  it('keeps the relations that fit when a more relevant one is too long for the summary', async () => {
+    await tell('long-labels', [['Mina', 'lives in', 'Busan']]);
+    // 3 × 200 characters: longer than the whole summary may be, and the most recent.
+    const long = (word: string) => `${word} ${'x'.repeat(199 - word.length)}`;
+    await tell('long-labels', [[long('Mina'), long('wrote down'), long('a very long address')]]);
+    llm.enqueue(reply.text('ok'));
+    await chat(parley, 'long-labels', 'hello');
+    const system = systemOf(llm.chats.at(-1));
+    const section = system.slice(system.indexOf('What you know about the user’s world'));
+    expect(section).toContain('- Mina —lives in→ Busan');
+    expect(section).toContain('(1 more; use query_entity to look one up)');
+    expect(section.length).toBeLessThanOrEqual(PROMPT_MAX_CHARS + 60);
+  });
+
   it("keeps each user's graph to that user, whatever the message asks", async () => {
     await tell('alice', [['Project Zephyr', 'codename', 'Nightjar']]);
     const before = llm.chats.length;
