@@ -56,7 +56,7 @@ export function createWebSearch(config: WebSearchConfig, logger: Logger): Search
         signal,
       );
       const results = raw
-        .filter((result) => typeof result.url === 'string' && result.url !== '')
+        .filter((result) => isWebAddress(result.url))
         .slice(0, config.WEB_SEARCH_MAX_RESULTS)
         .map((result) => ({
           title: clip(plain(result.title ?? ''), TITLE_CHARS),
@@ -97,6 +97,14 @@ function plain(text: string): string {
     )
     .replace(/\s+/g, ' ')
     .trim();
+}
+
+/**
+ * An absolute http(s) URL: what the model is told to cite. A provider may pass on an engine's
+ * javascript:, data:, magnet: or relative link, which no reader can open as a source.
+ */
+function isWebAddress(url: string): boolean {
+  return URL.canParse(url) && /^https?:$/.test(new URL(url).protocol);
 }
 
 function clip(text: string, max: number): string {

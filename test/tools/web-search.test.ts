@@ -143,6 +143,21 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
       }
     });
 
+    it('gives the model only results with a web address, filling the top results from the rest', async () => {
+      const search = searches.get(provider) as FakeSearchServer;
+      const web = RESULTS.slice(0, 3);
+      search.results([
+        { title: 'script', url: 'javascript:alert(document.cookie)', snippet: 'x' },
+        ...web.slice(0, 1),
+        { title: 'torrent', url: 'magnet:?xt=urn:btih:0123456789abcdef', snippet: 'x' },
+        { title: 'inline', url: 'data:text/html,<script>alert(1)</script>', snippet: 'x' },
+        ...web.slice(1),
+      ]);
+      const { toolOutput } = await searchThrough(`schemes-${provider}`);
+      const output = JSON.parse(toolOutput) as { results: { url: string }[] };
+      expect(output.results.map((r) => r.url)).toEqual(web.map((r) => r.url));
+    });
+
     it.each(failures)(
       '%s reaches the model as a short tool error, logged without the query',
       async (failure, reason) => {
