@@ -9,13 +9,16 @@ import { stemmer } from 'stemmer';
  * - Hangul, Han and Kana: overlapping character bigrams (a lone character stays a unigram).
  *   Korean attaches particles to words (`서울에서`, `서울의`); bigrams share `서울` between
  *   both forms, where whitespace tokens would not match at all.
+ * - A term is at most MAX_TERM_CHARS characters, its start kept: a gene sequence, a dump or
+ *   a page whose spaces were lost is one "word" thousands of letters long, and a term is a
+ *   key of the index's B-tree, whose rows hold at most 2,704 bytes (such a document was a 500).
  */
 export function lexicalTerms(text: string): string[] {
   const terms: string[] = [];
   for (const [word] of text.normalize('NFKC').toLowerCase().matchAll(WORD)) {
     for (const [run] of word.matchAll(SCRIPT_RUN)) {
       if (CJK_START.test(run)) pushBigrams(run, terms);
-      else if (!STOP_WORDS.has(run)) terms.push(LATIN_WORD.test(run) ? stemmer(run) : run);
+      else if (!STOP_WORDS.has(run)) terms.push(clip(LATIN_WORD.test(run) ? stemmer(run) : run));
     }
   }
   return terms;
@@ -34,6 +37,13 @@ const CJK = '\\p{Script=Hangul}\\p{Script=Han}\\p{Script=Hiragana}\\p{Script=Kat
 const SCRIPT_RUN = new RegExp(`[${CJK}]+|[^${CJK}]+`, 'gu');
 const CJK_START = new RegExp(`^[${CJK}]`, 'u');
 const LATIN_WORD = /^[a-z]+$/;
+/** Longest term kept (4 bytes a character at most: 400 bytes), far above any real word. */
+const MAX_TERM_CHARS = 100;
+
+/** The first MAX_TERM_CHARS code points (a surrogate pair is never cut). */
+function clip(term: string): string {
+  return term.length <= MAX_TERM_CHARS ? term : [...term].slice(0, MAX_TERM_CHARS).join('');
+}
 
 function pushBigrams(run: string, terms: string[]): void {
   const chars = [...run];

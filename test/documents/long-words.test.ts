@@ -1,0 +1,65 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { file, ingest, listedSources } from '../support/ingest-client.ts';
+import { searchThroughChat } from '../support/search-through-chat.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+/**
+ * A "word" thousands of letters long, as a gene sequence, a hash dump or a PDF page whose
+ * spaces were lost gives: with chunks large enough to hold it whole, it must not keep the
+ * document out of the index (a term is a key of the lexical index's B-tree, which holds at
+ * most 2,704 bytes a row).
+ */
+function letters(count: number): string {
+  let seed = 7;
+  let text = '';
+  for (let i = 0; i < count; i++) {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    text += String.fromCharCode(97 + ((seed >> 8) % 26));
+  }
+  return text;
+}
+
+describe.each(ENGINES)('a document with a very long word on the %s engine', (engine) => {
+  let storage: EngineEnv;
+  let llm: FakeLlmServer;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    storage = await engineEnv(engine);
+    llm = await startFakeLlmServer();
+    parley = await startParley({
+      env: {
+        ...storage.env,
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        EMBEDDINGS_PROVIDER: 'none',
+        CHUNK_MAX_TOKENS: '2048',
+      },
+    });
+  }, 120_000);
+  afterEach(() => {
+    llm.assertNoUnexpected();
+    llm.assertAllConsumed();
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await llm?.close();
+    await storage?.cleanup();
+  });
+
+  it('ingests it, and finds it by its other words and by the start of the long word', async () => {
+    const long = letters(6_000);
+    const answer = await ingest(parley, [
+      file('sequence.txt', `The marsupial genome sequence follows: ${long}. End of sequence.`),
+    ]);
+    expect(answer).toMatchObject({ status: 200, body: { chunks: 1 } });
+    expect(await listedSources(parley)).toContain('sequence.txt');
+    // A search_documents query is at most 1,000 characters: the start of the word finds it.
+    for (const query of ['marsupial genome', long.slice(0, 1_000)]) {
+      const output = await searchThroughChat(parley, llm, query);
+      expect(output.hits.map((hit) => hit.source)).toEqual(['sequence.txt']);
+    }
+  });
+});
