@@ -3,7 +3,7 @@ import { notFound } from '../../errors.ts';
 import type { ConversationMemory } from '../../memory/conversation-memory.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { userIdSchema, uuidSchema } from '../schemas.ts';
 
 const memorySchema = z.object({
   id: z.string().describe('The run_id of the chat the memory was taken from'),
@@ -76,7 +76,7 @@ export function registerMemoryRoutes(app: App, memory: ConversationMemory | unde
       schema: {
         summary: 'Delete one conversation memory',
         tags: ['memories'],
-        params: params.extend({ memory_id: z.uuid() }),
+        params: params.extend({ memory_id: uuidSchema('must be a memory id (a UUID)') }),
         response: { 200: deletedSchema, ...errorResponses(...PER_USER, 404, 422) },
       },
     },
