@@ -121,15 +121,18 @@ export class VectorStore {
       return Promise.reject(new Error(`unusable embedding dimension ${dimension}`));
     }
     const name = `chunk_embeddings_${createHash('sha256').update(`${model}/${dimension}`).digest('hex').slice(0, 16)}_hnsw`;
+    const type = indexedType(dimension);
     let created = this.#indexes.get(name);
     if (!created) {
       created = this.#ensureTable()
         .then(() =>
           withTransaction(this.#db.$client, async (client) => {
+            // Wider than any HNSW index takes: searched exactly, without one.
+            if (type === undefined) return;
             await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK]);
             await client.query(
               `CREATE INDEX IF NOT EXISTS ${name} ON chunk_embeddings
-               USING hnsw ((embedding::vector(${dimension})) vector_cosine_ops)
+               USING hnsw ((embedding::${type}(${dimension})) ${type}_cosine_ops)
                WHERE model = ${literal(model)}`,
             );
           }),
@@ -175,14 +178,15 @@ const toVector = (vector: readonly number[]) => `[${vector.join(',')}]`;
  * The expression and predicate must match the partial index exactly for it to be used; both
  * are literals built from our own model id and an integer.
  */
-export const nearestChunksQuery = (model: string, dim: number): string =>
-  `WITH nn AS MATERIALIZED (
-     SELECT e.content_hash, e.embedding::vector(${dim}) <=> $1::vector(${dim}) AS distance
+export const nearestChunksQuery = (model: string, dim: number): string => {
+  const type = indexedType(dim) ?? 'vector';
+  return `WITH nn AS MATERIALIZED (
+     SELECT e.content_hash, e.embedding::${type}(${dim}) <=> $1::${type}(${dim}) AS distance
      FROM chunk_embeddings e
      WHERE e.model = ${literal(model)}
        AND EXISTS (SELECT 1 FROM chunks c
                    WHERE c.content_hash = e.content_hash AND c.owner = ANY($2::text[]))
-     ORDER BY e.embedding::vector(${dim}) <=> $1::vector(${dim})
+     ORDER BY e.embedding::${type}(${dim}) <=> $1::${type}(${dim})
      LIMIT $3
    )
    SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata,
@@ -192,6 +196,19 @@ export const nearestChunksQuery = (model: string, dim: number): string =>
    JOIN documents d ON d.id = c.document_id
    ORDER BY nn.distance, c.id
    LIMIT $3`;
+};
+
+/**
+ * The type a model's HNSW index is built on, by its vectors' dimension: pgvector's index takes
+ * `vector` up to 2,000 dimensions and `halfvec` (16-bit floats, ample for cosine ranking) up
+ * to 4,000; wider ones (Qwen3-Embedding-8B: 4,096) get no index and are searched exactly.
+ * Before, an index was always made on `vector`, which failed above 2,000 dimensions (OpenAI's
+ * text-embedding-3-large: 3,072), and no vector was ever saved nor any document searched.
+ */
+function indexedType(dimension: number): 'vector' | 'halfvec' | undefined {
+  if (dimension <= 2_000) return 'vector';
+  return dimension <= 4_000 ? 'halfvec' : undefined;
+}
 
 /** A SQL string literal (standard_conforming_strings is on in both engines). */
 const literal = (value: string) => `'${value.replaceAll("'", "''")}'`;
