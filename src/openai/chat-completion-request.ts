@@ -100,10 +100,13 @@ export function toChatInput(body: ChatCompletionBody, limits: InputLimits): Chat
       const at = `${where}.content[${j}]`;
       if (part.type === 'text' && typeof part.text === 'string') texts.push(part.text);
       else if (part.type === 'image_url' && entry.role === 'user') {
-        const url = (part as z.infer<typeof imagePart>).image_url.url;
-        if (!url.startsWith('data:')) {
+        // A part that missed the image schema (no image_url object, no url string) ends here too.
+        const url = (part as { image_url?: { url?: unknown } }).image_url?.url;
+        if (typeof url !== 'string' || !url.startsWith('data:')) {
           throw new InvalidRequest(
-            'Only images sent inline as data: URLs are accepted; Parley does not fetch image URLs.',
+            typeof url !== 'string'
+              ? 'An image_url part needs an image_url object with a url (a data: URL).'
+              : 'Only images sent inline as data: URLs are accepted; Parley does not fetch image URLs.',
             `${at}.image_url.url`,
             'invalid_image_url',
           );

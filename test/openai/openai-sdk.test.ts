@@ -389,6 +389,29 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     expect((error as APIError).param).toBe('messages[0].content[0].image_url.url');
   });
 
+  it('answers 400 naming the part for an image part without an image_url object', async () => {
+    for (const part of [
+      { type: 'image_url' },
+      { type: 'image_url', image_url: `data:image/png;base64,${PNG.toString('base64')}` },
+      { type: 'image_url', image_url: {} },
+    ]) {
+      const response = await parley.fetch('/v1/chat/completions', {
+        method: 'POST',
+        token: aliceKey,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'parley', messages: [{ role: 'user', content: [part] }] }),
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({
+        error: {
+          type: 'invalid_request_error',
+          param: 'messages[0].content[0].image_url.url',
+          code: 'invalid_image_url',
+        },
+      });
+    }
+  });
+
   it('answers failures with the typed errors of the SDK', async () => {
     const fail = (promise: Promise<unknown>) =>
       promise.then(
