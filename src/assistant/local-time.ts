@@ -29,12 +29,19 @@ function formattersFor(timezone: string) {
 }
 
 /**
- * True when the runtime knows the IANA timezone (its formatters are then kept). A name, not
- * an offset: Intl takes "+05:00" and "-0330", which PostgreSQL (where the user's "today" is
- * counted) reads as a POSIX zone five hours the other way, or refuses.
+ * What a user may set as their timezone: a name the runtime knows, not an offset. Intl takes
+ * "+05:00" and "-0330", which PostgreSQL (where the user's "today" is counted) reads as a
+ * POSIX zone five hours the other way, or refuses.
+ */
+export function isTimezoneName(timezone: string): boolean {
+  return /^[A-Za-z]/.test(timezone) && isKnownTimezone(timezone);
+}
+
+/**
+ * True when the runtime knows the timezone (its formatters are then kept): an IANA name, or
+ * an offset that an earlier version let a user store, which Intl reads the right way round.
  */
 export function isKnownTimezone(timezone: string): boolean {
-  if (!/^[A-Za-z]/.test(timezone)) return false;
   try {
     formattersFor(timezone);
     return true;

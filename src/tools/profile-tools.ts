@@ -1,6 +1,6 @@
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
-import { isKnownTimezone } from '../assistant/local-time.ts';
+import { isTimezoneName } from '../assistant/local-time.ts';
 import type { UserRepository } from '../storage/user-repository.ts';
 
 export interface ProfileToolContext {
@@ -11,7 +11,7 @@ export interface ProfileToolContext {
 /** Facts kept per user: they go into every prompt, so they are few and short. */
 export const MAX_FACTS = 50;
 
-const timezone = z.string().max(64).refine(isKnownTimezone, {
+const timezone = z.string().max(64).refine(isTimezoneName, {
   message: 'is not an IANA timezone name (e.g. Asia/Seoul, Europe/Paris, UTC)',
 });
 const locale = z

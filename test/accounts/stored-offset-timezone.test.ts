@@ -12,7 +12,8 @@ import { startParley } from '../support/start-parley.ts';
  * A profile timezone written before timezones had to be names: an offset such as `-0330`
  * passed the runtime's check, and PostgreSQL, where "today" is counted for the limits,
  * refuses it (or reads `+05:00` five hours the other way). The user's chats and usage must
- * not fail on it: today is then counted in the server's default timezone.
+ * not fail on it: today is then counted in the server's default timezone, while the prompt's
+ * local time (read by the runtime, which reads offsets right) keeps it.
  */
 describe.each(ENGINES)('a stored offset timezone on the %s engine', (engine) => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -51,5 +52,11 @@ describe.each(ENGINES)('a stored offset timezone on the %s engine', (engine) => 
       const usage = await parley.fetch(`/users/${user}/usage`);
       expect(usage.status, user).toBe(200);
     }
+    // The prompt's local time still reads the stored offset (the runtime reads it the right
+    // way round): the time the user gave is not dropped for UTC.
+    const systemOf = (index: number) =>
+      JSON.stringify(llm.chats[index]?.body.messages.find((m) => m.role === 'system'));
+    expect(systemOf(0)).toContain('(-0330)');
+    expect(systemOf(1)).toContain('(+05:00)');
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isKnownTimezone } from '../../assistant/local-time.ts';
+import { isTimezoneName } from '../../assistant/local-time.ts';
 import type { AutomationService } from '../../automations/automation-service.ts';
 import { scheduleSchema } from '../../automations/schedule.ts';
 import { scheduleInWords } from '../../automations/schedule-words.ts';
@@ -15,7 +15,7 @@ const NAME_MAX_CHARS = 100;
 const timezone = z
   .string()
   .max(64)
-  .refine(isKnownTimezone, { message: 'is not an IANA timezone name (e.g. America/New_York)' });
+  .refine(isTimezoneName, { message: 'is not an IANA timezone name (e.g. America/New_York)' });
 
 const automationSchema = z.object({
   id: z.uuid(),

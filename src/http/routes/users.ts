@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isKnownTimezone } from '../../assistant/local-time.ts';
+import { isTimezoneName } from '../../assistant/local-time.ts';
 import type { ProfileService, ProfileView } from '../../reminders/profile-service.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
@@ -21,7 +21,7 @@ const profileChange = z
     timezone: z
       .string()
       .max(64)
-      .refine(isKnownTimezone, { message: 'is not an IANA timezone name (e.g. Asia/Seoul, UTC)' })
+      .refine(isTimezoneName, { message: 'is not an IANA timezone name (e.g. Asia/Seoul, UTC)' })
       .nullable()
       .optional(),
     locale: z
