@@ -391,7 +391,8 @@ export async function main(config: Config): Promise<void> {
     model: model.id,
   });
   const tellInterruptedChat =
-    telegram && tellInterruptedChats(telegram, logger.child({ component: 'telegram' }));
+    telegram &&
+    tellInterruptedChats(telegram, logger.child({ component: 'telegram' }), shutdownSignal.signal);
   const detachedRuns = new DetachedRuns({
     store: new RunEventRepository(db, { notify: database.engine === 'server' }),
     logger: logger.child({ component: 'runs' }),

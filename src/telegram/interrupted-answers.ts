@@ -18,7 +18,7 @@ const SEND_TIMEOUT_MS = 15_000;
  * answer's last part is sent: a longer answer's earlier parts went out for good as it grew.
  * Best effort: a failure is logged by its status, never with the words.
  */
-export function tellInterruptedChats(telegram: TelegramApi, logger: Logger) {
+export function tellInterruptedChats(telegram: TelegramApi, logger: Logger, shutdown: AbortSignal) {
   return async ({ runId, turn, text }: AbandonedTurn): Promise<void> => {
     const chat = turn?.telegramChat;
     if (!chat) return;
@@ -33,7 +33,8 @@ export function tellInterruptedChats(telegram: TelegramApi, logger: Logger) {
         telegram,
         String(chat.chatId),
         message,
-        AbortSignal.timeout(SEND_TIMEOUT_MS),
+        // Never past the grace period: the process's close waits for the sweep that called this.
+        AbortSignal.any([AbortSignal.timeout(SEND_TIMEOUT_MS), shutdown]),
         logger,
       );
       logger.info({ runId, code: 'run_interrupted' }, 'Telegram chat told of its cut-off answer');
