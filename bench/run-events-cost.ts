@@ -1,34 +1,9 @@
-/**
- * What storing resumable runs' events costs, without HTTP or a model (issue 32, item 4): runs
- * of this process's real DetachedRuns and RunEventRepository on a real database, each followed
- * by one local listener (as POST /chat's own stream is), tokens released to every run at once
- * at a fixed pace, as in a burst. Reported per run: the CPU of the process's main thread and
- * of its worker thread (the embedded engine's PGlite, where every statement runs), against the
- * same runs driven with no DetachedRuns at all (plain: the source read straight).
- *
- * Why: `burst.ts` and `burst-warm-ab.ts` measure the whole chat, whose noise (±10 % between
- * runs of the same code) is larger than the difference opting in makes; here only the run's
- * own path is measured, so a change to how events are stored can be judged on its own.
- *
- *   node --liftoff-only bench/run-events-cost.ts [engine=embedded|server] [runs=500] [tokens=100] [paceMs=50] [rounds=4]
- *
- * `--liftoff-only` as `npm start` runs: without it V8's helper threads spend seconds tiering
- * PGlite's WebAssembly up, which lands in whichever variant runs then. On the server engine
- * PostgreSQL's own processes are not counted (this process's threads only).
- *
- * BENCH_VARIANTS=0,2 picks variants by position (each on a fresh database, rounds alternating).
- */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import type { ChatEvent } from '../src/assistant/chat-events.ts';
-import { parseConfig } from '../src/config.ts';
 import { encodeEvent, encodeNumberedEvent } from '../src/http/sse.ts';
 import { DetachedRuns } from '../src/runs/detached-runs.ts';
-import { type Database, openDatabase } from '../src/storage/database.ts';
 import { RunEventRepository } from '../src/storage/run-event-repository.ts';
-import { createTestDatabase } from '../test/support/postgres-server.ts';
+import { openFreshDatabase } from './support/fresh-database.ts';
 import { load, machineReport } from './support/machine.ts';
 import { cpuMsByThread } from './support/proc.ts';
 import { sleep } from './support/stats.ts';
@@ -73,29 +48,6 @@ const ALL_VARIANTS: Variant[] = [
 const VARIANTS = process.env.BENCH_VARIANTS
   ? process.env.BENCH_VARIANTS.split(',').map((i) => ALL_VARIANTS[Number(i)] as Variant)
   : ALL_VARIANTS;
-
-async function open(): Promise<{ database: Database; done: () => Promise<void> }> {
-  if (engine === 'server') {
-    const server = await createTestDatabase();
-    const database = await openDatabase(parseConfig({ DATABASE_URL: server.url }), logger);
-    return {
-      database,
-      done: async () => {
-        await database.close();
-        await server.drop();
-      },
-    };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'parley-run-events-'));
-  const database = await openDatabase(parseConfig({ DATA_DIR: dir }), logger);
-  return {
-    database,
-    done: async () => {
-      await database.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 /** Every run's next token is released at once, every PACE_MS (a burst's runs in step). */
 class Pacer {
@@ -142,7 +94,7 @@ type Cost = ReturnType<typeof threadsMs>;
 
 /** CPU per run (ms): all threads, and the main thread's, PGlite's and V8's helpers' shares. */
 async function measure(variant: Variant): Promise<Cost> {
-  const { database, done } = await open();
+  const { database, done } = await openFreshDatabase(engine, logger);
   const shutdown = new AbortController();
   const options = variant.resumable;
   let runs: DetachedRuns | undefined;

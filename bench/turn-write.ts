@@ -16,15 +16,10 @@
  * a verdict: the parts that cost most are the ones to look at.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
-import { parseConfig } from '../src/config.ts';
 import { ConversationRepository } from '../src/storage/conversation-repository.ts';
-import { type Database, openDatabase } from '../src/storage/database.ts';
 import { RunRepository } from '../src/storage/run-repository.ts';
-import { createTestDatabase } from '../test/support/postgres-server.ts';
+import { openFreshDatabase } from './support/fresh-database.ts';
 import { machineReport } from './support/machine.ts';
 import { summarize } from './support/stats.ts';
 
@@ -78,31 +73,8 @@ const VARIANTS = process.env.BENCH_VARIANTS
     )
   : ALL_VARIANTS;
 
-async function open(): Promise<{ database: Database; done: () => Promise<void> }> {
-  if (engine === 'server') {
-    const server = await createTestDatabase();
-    const database = await openDatabase(parseConfig({ DATABASE_URL: server.url }), logger);
-    return {
-      database,
-      done: async () => {
-        await database.close();
-        await server.drop();
-      },
-    };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'parley-turn-write-'));
-  const database = await openDatabase(parseConfig({ DATA_DIR: dir }), logger);
-  return {
-    database,
-    done: async () => {
-      await database.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
-
 async function measure(ddl: readonly string[]): Promise<number[]> {
-  const { database, done } = await open();
+  const { database, done } = await openFreshDatabase(engine, logger);
   try {
     const { db } = database;
     for (const statement of ddl) await db.$client.query(statement);
