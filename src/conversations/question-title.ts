@@ -1,3 +1,5 @@
+import { hasVisibleCharacter } from '../visible-text.ts';
+
 /** The longest title a conversation has, written by anyone. */
 export const TITLE_MAX_CHARS = 60;
 
@@ -7,6 +9,9 @@ export const TITLE_MAX_CHARS = 60;
  */
 export function questionTitle(question: string): string {
   const words = question.replace(/\s+/gu, ' ').trim();
+  // Nothing visible (an image sent alone, zero-width spaces): no title, so the list shows its
+  // placeholder rather than a blank line.
+  if (!hasVisibleCharacter(words)) return '';
   const chars = [...words];
   if (chars.length <= TITLE_MAX_CHARS) return words;
   const cut = chars.slice(0, TITLE_MAX_CHARS - 1).join('');

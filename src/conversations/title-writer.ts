@@ -1,6 +1,7 @@
 import { generateText } from 'ai';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { TitleRequest } from '../storage/title-request-repository.ts';
+import { hasVisibleCharacter } from '../visible-text.ts';
 import { TITLE_MAX_CHARS } from './question-title.ts';
 
 /** How much of each side of the first exchange the model is shown. */
@@ -47,7 +48,7 @@ export function cleanTitle(text: string): string | undefined {
     .replace(/\p{Cc}/gu, '')
     .trim();
   const chars = [...title];
-  if (chars.length === 0) return undefined;
+  if (!hasVisibleCharacter(title)) return undefined;
   return chars.length <= TITLE_MAX_CHARS
     ? title
     : `${chars.slice(0, TITLE_MAX_CHARS - 1).join('')}…`;

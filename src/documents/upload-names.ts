@@ -1,4 +1,5 @@
 import { AppError } from '../errors.ts';
+import { hasVisibleCharacter } from '../visible-text.ts';
 
 /** Longest source or file name, in characters: the limit of `DELETE /documents/{source}`. */
 export const NAME_MAX_CHARS = 1024;
@@ -14,11 +15,13 @@ export function checkName(field: 'source' | 'file name', value: string, hint = '
   const problem =
     value.trim() === ''
       ? 'must not be empty'
-      : [...value].length > NAME_MAX_CHARS
-        ? `must be at most ${NAME_MAX_CHARS} characters`
-        : CONTROL.test(value)
-          ? 'must not contain control characters (such as NUL or a line break)'
-          : null;
+      : !hasVisibleCharacter(value) // zero-width spaces…: a name listed as a blank line
+        ? 'must contain a visible character'
+        : [...value].length > NAME_MAX_CHARS
+          ? `must be at most ${NAME_MAX_CHARS} characters`
+          : CONTROL.test(value)
+            ? 'must not contain control characters (such as NUL or a line break)'
+            : null;
   if (problem) {
     throw new AppError('invalid_name', 422, `The ${field} ${problem}.${hint}`);
   }

@@ -16,6 +16,7 @@ import {
   REMINDER_NOTE_MAX,
   REMINDER_TITLE_MAX,
 } from '../tools/reminder-tools.ts';
+import { visibleText } from '../visible-text.ts';
 
 /** The services the `/mcp` door's tools use: the same ones every other door uses. */
 export interface UserToolServices {
@@ -68,7 +69,7 @@ export function registerUserTools(
         'ones) and their conversation memories. Returns the most relevant passages with their ' +
         'source and page.',
       inputSchema: {
-        query: z.string().trim().min(1).max(1000).describe('What to look for'),
+        query: visibleText(z.string().trim().min(1).max(1000)).describe('What to look for'),
       },
       annotations: READ_ONLY,
     },
@@ -127,7 +128,9 @@ export function registerUserTools(
         'gives today’s date there). Parley notifies them on Telegram 7 days before, 1 day ' +
         'before and on the day.',
       inputSchema: {
-        title: z.string().trim().min(1).max(REMINDER_TITLE_MAX).describe('What to remind of'),
+        title: visibleText(z.string().trim().min(1).max(REMINDER_TITLE_MAX)).describe(
+          'What to remind of',
+        ),
         date: isoDate.describe(
           `The date, YYYY-MM-DD: from today to ${MAX_YEARS_AHEAD} years ahead`,
         ),
@@ -206,11 +209,7 @@ export function registerUserTools(
         'relation where `name` is the subject or the object, or without `name` the newest ' +
         'relations.',
       inputSchema: {
-        name: z
-          .string()
-          .trim()
-          .min(1)
-          .max(TERM_MAX_CHARS)
+        name: visibleText(z.string().trim().min(1).max(TERM_MAX_CHARS))
           .optional()
           .describe('The entity to look up (a person, place, thing…)'),
       },

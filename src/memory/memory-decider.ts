@@ -2,6 +2,7 @@ import { generateText, Output } from 'ai';
 import { z } from 'zod';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { PendingExchange } from '../storage/memory-queue-repository.ts';
+import { hasVisibleCharacter } from '../visible-text.ts';
 
 /** The longest memory kept; a memory is a note, not a transcript. */
 export const MEMORY_MAX_CHARS = 500;
@@ -50,6 +51,9 @@ export function createMemoryDecider(model: ChatModel): MemoryDecider {
       abortSignal: signal,
     });
     const memory = output.memory.trim();
-    return output.remember && memory ? memory.slice(0, MEMORY_MAX_CHARS) : undefined;
+    // A memory of only invisible characters (zero-width spaces…) would list as an empty row.
+    return output.remember && hasVisibleCharacter(memory)
+      ? memory.slice(0, MEMORY_MAX_CHARS)
+      : undefined;
   };
 }

@@ -5,6 +5,7 @@ import { scheduleSchema } from '../automations/schedule.ts';
 import { scheduleInWords } from '../automations/schedule-words.ts';
 import { AppError } from '../errors.ts';
 import type { AutomationRecord } from '../storage/automation-repository.ts';
+import { visibleText } from '../visible-text.ts';
 
 export interface AutomationToolContext {
   userId: string;
@@ -14,17 +15,14 @@ export interface AutomationToolContext {
 // Built once: the AI SDK caches a schema's JSON Schema on the object (see reminder-tools.ts).
 const createInput = zodSchema(
   z.object({
-    prompt: z
-      .string()
-      .trim()
-      .min(1)
-      .max(4_000)
-      .describe('What to do at each run, as the user would ask it (it is answered with tools)'),
+    prompt: visibleText(z.string().trim().min(1).max(4_000)).describe(
+      'What to do at each run, as the user would ask it (it is answered with tools)',
+    ),
     schedule: scheduleSchema.describe(
       'once (date + time), daily, weekdays, weekly (days), monthly (day) at a local HH:MM; or ' +
         'every N hours',
     ),
-    name: z.string().trim().min(1).max(100).optional().describe('A short name'),
+    name: visibleText(z.string().trim().min(1).max(100)).optional().describe('A short name'),
   }),
 );
 const listInput = zodSchema(z.object({}));

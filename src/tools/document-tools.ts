@@ -2,6 +2,7 @@ import { type ModelMessage, tool, zodSchema } from 'ai';
 import { z } from 'zod';
 import type { AfterAnswer } from '../assistant/chat-service.ts';
 import type { DocumentService } from '../documents/document-service.ts';
+import { visibleText } from '../visible-text.ts';
 
 /** Rewrites a question into a standalone search query using the conversation so far. */
 export type QueryRewriter = (
@@ -32,11 +33,9 @@ export interface DocumentHit {
 
 const searchDocumentsInput = zodSchema(
   z.object({
-    query: z
-      .string()
-      .min(1)
-      .max(1000)
-      .describe('What to look for, as a standalone search query in the language of the documents'),
+    query: visibleText(z.string().min(1).max(1000)).describe(
+      'What to look for, as a standalone search query in the language of the documents',
+    ),
   }),
 );
 

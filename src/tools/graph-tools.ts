@@ -2,13 +2,9 @@ import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
 import type { GraphService } from '../graph/graph-service.ts';
 import { TERM_MAX_CHARS } from '../graph/term-key.ts';
+import { visibleText } from '../visible-text.ts';
 
-const term = (what: string) =>
-  z
-    .string()
-    .max(TERM_MAX_CHARS)
-    .refine((value) => value.trim().length > 0, { message: 'must not be blank' })
-    .describe(what);
+const term = (what: string) => visibleText(z.string().min(1).max(TERM_MAX_CHARS)).describe(what);
 
 const addRelationInput = zodSchema(
   z.object({

@@ -2,6 +2,7 @@ import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
 import { isTimezoneName } from '../assistant/local-time.ts';
 import type { UserRepository } from '../storage/user-repository.ts';
+import { visibleText } from '../visible-text.ts';
 
 export interface ProfileToolContext {
   userId: string;
@@ -22,11 +23,16 @@ const locale = z
 // Built once: the AI SDK caches a schema's JSON Schema on the object (see reminder-tools.ts).
 const updateProfileInput = zodSchema(
   z.object({
-    display_name: z.string().min(1).max(100).optional().describe('How to address the user'),
+    display_name: visibleText(z.string().trim().min(1).max(100))
+      .optional()
+      .describe('How to address the user'),
     timezone: timezone.optional().describe('Where the user lives, as an IANA timezone name'),
     locale: locale.optional().describe('The user’s language and region, e.g. ko-KR'),
     facts: z
-      .record(z.string().min(1).max(64), z.string().min(1).max(500).nullable())
+      .record(
+        visibleText(z.string().trim().min(1).max(64)),
+        visibleText(z.string().trim().min(1).max(500)).nullable(),
+      )
       .refine((facts) => Object.keys(facts).length <= 20, {
         message: 'change at most 20 facts at a time',
       })

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { MAX_YEARS_AHEAD, type ReminderService } from '../reminders/reminder-service.ts';
 import type { ReminderRecord } from '../storage/reminder-repository.ts';
+import { visibleText } from '../visible-text.ts';
 
 export interface ReminderToolContext {
   userId: string;
@@ -23,7 +24,9 @@ export const REMINDER_NOTE_MAX = 1000;
 // a user on every chat.
 const setReminderInput = zodSchema(
   z.object({
-    title: z.string().trim().min(1).max(REMINDER_TITLE_MAX).describe('What to remind the user of'),
+    title: visibleText(z.string().trim().min(1).max(REMINDER_TITLE_MAX)).describe(
+      'What to remind the user of',
+    ),
     date: isoDate.describe(
       `The date, YYYY-MM-DD, in the user’s timezone: from today to ${MAX_YEARS_AHEAD} years ahead. ` +
         'Work out "next Friday" or "다음 주 금요일" from the current date in the system prompt.',

@@ -1,10 +1,13 @@
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
+import { visibleText } from '../visible-text.ts';
 import type { SearchWeb } from '../web-search/web-search.ts';
 
 const webSearchInput = zodSchema(
   z.object({
-    query: z.string().min(1).max(400).describe('What to look up on the web, in a few words'),
+    query: visibleText(z.string().min(1).max(400)).describe(
+      'What to look up on the web, in a few words',
+    ),
   }),
 );
 

@@ -231,6 +231,15 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
     });
     const empty = await ingest(parley, [file('a.txt', 'text'), { name: 'source', value: '' }]);
     expect(empty).toEqual({ status: 422, body: { detail: 'The source must not be empty.' } });
+    // Zero-width spaces and a byte-order mark pass a length check but list as a blank line.
+    const invisible = await ingest(parley, [
+      file('a.txt', 'text'),
+      { name: 'source', value: '\u200b\ufeff' },
+    ]);
+    expect(invisible).toEqual({
+      status: 422,
+      body: { detail: 'The source must contain a visible character.' },
+    });
     const tooLong = await ingest(parley, [
       file('a.txt', 'text'),
       { name: 'source', value: 's'.repeat(1025) },

@@ -106,6 +106,95 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
     ]);
   });
 
+  // Zero-width space, joiners, word joiner, BOM, Hangul filler: text that is there but shows
+  // nothing. Accepted, it listed as an empty-looking title, name or reminder.
+  const INVISIBLE = ['\u200b', '\u200c\u200d\u2060\ufeff', ' \u200b\u3164 '];
+
+  it('refuses text with nothing visible where "not empty" is the rule', async () => {
+    const conversation = (await send('POST', '/users/ann/conversations', {})).body as unknown as {
+      id: string;
+    };
+    const daily = { type: 'daily', time: '08:00' };
+    const stdio = { transport: 'stdio', name: 'blank', command: 'x' };
+    for (const text of INVISIBLE) {
+      for (const [method, path, body, loc] of [
+        ['POST', '/users/ann/conversations', { title: text }, ['body', 'title']],
+        [
+          'PATCH',
+          `/users/ann/conversations/${conversation.id}`,
+          { title: text },
+          ['body', 'title'],
+        ],
+        ['POST', '/chat', { user_id: 'ann', message: text }, ['body', 'message']],
+        [
+          'GET',
+          `/users/ann/conversations/search?q=${encodeURIComponent(text)}`,
+          undefined,
+          ['query', 'q'],
+        ],
+        [
+          'POST',
+          '/users/ann/automations',
+          { name: text, prompt: 'p', schedule: daily },
+          ['body', 'name'],
+        ],
+        ['POST', '/users/ann/automations', { prompt: text, schedule: daily }, ['body', 'prompt']],
+        ['PUT', '/users/ann/profile', { display_name: text }, ['body', 'display_name']],
+        ['POST', '/admin/mcp-servers', { ...stdio, command: text }, ['body', 'command']],
+        [
+          'POST',
+          '/admin/mcp-servers',
+          { ...stdio, approval_tools: [text] },
+          ['body', 'approval_tools', 0],
+        ],
+      ] as const) {
+        const { status, body: error } = await send(method, path, body);
+        expect(status, `${method} ${path} ${JSON.stringify(body)}`).toBe(422);
+        expect(error.detail).toEqual([
+          expect.objectContaining({ loc, msg: 'must contain a visible character' }),
+        ]);
+      }
+    }
+    const titles = (await send('GET', '/users/ann/conversations')).body as unknown as {
+      conversations: { title: string }[];
+    };
+    expect(titles.conversations.map((c) => c.title)).toEqual(['']);
+  });
+
+  it("answers the model's tool call of invisible text with a tool error and stores nothing", async () => {
+    const [text] = INVISIBLE as [string];
+    const calls = [
+      { name: 'set_reminder', args: { title: text, date: '2099-01-01' } },
+      {
+        name: 'create_automation',
+        args: { prompt: text, schedule: { type: 'daily', time: '08:00' } },
+      },
+      { name: 'update_profile', args: { display_name: text } },
+      { name: 'update_profile', args: { facts: { [text]: 'x' } } },
+      { name: 'search_documents', args: { query: text } },
+    ];
+    stack.llm.enqueue(reply.toolCalls(calls), reply.text('Nothing to keep.'));
+    expect((await stack.chat('zed', 'Remind me of this')).text).toBe('Nothing to keep.');
+    const outputs = (stack.llm.chats.at(-1)?.body.messages ?? [])
+      .filter((message) => message.role === 'tool')
+      .map((message) => String(message.content));
+    expect(outputs).toHaveLength(calls.length);
+    for (const output of outputs) expect(output).toContain('must contain a visible character');
+    const reminders = (await send('GET', '/reminders/zed')).body as unknown as {
+      reminders: unknown[];
+    };
+    expect(reminders.reminders).toEqual([]);
+    const automations = (await send('GET', '/users/zed/automations')).body as unknown as {
+      automations: unknown[];
+    };
+    expect(automations.automations).toEqual([]);
+    const profile = (await send('GET', '/users/zed/profile')).body as unknown as {
+      display_name: unknown;
+      facts: unknown;
+    };
+    expect(profile).toMatchObject({ display_name: null, facts: {} });
+  });
+
   it('takes a UUID in upper case for the same run, conversation and server', async () => {
     const conversation = (await send('POST', '/users/ann/conversations', {})).body as unknown as {
       id: string;

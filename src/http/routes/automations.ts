@@ -4,6 +4,7 @@ import type { AutomationService } from '../../automations/automation-service.ts'
 import { scheduleSchema } from '../../automations/schedule.ts';
 import { scheduleInWords } from '../../automations/schedule-words.ts';
 import type { AutomationRecord, AutomationRunRecord } from '../../storage/automation-repository.ts';
+import { visibleText } from '../../visible-text.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema, withoutNul } from '../schemas.ts';
@@ -45,8 +46,8 @@ const runSchema = z.object({
   read: z.boolean(),
 });
 
-const name = withoutNul(z.string().trim().min(1).max(NAME_MAX_CHARS));
-const prompt = withoutNul(z.string().trim().min(1).max(PROMPT_MAX_CHARS));
+const name = visibleText(withoutNul(z.string().trim().min(1).max(NAME_MAX_CHARS)));
+const prompt = visibleText(withoutNul(z.string().trim().min(1).max(PROMPT_MAX_CHARS)));
 
 const newAutomation = z
   .object({

@@ -7,6 +7,7 @@ import type { ConversationService } from '../../conversations/conversation-servi
 import { meteredChat } from '../../metrics/metered-chat.ts';
 import type { Metrics } from '../../metrics/metrics.ts';
 import type { DetachedRuns } from '../../runs/detached-runs.ts';
+import { visibleText } from '../../visible-text.ts';
 import { decodeImage, imageMaxChars as maxImageChars } from '../../vision/decode-image.ts';
 import type { ImageIntake } from '../../vision/image-intake.ts';
 import type { ImageMediaType } from '../../vision/image-type.ts';
@@ -46,16 +47,19 @@ export function registerChatRoutes(
 ): void {
   const imageMaxChars = maxImageChars(settings.imageMaxBytes);
   const bodySchema = z.object({
-    message: z
-      .string()
-      .min(1, { message: 'must not be empty' })
-      .max(settings.messageMaxChars, {
-        message: `must be at most ${settings.messageMaxChars} characters`,
-      })
-      // PostgreSQL cannot store U+0000 in text or JSON: the turn would be lost.
-      .refine((value) => !value.includes('\u0000'), {
-        message: 'must not contain the NUL character (U+0000)',
-      }),
+    // A question of nothing visible would name its conversation with an empty-looking title.
+    message: visibleText(
+      z
+        .string()
+        .min(1, { message: 'must not be empty' })
+        .max(settings.messageMaxChars, {
+          message: `must be at most ${settings.messageMaxChars} characters`,
+        })
+        // PostgreSQL cannot store U+0000 in text or JSON: the turn would be lost.
+        .refine((value) => !value.includes('\u0000'), {
+          message: 'must not contain the NUL character (U+0000)',
+        }),
+    ),
     user_id: userIdSchema
       .optional()
       .describe(

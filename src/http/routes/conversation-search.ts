@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { conversationJson, conversationMarkdown } from '../../conversations/conversation-export.ts';
 import type { ConversationService } from '../../conversations/conversation-service.ts';
 import { SEARCH_MAX_CHARS } from '../../conversations/search-query.ts';
+import { visibleText } from '../../visible-text.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema, uuidSchema } from '../schemas.ts';
@@ -25,11 +26,13 @@ export function registerConversationSearchRoutes(
         tags: ['conversations'],
         params: z.object({ user_id: userIdSchema }),
         querystring: z.object({
-          q: z
-            .string()
-            .trim()
-            .min(1, { message: 'must not be empty' })
-            .max(SEARCH_MAX_CHARS, { message: `must be at most ${SEARCH_MAX_CHARS} characters` }),
+          q: visibleText(
+            z
+              .string()
+              .trim()
+              .min(1, { message: 'must not be empty' })
+              .max(SEARCH_MAX_CHARS, { message: `must be at most ${SEARCH_MAX_CHARS} characters` }),
+          ),
           before: z
             .string()
             .regex(/^\d{1,18}$/, { message: 'must be the next_before of a previous page' })

@@ -4,6 +4,7 @@ import type { ConversationService } from '../../conversations/conversation-servi
 import { TITLE_MAX_CHARS } from '../../conversations/question-title.ts';
 import type { Conversation, ListCursor } from '../../storage/conversation-repository.ts';
 import type { StoredTurn } from '../../storage/history-repository.ts';
+import { visibleText } from '../../visible-text.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema, uuidSchema } from '../schemas.ts';
@@ -13,12 +14,14 @@ const params = z.object({
   user_id: userIdSchema,
   conversation_id: uuidSchema('must be a conversation id (a UUID)'),
 });
-const titleSchema = z
-  .string()
-  .trim()
-  .min(1, { message: 'must not be empty' })
-  .max(TITLE_MAX_CHARS, { message: `must be at most ${TITLE_MAX_CHARS} characters` })
-  .regex(/^[^\p{Cc}]*$/u, { message: 'must not contain control characters' });
+const titleSchema = visibleText(
+  z
+    .string()
+    .trim()
+    .min(1, { message: 'must not be empty' })
+    .max(TITLE_MAX_CHARS, { message: `must be at most ${TITLE_MAX_CHARS} characters` })
+    .regex(/^[^\p{Cc}]*$/u, { message: 'must not contain control characters' }),
+);
 
 export const conversationSchema = z.object({
   id: z.uuid(),

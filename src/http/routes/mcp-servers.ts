@@ -5,6 +5,7 @@ import { AppError, notFound } from '../../errors.ts';
 import type { CredentialCipher } from '../../mcp/credential-cipher.ts';
 import type { McpConnections } from '../../mcp/mcp-connections.ts';
 import type { McpRepository, McpServerRecord } from '../../storage/mcp-repository.ts';
+import { visibleText } from '../../visible-text.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema, uuidSchema, withoutNul } from '../schemas.ts';
@@ -25,8 +26,8 @@ const serverName = z
   })
   .describe('Names the server; its tools reach the model as `<name>__<tool>`');
 // Stored as PostgreSQL text or JSON, which cannot hold U+0000.
-const toolNames = z.array(withoutNul(z.string().min(1).max(128))).max(200);
-const limited = (max: number) => withoutNul(z.string().min(1).max(max));
+const toolNames = z.array(visibleText(withoutNul(z.string().min(1).max(128)))).max(200);
+const limited = (max: number) => visibleText(withoutNul(z.string().min(1).max(max)));
 const createBody = z.discriminatedUnion('transport', [
   z
     .object({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isTimezoneName } from '../../assistant/local-time.ts';
 import type { ProfileService, ProfileView } from '../../reminders/profile-service.ts';
+import { visibleText } from '../../visible-text.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
 import { userIdSchema } from '../schemas.ts';
@@ -17,7 +18,7 @@ const profileSchema = z.object({
 
 const profileChange = z
   .object({
-    display_name: z.string().trim().min(1).max(100).nullable().optional(),
+    display_name: visibleText(z.string().trim().min(1).max(100)).nullable().optional(),
     timezone: z
       .string()
       .max(64)
