@@ -168,7 +168,11 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     doc: 'Its key (with `VISION_BASE_URL` unset, `LLM_API_KEY` is used).',
   },
   GRAPH_MAX_TRIPLES: { doc: 'Relations kept per user; `add_relation` refuses more.' },
-  GRAPH_PROMPT_MAX_CHARS: { doc: 'Longest graph summary in the system prompt.' },
+  GRAPH_PROMPT_MAX_CHARS: {
+    doc:
+      'Longest graph summary in the system prompt, its header and "N more" line included ' +
+      '(these take about 170 characters).',
+  },
   LANGSMITH_API_KEY: {
     unset: 'unset',
     doc: 'Enables tracing and feedback forwarding to LangSmith.',

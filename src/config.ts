@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import proxyaddr from '@fastify/proxy-addr';
 import { z } from 'zod';
+import { GRAPH_PROMPT_MIN_CHARS } from './graph/graph-summary.ts';
 import { parseCredentialsKey } from './mcp/credential-cipher.ts';
 
 /**
@@ -232,7 +233,11 @@ export const configSchema = z.object({
     emptyAsUndefined,
     z
       .string()
-      .regex(/^\d+(kB|MB|GB)$/, { message: 'accepts a size such as 16MB, 512kB or 1GB' })
+      // Postgres needs 128kB at the least, and PGlite's 32-bit WASM memory holds it with the
+      // rest: outside this range the embedded engine failed to start with no reason given.
+      .refine((value) => isSharedBuffersSize(value), {
+        message: 'accepts a size from 128kB to 1GB, such as 16MB, 512kB or 1GB',
+      })
       .default('16MB'),
   ),
 
@@ -319,7 +324,7 @@ export const configSchema = z.object({
 
   // Knowledge graph (tools issue)
   GRAPH_MAX_TRIPLES: integer(1_000, 1, 100_000),
-  GRAPH_PROMPT_MAX_CHARS: integer(2_000, 100, 100_000),
+  GRAPH_PROMPT_MAX_CHARS: integer(2_000, GRAPH_PROMPT_MIN_CHARS, 100_000),
 
   // Tracing
   LANGSMITH_API_KEY: text(),
@@ -474,6 +479,13 @@ export const configSchema = z.object({
   /** FOR TESTS ONLY: a file holding the current instant (see src/reminders/clock.ts). */
   PARLEY_TEST_CLOCK_FILE: text(),
 });
+
+function isSharedBuffersSize(value: string): boolean {
+  const size = /^(\d{1,10})(kB|MB|GB)$/.exec(value);
+  if (!size) return false;
+  const kB = Number(size[1]) * { kB: 1, MB: 1024, GB: 1024 * 1024 }[size[2] as 'kB' | 'MB' | 'GB'];
+  return kB >= 128 && kB <= 1024 * 1024;
+}
 
 /** Whether a value is exactly an http(s) origin, as browsers send it in `Origin`. */
 function isOrigin(value: string): boolean {

@@ -158,7 +158,7 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
     await chat(parley, 'bounded', 'Tell me about entity2 and THING5, please');
     const system = systemOf(llm.chats.at(-1));
     const section = system.slice(system.indexOf('What you know about the user’s world'));
-    expect(section.length).toBeLessThanOrEqual(PROMPT_MAX_CHARS + 60); // + the "N more" note
+    expect(section.length).toBeLessThanOrEqual(PROMPT_MAX_CHARS); // the "N more" note included
     const lines = section.split('\n').filter((line) => line.startsWith('- '));
     expect(lines.slice(0, 2).sort()).toEqual([
       '- Entity2 —relates to→ Thing2',
@@ -180,7 +180,7 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
     const section = system.slice(system.indexOf('What you know about the user’s world'));
     expect(section).toContain('- Mina —lives in→ Busan');
     expect(section).toContain('(1 more; use query_entity to look one up)');
-    expect(section.length).toBeLessThanOrEqual(PROMPT_MAX_CHARS + 60);
+    expect(section.length).toBeLessThanOrEqual(PROMPT_MAX_CHARS);
   });
 
   it("keeps each user's graph to that user, whatever the message asks", async () => {
