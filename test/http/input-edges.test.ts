@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EngineStack, startEngineStack } from '../support/chat-stack.ts';
+import { readChat } from '../support/chat-stream.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { holdAt, readAll } from '../support/resumable.ts';
@@ -12,11 +13,17 @@ const cursor = (updatedAt: string) =>
  * Input a client may send that passed the routes' checks and then failed in the database (a
  * 500) or named nothing (an upper-case UUID), on one process of each engine.
  */
+/** Beside small images, a message this long, escaped, outgrew the routes' body limits. */
+const MESSAGE_MAX_CHARS = 200_000;
+
 describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
   let stack: EngineStack;
 
   beforeAll(async () => {
-    stack = await startEngineStack(engine);
+    stack = await startEngineStack(engine, {
+      MESSAGE_MAX_CHARS: String(MESSAGE_MAX_CHARS),
+      IMAGE_MAX_BYTES: '1024', // else the image's allowance hides the message's
+    });
     stack.llm.respond(() => reply.text('An answer.'));
   });
   afterAll(() => stack?.stop());
@@ -193,6 +200,39 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
       facts: unknown;
     };
     expect(profile).toMatchObject({ display_name: null, facts: {} });
+  });
+
+  it('takes a message of MESSAGE_MAX_CHARS characters however its JSON escapes them', async () => {
+    // Python's json.dumps writes each Korean character as `\ud55c`: 6 bytes, not 3.
+    const escaped = (chars: number) => `"${'\\ud55c'.repeat(chars)}"`;
+    const post = (path: string, raw: string) =>
+      stack.parley.fetch(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: raw,
+      });
+    const chat = (chars: number) => post('/chat', `{"user_id":"kim","message":${escaped(chars)}}`);
+    const completion = (chars: number) =>
+      post(
+        '/v1/chat/completions',
+        `{"model":"parley","messages":[{"role":"user","content":${escaped(chars)}}]}`,
+      );
+    const taken = await chat(MESSAGE_MAX_CHARS);
+    expect(taken.status).toBe(200);
+    expect((await readChat(taken)).text).toBe('An answer.');
+    const completed = await completion(MESSAGE_MAX_CHARS);
+    expect(completed.status).toBe(200);
+    // One more is the field's own refusal, not a 413 for the body.
+    const over = await chat(MESSAGE_MAX_CHARS + 1);
+    expect(over.status).toBe(422);
+    expect(((await over.json()) as { detail: unknown }).detail).toEqual([
+      expect.objectContaining({ loc: ['body', 'message'] }),
+    ]);
+    const overCompletion = await completion(MESSAGE_MAX_CHARS + 1);
+    expect(overCompletion.status).toBe(400);
+    expect(await overCompletion.json()).toMatchObject({
+      error: { param: 'messages[0].content', code: 'string_above_max_length' },
+    });
   });
 
   it('takes a UUID in upper case for the same run, conversation and server', async () => {

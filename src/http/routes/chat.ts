@@ -119,7 +119,9 @@ export function registerChatRoutes(
   app.post(
     '/chat',
     {
-      bodyLimit: imageMaxChars + settings.messageMaxChars * 4 + 64 * 1024,
+      // A character may take 6 bytes of JSON (`\uXXXX`, how Python's json writes any non-ASCII):
+      // a message within MESSAGE_MAX_CHARS must not be refused as too large a body (413).
+      bodyLimit: imageMaxChars + settings.messageMaxChars * 6 + 64 * 1024,
       schema: {
         summary: "Ask the user's assistant; the answer streams as server-sent events",
         description:

@@ -144,8 +144,10 @@ function registerCompletions(app: App, chats: ChatService, settings: ChatRouteSe
   app.post(
     '/chat/completions',
     {
-      // A client resends the whole conversation, its images too.
-      bodyLimit: 4 * imageMaxChars(settings.imageMaxBytes) + 1024 * 1024,
+      // A client resends the whole conversation, its images too; the last message alone may
+      // take 6 bytes of JSON per character (`\uXXXX`) up to MESSAGE_MAX_CHARS.
+      bodyLimit:
+        4 * imageMaxChars(settings.imageMaxBytes) + settings.messageMaxChars * 6 + 1024 * 1024,
       schema: {
         summary: "OpenAI's Chat Completions, answered by the user's own assistant",
         description:
