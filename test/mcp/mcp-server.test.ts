@@ -234,6 +234,14 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
     expect(await refusal(alice, 'set_reminder', { title: 'x'.repeat(201), date })).toMatch(
       /title/i,
     );
+    // So is text with nothing visible (zero-width spaces, a BOM), which listed as a blank row.
+    for (const [name, args] of [
+      ['set_reminder', { title: '\u200b\ufeff', date }],
+      ['search_documents', { query: '\u200c\u2060' }],
+      ['query_graph', { name: '\u200b' }],
+    ] as const) {
+      expect(await refusal(alice, name, args), name).toContain('must contain a visible character');
+    }
 
     expect(await call(alice, 'cancel_reminder', { id: set.id })).toEqual({ cancelled: set.id });
     expect((await admin('GET', '/reminders/alice')).reminders).toEqual([]);

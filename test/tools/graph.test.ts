@@ -136,6 +136,24 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
     expect(nothing?.relations).toEqual([]);
   });
 
+  it('answers a relation or a lookup of invisible text with a tool error, storing nothing', async () => {
+    llm.enqueue(
+      reply.toolCalls([
+        addCall('\u200b', 'is', 'x'),
+        addCall('Mina', '\u200c\u200d', 'x'),
+        { name: 'query_entity', args: { name: '\ufeff\u2060' } },
+      ]),
+      reply.text('Nothing to keep.'),
+    );
+    await chat(parley, 'invisible', 'remember this');
+    const outputs = (llm.chats.at(-1)?.body.messages ?? [])
+      .filter((m) => m.role === 'tool')
+      .map((m) => String(m.content));
+    expect(outputs).toHaveLength(3);
+    for (const output of outputs) expect(output).toContain('must contain a visible character');
+    expect(await graphOf('invisible')).toEqual([]);
+  });
+
   it('puts the graph in the system prompt of every model call, including the one after a change', async () => {
     const answer = await tell('prompt', [['Jisoo', 'likes', 'jazz']]);
     // The call after add_relation already sees the new relation.
