@@ -138,5 +138,18 @@ describe.each(ENGINES)('conversation titles by the model on the %s engine', (eng
       title: 'the model is down for titles, but answers',
       title_source: 'question',
     });
+
+    // A title of nothing visible (zero-width spaces, a word joiner) would list as a blank row.
+    titles.set('an invisible title', reply.text('"\u200b\u2060\u200b"'));
+    const invisible = await chat('lia', 'an invisible title, please');
+    await eventually(
+      async () => titleRequests().filter((r) => promptOf(r.body).includes('invisible title')),
+      (asked) => asked.length > 0,
+    );
+    await parley.settled(300);
+    expect(await conversation('lia', invisible.conversationId)).toMatchObject({
+      title: 'an invisible title, please',
+      title_source: 'question',
+    });
   });
 });
