@@ -181,6 +181,11 @@ describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
     const told = await chat('carol', 'hi there', [reply.text('Hello!')], false);
     expect((await decided(told.runId)).remembered).toBe(false);
     expect(await memories('carol')).toEqual([]);
+    // Nor when what it would remember shows nothing (it listed as a blank memory).
+    decisions.set('zero-width', () => decision(true, '\u200b\u2060\ufeff'));
+    const blank = await chat('carol', 'a zero-width memory', [reply.text('Hello!')], false);
+    expect((await decided(blank.runId)).remembered).toBe(false);
+    expect(await memories('carol')).toEqual([]);
   });
 
   it('decides on a /v1/chat/completions exchange as on a /chat one', async () => {
