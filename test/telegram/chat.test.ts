@@ -592,6 +592,16 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     }
   });
 
+  it('lists a conversation begun with nothing visible as untitled, not as a blank line', async () => {
+    await stack.link('erin', 522);
+    stack.llm.enqueue(reply.text('Hello?'));
+    await stack.ask(522, '\u200b\u2060');
+    const from = stack.telegram.sentTo('522').length;
+    stack.telegram.pushMessage(522, '/chats');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('522').length > from);
+    expect(stack.telegram.sentTo('522')[from]?.visible).toContain('\n1. (untitled) ✓');
+  });
+
   it('names an answer being written from Telegram in the conversation the web client opens', async () => {
     await stack.link('quinn', 521);
     const hold = holdAt((chunk) => chunk === 2);
