@@ -1,5 +1,5 @@
-import { createWriteStream } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { ConfigError, parseConfig, readEnvironment } from '../config.ts';
@@ -32,10 +32,27 @@ class UsageError extends Error {}
 
 type Json = Record<string, unknown>;
 
+/**
+ * A path as the operator typed it: `npm run` starts the command in the project's root, so a
+ * relative one is taken from where npm was run (INIT_CWD), not from the root.
+ */
+const operatorPath = (path: string) => resolve(process.env.INIT_CWD ?? process.cwd(), path);
+
+/** `--url`'s value as a base to append routes to, or a usage error saying what it accepts. */
+function baseUrl(value: string | undefined): string {
+  const url = URL.canParse(value ?? '') ? new URL(value as string) : undefined;
+  if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash) {
+    throw new UsageError(
+      `--url takes the address Parley serves at, such as http://127.0.0.1:8000 (got ${value ?? 'nothing'})`,
+    );
+  }
+  return url.href.replace(/\/+$/, '');
+}
+
 async function run(argv: string[]): Promise<void> {
   const json = argv.includes('--json');
   const urlAt = argv.indexOf('--url');
-  const explicitUrl = urlAt >= 0 ? argv[urlAt + 1] : undefined;
+  const explicitUrl = urlAt >= 0 ? baseUrl(argv[urlAt + 1]) : undefined;
   const words = argv.filter(
     (word, i) => word !== '--json' && (urlAt < 0 || (i !== urlAt && i !== urlAt + 1)),
   );
@@ -48,7 +65,7 @@ async function run(argv: string[]): Promise<void> {
     const [archive, dataDir] = args;
     if (!archive || !dataDir)
       throw new UsageError('restore needs a backup file and a new data directory');
-    const root = await restoreBackup(archive, dataDir);
+    const root = await restoreBackup(operatorPath(archive), operatorPath(dataDir));
     console.log(`Restored into ${root}. Start Parley on it: DATA_DIR=${root} npm start`);
     return;
   }
@@ -74,8 +91,13 @@ async function run(argv: string[]): Promise<void> {
     }
     if (!response.ok) {
       const detail = (await response.json().catch(() => ({}))) as { detail?: unknown };
+      // Refused for the token: say which token is meant, not only "Unauthorized".
+      const hint =
+        response.status === 401
+          ? `: ${config.API_TOKEN ? 'API_TOKEN is not' : 'set API_TOKEN to'} the token Parley was started with (environment or .env)`
+          : '';
       throw new Error(
-        `${method} ${path}: ${response.status} ${JSON.stringify(detail.detail ?? detail)}`,
+        `${method} ${path}: ${response.status} ${JSON.stringify(detail.detail ?? detail)}${hint}`,
       );
     }
     return response;
@@ -118,13 +140,13 @@ async function run(argv: string[]): Promise<void> {
       return;
     }
     case 'create-key': {
-      const days = args[1] === undefined ? undefined : Number(args[1]);
-      if (days !== undefined && !Number.isInteger(days))
-        throw new UsageError('days must be a whole number');
+      // `0` is refused, not taken as "no expiry": a key meant to lapse must never live forever.
+      if (args[1] !== undefined && !/^[1-9]\d*$/.test(args[1]))
+        throw new UsageError('days must be a whole number of at least 1 (leave it out: no expiry)');
       const issued = await callJson(
         'POST',
         `${user(need(args[0], 'a user id'))}/keys`,
-        days ? { expires_in_days: days } : {},
+        args[1] === undefined ? {} : { expires_in_days: Number(args[1]) },
       );
       show(
         issued,
@@ -182,15 +204,18 @@ async function run(argv: string[]): Promise<void> {
       return;
     }
     case 'backup': {
-      const file = need(args[0], 'a file to write');
-      const response = await call('GET', '/admin/backup');
+      const file = operatorPath(need(args[0], 'a file to write'));
+      // The file is made first: a backup is the whole database, not to be taken and then
+      // dropped because its file exists already or cannot be written.
+      const handle = await open(file, 'wx', 0o600).catch((error: NodeJS.ErrnoException) => {
+        throw new Error(`cannot write the backup to ${file}: ${fileProblem(error)}`);
+      });
       try {
-        await pipeline(
-          Readable.fromWeb(response.body as never),
-          createWriteStream(file, { flags: 'wx', mode: 0o600 }),
-        );
+        const response = await call('GET', '/admin/backup');
+        await pipeline(Readable.fromWeb(response.body as never), handle.createWriteStream());
       } catch (error) {
-        if ((error as { code?: string }).code !== 'EEXIST') await rm(file, { force: true });
+        await handle.close().catch(() => {});
+        await rm(file, { force: true });
         throw error;
       }
       console.log(
@@ -201,6 +226,14 @@ async function run(argv: string[]): Promise<void> {
     default:
       throw new UsageError(`unknown command ${command}`);
   }
+}
+
+function fileProblem(error: NodeJS.ErrnoException): string {
+  if (error.code === 'EEXIST') return 'it exists already (a backup never overwrites a file)';
+  if (error.code === 'ENOENT') return 'its directory does not exist';
+  if (error.code === 'EACCES' || error.code === 'EPERM') return 'permission denied';
+  if (error.code === 'EISDIR') return 'it is a directory';
+  return error.code ?? error.message;
 }
 
 run(process.argv.slice(2)).catch((error: unknown) => {

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -14,7 +14,12 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 const TOKEN = 'admin-cli-token';
 
 /** `npm run admin -- …` against the running server, with API_TOKEN from the environment. */
-async function admin(port: string, ...args: string[]) {
+function admin(port: string, ...args: string[]) {
+  return adminWith({ PORT: port }, ...args);
+}
+
+/** The same with more environment: `INIT_CWD` is where `npm run` was typed. */
+async function adminWith(env: Record<string, string>, ...args: string[]) {
   try {
     const { stdout, stderr } = await run(
       process.execPath,
@@ -25,7 +30,7 @@ async function admin(port: string, ...args: string[]) {
           PATH: process.env.PATH,
           ENV_FILE: '/nonexistent/.env',
           API_TOKEN: TOKEN,
-          PORT: port,
+          ...env,
         },
       },
     );
@@ -75,6 +80,64 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
     const keyId = users.find((user) => user.user_id === 'erin')?.keys[0]?.key_id as string;
     expect((await admin(port, 'revoke-key', keyId)).stdout).toContain(`Revoked ${keyId}.`);
     await expect.poll(async () => (await asUser(key)).status, { timeout: 5_000 }).toBe(401);
+  });
+
+  it('refuses what would mislead: a key of 0 days, a --url it cannot use, a token Parley does not know', async () => {
+    expect((await admin(port, 'create-user', 'fay')).code).toBe(0);
+    const keysOfFay = async () => {
+      const listed = JSON.parse((await admin(port, 'users', '--json')).stdout) as {
+        users: { user_id: string; keys: unknown[] }[];
+      };
+      return listed.users.find((u) => u.user_id === 'fay')?.keys.length;
+    };
+    // 0 days was taken as "no expiry": a key meant to lapse at once lived forever.
+    const zero = await admin(port, 'create-key', 'fay', '0');
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toContain('days must be a whole number of at least 1');
+    expect(await keysOfFay()).toBe(1);
+
+    // The address as a browser shows it, with its slash, names the same server.
+    const slash = await adminWith({}, 'users', '--url', `${parley.url}/`);
+    expect(slash).toMatchObject({ code: 0 });
+    expect(slash.stdout).toContain('fay\t');
+    for (const bad of [[], ['127.0.0.1:8000']]) {
+      const refused = await adminWith({ PORT: port }, 'users', '--url', ...bad);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('--url takes the address Parley serves at');
+    }
+
+    const wrong = await adminWith({ PORT: port, API_TOKEN: 'not-the-token' }, 'users');
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toContain('API_TOKEN is not the token Parley was started with');
+  });
+
+  it('writes a backup only to a new file, and takes relative paths from where npm was run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'parley-admin-files-'));
+    try {
+      const existing = join(dir, 'kept.tar.gz');
+      writeFileSync(existing, 'an older backup');
+      const taken = await admin(port, 'backup', existing);
+      expect(taken.code).toBe(1);
+      expect(taken.stderr).toContain(`cannot write the backup to ${existing}: it exists already`);
+      expect(readFileSync(existing, 'utf8')).toBe('an older backup');
+      const nowhere = await admin(port, 'backup', join(dir, 'none', 'b.tar.gz'));
+      expect(nowhere.stderr).toContain('its directory does not exist');
+      await parley.settled(200);
+      // Refused before the server copied the whole database for nothing.
+      expect(parley.logs.filter((line) => line.msg === 'backup taken')).toEqual([]);
+
+      // `npm run` starts in the project's root; `restore b.tar.gz restored` typed in `dir`
+      // means dir's files (a minimal archive: the engine's directory with its PG_VERSION).
+      mkdirSync(join(dir, 'pg'));
+      writeFileSync(join(dir, 'pg', 'PG_VERSION'), '17\n');
+      await tar.c({ gzip: true, file: join(dir, 'b.tar.gz'), cwd: dir }, ['pg']);
+      const restored = await adminWith({ INIT_CWD: dir }, 'restore', 'b.tar.gz', 'restored');
+      expect(restored).toMatchObject({ code: 0 });
+      expect(restored.stdout).toContain(`Restored into ${join(dir, 'restored')}`);
+      expect(existsSync(join(dir, 'restored', 'pg', 'PG_VERSION'))).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("sets a user's limits and puts one back to the default", async () => {
