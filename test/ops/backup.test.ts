@@ -133,7 +133,9 @@ describe('a live backup of the embedded engine during a chat load', () => {
     try {
       const response = await server.fetch('/admin/backup');
       expect(response.status).toBe(409);
-      expect(JSON.stringify(await response.json())).toContain('pg_dump');
+      const said = JSON.stringify(await response.json());
+      expect(said).toContain('pg_dump');
+      expect(said).toContain('docs/operating.md'); // where "Backups" is (the README has none)
       const archive = join(dir('parley-backup-server-'), 'parley.tar.gz');
       const failed = await admin(server, 'backup', archive).catch(
         (error: { stderr: string; code: number }) => error,

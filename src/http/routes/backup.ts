@@ -43,7 +43,7 @@ export function registerBackupRoute(app: App, backups: Backups): void {
           'backup_not_available',
           409,
           'This Parley keeps its data on a PostgreSQL server: back it up with pg_dump ' +
-            '(see the README, "Backups").',
+            '(see docs/operating.md, "Backups").',
         );
       }
       await mkdir(backups.dir, { recursive: true, mode: 0o700 });
