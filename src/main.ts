@@ -26,6 +26,7 @@ import { FEEDBACK_POLICY, feedbackJob } from './feedback/feedback-job.ts';
 import { FeedbackService } from './feedback/feedback-service.ts';
 import { GraphService } from './graph/graph-service.ts';
 import { graphPromptSection } from './graph/graph-summary.ts';
+import { clearUnsentBackups } from './http/routes/backup.ts';
 import { buildServer } from './http/server.ts';
 import { loadWebClient } from './http/web-client.ts';
 import { connectLangSmith } from './integrations/langsmith.ts';
@@ -113,6 +114,12 @@ export async function main(config: Config): Promise<void> {
 
   const database = await openDatabase(config, logger);
   const { db } = database;
+  const backupsDir = join(config.DATA_DIR, 'backups');
+  if (database.backup) {
+    // The embedded engine's lock is ours now: what a killed run was still sending can go.
+    const cleared = await clearUnsentBackups(backupsDir);
+    if (cleared > 0) logger.info({ cleared }, 'removed backups a previous run left unsent');
+  }
   const metrics = config.METRICS_ENABLED ? new Metrics() : undefined;
   metrics?.watchPool(db.$client);
   const runs = new RunRepository(db);
@@ -522,7 +529,7 @@ export async function main(config: Config): Promise<void> {
     limits,
     userData,
     failedJobs: new FailedJobRepository(db),
-    backups: { dir: join(config.DATA_DIR, 'backups'), write: database.backup },
+    backups: { dir: backupsDir, write: database.backup },
     logger,
     ping: () => database.ping(),
     modelStatus: () => model.status(),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { requireAdmin } from '../../accounts/principal.ts';
@@ -69,4 +69,18 @@ export function registerBackupRoute(app: App, backups: Backups): void {
         .send(file);
     },
   );
+}
+
+const UNSENT = /^\.backup-[0-9a-f]{16}\.tar\.gz$/;
+
+/**
+ * Removes the backups a previous run was still sending when it died (killed, or out of memory:
+ * a backup is built in memory). Each is as large as the database, and nothing else would ever
+ * remove them. Call it only while holding the data directory, never beside its owner.
+ */
+export async function clearUnsentBackups(dir: string): Promise<number> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const unsent = names.filter((name) => UNSENT.test(name));
+  await Promise.all(unsent.map((name) => rm(join(dir, name), { force: true })));
+  return unsent.length;
 }
