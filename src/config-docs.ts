@@ -63,7 +63,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     unset: 'unset',
     doc: 'Bearer token for `/metrics` instead of `API_TOKEN` (which `/metrics` then refuses); this token opens nothing else. Unset: `/metrics` takes the API token like any route.',
   },
-  DATA_DIR: { doc: 'Embedded database (and, later, models and uploads).' },
+  DATA_DIR: {
+    doc: 'The embedded database (`pg`), downloaded models (`models`), uploads being extracted and backups being sent. With `DATABASE_URL` only the models and uploads, per process.',
+  },
   DATABASE_URL: {
     unset: 'unset',
     doc: '`postgres://…` to use a PostgreSQL server instead of the embedded one.',
