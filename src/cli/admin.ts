@@ -164,6 +164,8 @@ async function run(argv: string[]): Promise<void> {
       return;
     }
     case 'set-limits': {
+      // `set-limits chats_per_minute=3` named no user: say so, not "needs name=value".
+      if (args[0]?.includes('=')) throw new UsageError('set-limits needs a user id first');
       const limits: Record<string, number | null> = {};
       for (const pair of args.slice(1)) {
         const [name, value] = pair.split('=');

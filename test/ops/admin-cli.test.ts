@@ -152,6 +152,9 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('storage_mb=7O: the value is a whole number, or default');
     expect((await admin(port, 'users')).stdout).toMatch(/erin\t.*"storage_mb":7[,}]/);
+    const noUser = await admin(port, 'set-limits', 'storage_mb=9');
+    expect(noUser.code).toBe(2);
+    expect(noUser.stderr).toContain('set-limits needs a user id first');
   });
 
   it('lists failed jobs, and deletes a user only when told --yes', async () => {
