@@ -128,22 +128,28 @@ describe('a live backup of the embedded engine during a chat load', () => {
   it('removes at the next start a backup that a killed run was still sending', async () => {
     const dataDir = dir('parley-backup-killed-');
     const env = { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url };
-    const killed = await startParley({ dataDir, env });
-    const sending = await killed.fetch('/admin/backup'); // its body left unread
-    expect(sending.status).toBe(200);
     const unsent = () => readdirSync(join(dataDir, 'backups'));
-    expect(unsent()).toEqual([expect.stringMatching(/^\.backup-/)]);
-    await killed.stop('SIGKILL');
-    await sending.body?.cancel().catch(() => {});
+    const killed = await startParley({ dataDir, env });
+    try {
+      const sending = await killed.fetch('/admin/backup'); // its body left unread
+      expect(sending.status).toBe(200);
+      expect(unsent()).toEqual([expect.stringMatching(/^\.backup-/)]);
+      await killed.stop('SIGKILL');
+      await sending.body?.cancel().catch(() => {});
+    } finally {
+      await killed.stop('SIGKILL');
+    }
     expect(unsent()).toHaveLength(1); // as large as the database, and nothing else removes it
 
-    parley = await startParley({ dataDir, env });
-    expect(unsent()).toEqual([]);
-    expect(
-      parley.logs.some((line) => line.msg === 'removed backups a previous run left unsent'),
-    ).toBe(true);
-    await parley.stop();
-    parley = undefined;
+    const restarted = await startParley({ dataDir, env });
+    try {
+      expect(unsent()).toEqual([]);
+      expect(
+        restarted.logs.some((line) => line.msg === 'removed backups a previous run left unsent'),
+      ).toBe(true);
+    } finally {
+      await restarted.stop();
+    }
   });
 
   it('says how to back up a PostgreSQL server instead, with the admin command line too', async () => {
