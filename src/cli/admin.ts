@@ -2,8 +2,22 @@ import { open, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { Agent, fetch } from 'undici';
 import { ConfigError, parseConfig, readEnvironment } from '../config.ts';
 import { restoreBackup } from './restore-backup.ts';
+
+/**
+ * No time limit on an answer: the server builds a backup whole before its first byte, which
+ * takes minutes for a large embedded database (fetch's own 300 s made the command say that
+ * Parley was not answering while it was). A server that is not there still fails at once.
+ */
+const PATIENT = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+/** Connection errors that mean nothing listens at the address (or the name is unknown). */
+const NOT_LISTENING = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+const causeCode = (error: unknown): string | undefined => {
+  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;
+  return typeof cause?.code === 'string' ? cause.code : undefined;
+};
 
 /**
  * `npm run admin -- <command>`: what an operator does by hand, through the running Parley's
@@ -73,20 +87,24 @@ async function run(argv: string[]): Promise<void> {
   const config = parseConfig(readEnvironment());
   const host = ['0.0.0.0', '::', ''].includes(config.HOST) ? '127.0.0.1' : config.HOST;
   const base = explicitUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
-  const call = async (method: string, path: string, body?: unknown): Promise<Response> => {
-    let response: Response;
+  const call = async (method: string, path: string, body?: unknown) => {
+    let response: Awaited<ReturnType<typeof fetch>>;
     try {
       response = await fetch(`${base}${path}`, {
         method,
+        dispatcher: PATIENT,
         headers: {
           ...(config.API_TOKEN ? { authorization: `Bearer ${config.API_TOKEN}` } : {}),
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
-    } catch {
+    } catch (error) {
+      const code = causeCode(error);
       throw new Error(
-        `Parley is not answering at ${base}: start it (npm start), or name it with --url`,
+        code && !NOT_LISTENING.has(code)
+          ? `the connection to Parley at ${base} failed (${code})`
+          : `Parley is not answering at ${base}: start it (npm start), or name it with --url`,
       );
     }
     if (!response.ok) {
