@@ -382,6 +382,30 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
     expect(lease.results.every((r) => r.run_id === english.runId)).toBe(true);
   });
 
+  it('finds a file name, a version, an address as typed; search syntax is only words', async () => {
+    llm.respond(() => reply.text('Noted.'));
+    const asked = await chat({
+      user_id: 'fin',
+      message: 'Send report.pdf to kim@example.com, about GPT 3.5 and https://example.com/docs',
+    });
+    const found = async (q: string) =>
+      (
+        (await json(`/users/fin/conversations/search?q=${encodeURIComponent(q)}`)).body as {
+          results: Array<{ run_id: string; role: string }>;
+        }
+      ).results.map((r) => [r.role, r.run_id]);
+    for (const q of ['report.pdf', '3.5', 'kim@example.com', 'example.com', 'example.com/docs']) {
+      expect([q, await found(q)]).toEqual([q, [['user', asked.runId]]]);
+    }
+    expect(await found('"report.pdf",')).toEqual([['user', asked.runId]]);
+    expect(await found('report.docx')).toEqual([]);
+    // tsquery's operators and quoting are plain characters here: never a 500.
+    for (const q of ["& | ! : * ( ) '", '\\', "report:* | !kim & 'x", '((((', '가\\나']) {
+      const response = await json(`/users/fin/conversations/search?q=${encodeURIComponent(q)}`);
+      expect([q, response.status]).toEqual([q, 200]);
+    }
+  });
+
   it('exports a conversation as Markdown (the path) and JSON (every version)', async () => {
     const first = await chat({ user_id: 'hal', message: '# Not a heading' });
     await chat({ user_id: 'hal', message: 'again', regenerate: first.runId });
