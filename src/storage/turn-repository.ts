@@ -89,11 +89,13 @@ export class TurnRepository {
   async *messages(conversationId: string): AsyncGenerator<ExportedMessage[]> {
     let after: string | null = null;
     for (;;) {
+      // `messages.id`: a bare `id` would sort the text the ids go out as ("10" before "9"),
+      // and the next page would start after the wrong row.
       const result: { rows: ExportRow[] } = await this.#db.$client.query<ExportRow>(
         `SELECT id::text AS id, run_id, parent_run_id, role, content, interrupted, on_path,
                 created_at
            FROM messages WHERE conversation_id = $1 AND ($2::bigint IS NULL OR id > $2::bigint)
-          ORDER BY id LIMIT $3`,
+          ORDER BY messages.id LIMIT $3`,
         [conversationId, after, EXPORT_PAGE],
       );
       const { rows } = result;
