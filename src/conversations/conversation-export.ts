@@ -52,7 +52,7 @@ export async function* conversationMarkdown(
         yield `## ${message.createdAt.toISOString()}\n\n**You:**\n\n${quoteLines(message.text)}\n\n`;
       } else if (message.role === 'assistant') {
         const cut = message.interrupted ? '\n\n*(interrupted)*' : '';
-        yield `**Assistant:**\n\n${message.text}${cut}\n\n`;
+        yield `**Assistant:**\n\n${closedFences(message.text)}${cut}\n\n`;
       }
     }
   }
@@ -64,3 +64,24 @@ const quoteLines = (text: string) =>
     .split('\n')
     .map((line) => `> ${line}`)
     .join('\n');
+
+/**
+ * The answer with a code block it left open closed (an answer cut off mid-block, or a model's
+ * slip): otherwise every turn after it would read as code in the file.
+ */
+function closedFences(text: string): string {
+  let open: { char: string; length: number } | undefined;
+  for (const line of text.split('\n')) {
+    const fence = /^ {0,3}(`{3,}|~{3,})(.*)$/.exec(line);
+    if (!fence) continue;
+    const [, marks = '', rest = ''] = fence;
+    const char = marks[0] as string;
+    if (!open) {
+      // A backtick fence's info string has no backtick (else it is inline code).
+      if (char !== '`' || !rest.includes('`')) open = { char, length: marks.length };
+    } else if (char === open.char && marks.length >= open.length && !rest.trim()) {
+      open = undefined;
+    }
+  }
+  return open ? `${text}\n${open.char.repeat(open.length)}` : text;
+}

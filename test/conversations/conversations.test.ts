@@ -1,3 +1,4 @@
+import { Marked, type Tokens } from 'marked';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ChatStream, readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
@@ -468,6 +469,30 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
       [id, null, true],
       [id, null, true],
     ]);
+  });
+
+  it('exports an answer that left a code block open without swallowing the turns after it', async () => {
+    llm.respond(() => reply.text('Here:\n\n```python\nprint("cut off here'));
+    const first = await chat({ user_id: 'hex', message: 'code please' });
+    llm.respond(() => reply.text('~~~~\nstill code?\n~~~\n## Not a turn heading'));
+    await chat({ user_id: 'hex', message: 'second' });
+    llm.respond((body) => reply.text(`answer to ${lastQuestion(body)}`));
+    await chat({ user_id: 'hex', message: 'third' });
+    const response = await parley.fetch(`/users/hex/conversations/${first.conversationId}/export`);
+    const tokens = new Marked().lexer(await response.text());
+    // What a reader sees: a heading and a quoted question per turn, one code block per answer.
+    expect(tokens.filter((t) => t.type === 'heading' && t.depth === 2)).toHaveLength(3);
+    expect(
+      tokens.filter((t): t is Tokens.Blockquote => t.type === 'blockquote').map((t) => t.text),
+    ).toEqual(['code please', 'second', 'third']);
+    expect(tokens.filter((t): t is Tokens.Code => t.type === 'code').map((t) => t.text)).toEqual([
+      'print("cut off here',
+      'still code?\n~~~\n## Not a turn heading',
+    ]);
+    expect(tokens.findLast((t) => t.type !== 'space')).toMatchObject({
+      type: 'paragraph',
+      text: 'answer to third',
+    });
   });
 
   it('deletes one conversation or all of them; the next chat starts a new one', async () => {
