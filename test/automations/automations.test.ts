@@ -340,6 +340,28 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     expect((await api('POST', `/users/long/automations/${made.id}/pause`)).status).toBe(200);
   });
 
+  it('runs a skipped time at the jump and a doubled time at its first, east of UTC too', async () => {
+    await profile('berlin', { timezone: 'Europe/Berlin' });
+    // 2030-03-31: 02:00 CET jumps to 03:00 CEST (01:00 UTC); 02:30 does not exist.
+    const spring = await create('berlin', {
+      prompt: 'Spring',
+      schedule: { type: 'once', date: '2030-03-31', time: '02:30' },
+    });
+    expect(spring.next_run_at).toBe('2030-03-31T01:00:00.000Z'); // 03:00 CEST, not 03:31
+    // 2030-10-27: 03:00 CEST goes back to 02:00 CET; 02:30 is 00:30 UTC, then 01:30 UTC.
+    const autumn = await create('berlin', {
+      prompt: 'Autumn',
+      schedule: { type: 'once', date: '2030-10-27', time: '02:30' },
+    });
+    expect(autumn.next_run_at).toBe('2030-10-27T00:30:00.000Z');
+    // London goes back from 02:00 BST to 01:00 GMT: 01:15 is 00:15 UTC, then 01:15 UTC.
+    const london = await api('PATCH', `/users/berlin/automations/${autumn.id}`, {
+      schedule: { type: 'once', date: '2030-10-27', time: '01:15' },
+      timezone: 'Europe/London',
+    });
+    expect(london.body.next_run_at).toBe('2030-10-27T00:15:00.000Z'); // 01:15 BST, the first
+  });
+
   it('refuses what it cannot do with a clear 4xx', async () => {
     const bad = [
       { prompt: 'x', schedule: { type: 'daily', time: '25:00' } },

@@ -55,6 +55,29 @@ describe('automation schedules', () => {
     ]);
   });
 
+  it('does the same east of UTC: Berlin across both changes, and Lord Howe’s half hour', () => {
+    const berlin = 'Europe/Berlin';
+    // 2030: forward on Sunday March 31 (02:00 CET → 03:00 CEST), back on October 27.
+    expect(
+      occurrences({ type: 'daily', time: '02:30' }, berlin, '2030-03-30T00:00:00Z', 3),
+    ).toEqual([
+      '2030-03-30T01:30:00.000Z',
+      '2030-03-31T01:00:00.000Z', // 03:00 CEST, the first minute after the gap
+      '2030-04-01T00:30:00.000Z',
+    ]);
+    expect(
+      occurrences({ type: 'daily', time: '02:30' }, berlin, '2030-10-26T00:00:00Z', 3),
+    ).toEqual([
+      '2030-10-26T00:30:00.000Z',
+      '2030-10-27T00:30:00.000Z', // 02:30 CEST, not 02:30 CET an hour later
+      '2030-10-28T01:30:00.000Z',
+    ]);
+    // Lord Howe goes back half an hour (02:00 → 01:30) on 2030-04-07: 01:45 happens twice.
+    expect(wallInstant('2030-04-07', 105, 'Australia/Lord_Howe').toISOString()).toBe(
+      '2030-04-06T14:45:00.000Z',
+    );
+  });
+
   it('knows weekdays, chosen days, the month’s last day and once', () => {
     // 2030-03-01 is a Friday.
     expect(
