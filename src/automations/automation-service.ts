@@ -186,8 +186,15 @@ export class AutomationService {
   }
 }
 
-/** A name from the prompt's first words, when none is given. */
+/**
+ * A name from the prompt's first words, when none is given; cut between characters, not
+ * UTF-16 units (half an emoji would be stored as U+FFFD).
+ */
 function nameOf(prompt: string): string {
-  const words = prompt.trim().replace(/\s+/g, ' ');
-  return words.length <= NAME_CHARS ? words : `${words.slice(0, NAME_CHARS - 1).trimEnd()}…`;
+  const words = [...prompt.trim().replace(/\s+/g, ' ')];
+  if (words.length <= NAME_CHARS) return words.join('');
+  return `${words
+    .slice(0, NAME_CHARS - 1)
+    .join('')
+    .trimEnd()}…`;
 }

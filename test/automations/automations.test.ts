@@ -362,6 +362,13 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     expect(london.body.next_run_at).toBe('2030-10-27T00:15:00.000Z'); // 01:15 BST, the first
   });
 
+  it('names an automation after its prompt without cutting a character in half', async () => {
+    const prompt = `${'a'.repeat(58)}🌞🌞 and the rest of a long prompt`;
+    const made = await create('emoji', { prompt, schedule: { type: 'daily', time: '09:00' } });
+    expect(made.name).toBe(`${'a'.repeat(58)}🌞…`);
+    expect(made.prompt).toBe(prompt);
+  });
+
   it('refuses what it cannot do with a clear 4xx', async () => {
     const bad = [
       { prompt: 'x', schedule: { type: 'daily', time: '25:00' } },
