@@ -17,7 +17,15 @@ export function snippetOf(text: string, search: string): string {
     const found = lower.indexOf(word);
     if (found >= 0 && (at < 0 || found < at)) at = found;
   }
-  const start = Math.max(0, at - CONTEXT_CHARS);
-  const end = Math.min(flat.length, Math.max(at, 0) + CONTEXT_CHARS * 2);
+  // Never between the two halves of a character outside the BMP (an emoji): half of one
+  // reads as U+FFFD.
+  const start = whole(flat, Math.max(0, at - CONTEXT_CHARS), 1);
+  const end = whole(flat, Math.min(flat.length, Math.max(at, 0) + CONTEXT_CHARS * 2), -1);
   return `${start > 0 ? '…' : ''}${flat.slice(start, end)}${end < flat.length ? '…' : ''}`;
+}
+
+/** `index`, or one unit towards `step` when it falls inside a surrogate pair. */
+function whole(text: string, index: number, step: 1 | -1): number {
+  const code = text.charCodeAt(index);
+  return code >= 0xdc00 && code <= 0xdfff ? index + step : index;
 }

@@ -432,6 +432,19 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
     }
   });
 
+  it('cuts a snippet between characters, never inside an emoji', async () => {
+    // "target" at unit 81: the snippet's 60 units before it and 120 after fall mid-emoji.
+    const message = `${'😀'.repeat(40)} target ${'🌞'.repeat(80)}`;
+    await chat({ user_id: 'emo', message });
+    const found = await json('/users/emo/conversations/search?q=target');
+    const snippets = (found.body.results as Array<{ snippet: string }>).map((r) => r.snippet);
+    expect(snippets).toHaveLength(2);
+    for (const snippet of snippets) {
+      expect(snippet.isWellFormed(), JSON.stringify(snippet)).toBe(true);
+      expect(snippet).toMatch(/^…(😀)+ target (🌞)+…$/u);
+    }
+  });
+
   it('exports a conversation as Markdown (the path) and JSON (every version)', async () => {
     const first = await chat({ user_id: 'hal', message: '# Not a heading' });
     await chat({ user_id: 'hal', message: 'again', regenerate: first.runId });
