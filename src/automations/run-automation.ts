@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Principal } from '../accounts/principal.ts';
 import type { ChatEvent, ChatRequest } from '../assistant/chat-events.ts';
+import { questionTitle } from '../conversations/question-title.ts';
 import { AppError } from '../errors.ts';
 import type { AutomationRepository, ClaimedRun } from '../storage/automation-repository.ts';
 
@@ -61,7 +62,7 @@ export async function runAutomation(
     (await deps.automations.keepConversation(
       run.automationId,
       (
-        await deps.createConversation(userId, run.name)
+        await deps.createConversation(userId, conversationTitle(run.name))
       ).id,
     ));
   let text = '';
@@ -106,3 +107,9 @@ export async function runAutomation(
   log.info({ chatRunId, deliveredTo }, 'automation run done');
   return { status: 'done', chatRunId, deliveredTo: deliveredTo.join(',') };
 }
+
+/**
+ * The name as a conversation's title, within a title's limits (60 characters, one line): a
+ * name may be longer (100), and one the assistant gave may hold line breaks.
+ */
+const conversationTitle = (name: string) => questionTitle(name.replace(/\p{Cc}/gu, ' '));

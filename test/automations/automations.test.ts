@@ -369,6 +369,32 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     expect(made.prompt).toBe(prompt);
   });
 
+  it('titles its conversation within a title’s limits; a name is one line', async () => {
+    const lines = await api('POST', '/users/titled/automations', {
+      name: 'Morning\nbrief',
+      prompt: 'x',
+      schedule: { type: 'daily', time: '09:00' },
+    });
+    expect(lines.status).toBe(422);
+    expect(lines.body.detail[0]).toMatchObject({ loc: ['body', 'name'] });
+    const name = `Weekly review of ${'everything that happened '.repeat(3)}and more`;
+    const made = await create('titled', {
+      name,
+      prompt: 'Review',
+      schedule: { type: 'daily', time: '09:00' },
+    });
+    expect(made.name).toBe(name); // 90 characters: a name may be longer than a title
+    stack.llm.enqueue(reply.text('Reviewed.'));
+    expect((await api('POST', `/users/titled/automations/${made.id}/run`)).status).toBe(202);
+    await waitFor(async () => (await runsOf('titled', made.id))[0]?.status === 'done');
+    const conversationId = (await api('GET', '/users/titled/automations')).body.automations[0]
+      .conversation_id as string;
+    const title = (await api('GET', `/users/titled/conversations/${conversationId}`)).body
+      .conversation.title as string;
+    expect(title).toBe('Weekly review of everything that happened everything that…');
+    expect([...title].length).toBeLessThanOrEqual(60);
+  });
+
   it('refuses what it cannot do with a clear 4xx', async () => {
     const bad = [
       { prompt: 'x', schedule: { type: 'daily', time: '25:00' } },

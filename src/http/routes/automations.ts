@@ -46,7 +46,16 @@ const runSchema = z.object({
   read: z.boolean(),
 });
 
-const name = visibleText(withoutNul(z.string().trim().min(1).max(NAME_MAX_CHARS)));
+const name = visibleText(
+  z
+    .string()
+    .trim()
+    .min(1)
+    .max(NAME_MAX_CHARS)
+    .regex(/^[^\p{Cc}]*$/u, {
+      message: 'must not contain control characters (a name is one line)',
+    }),
+);
 const prompt = visibleText(withoutNul(z.string().trim().min(1).max(PROMPT_MAX_CHARS)));
 
 const newAutomation = z
