@@ -93,22 +93,22 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
 
   // First, while the messages' ids are small: a few turns take them past a power of ten.
   it('exports the turns in the order they were asked, across ids of more digits', async () => {
-    const first = await chat({ user_id: 'ada', message: 'turn 1' });
+    const first = await chat({ user_id: 'ord', message: 'turn 1' });
     const id = first.conversationId as string;
-    const newest = async () => (await read('ada', id, '?limit=1')).next_before as string;
+    const newest = async () => (await read('ord', id, '?limit=1')).next_before as string;
     const start = await newest();
     const asked = ['turn 1'];
     // Until a message's id has more digits than the first one's (bounded: from 2 digits, 50).
     while ((await newest()).length === start.length && asked.length < 60) {
       asked.push(`turn ${asked.length + 1}`);
-      await chat({ user_id: 'ada', message: asked.at(-1) });
+      await chat({ user_id: 'ord', message: asked.at(-1) });
     }
     expect((await newest()).length).toBeGreaterThan(start.length);
 
-    const markdown = await (await parley.fetch(`/users/ada/conversations/${id}/export`)).text();
+    const markdown = await (await parley.fetch(`/users/ord/conversations/${id}/export`)).text();
     const questions = [...markdown.matchAll(/^> (.*)$/gm)].map((match) => match[1]);
     expect(questions).toEqual(asked);
-    const exported = (await json(`/users/ada/conversations/${id}/export?format=json`)).body as {
+    const exported = (await json(`/users/ord/conversations/${id}/export?format=json`)).body as {
       messages: Array<{ role: string; text: string }>;
     };
     expect(exported.messages.map((m) => m.text)).toEqual(
