@@ -82,13 +82,23 @@ export class ConversationService implements ChatConversations {
     target: ChatTarget,
     knownCurrent?: string | null,
   ): Promise<ChatPlace> {
-    const { conversations, turns } = this.#deps;
-    let conversationId: string;
-    if (target.conversationId === undefined) {
-      conversationId = knownCurrent ?? (await conversations.current(userId));
-    } else if (await conversations.makeCurrent(userId, target.conversationId)) {
-      conversationId = target.conversationId;
-    } else throw noConversation();
+    const { conversations } = this.#deps;
+    const named = target.conversationId;
+    if (named === undefined) {
+      const conversationId = knownCurrent ?? (await conversations.current(userId));
+      return this.#turnPlace(conversationId, target);
+    }
+    // The turn is checked before the conversation becomes current: a 404 changes nothing.
+    const namesTurn = target.regenerate !== undefined || typeof target.parent === 'string';
+    if (namesTurn && !(await conversations.get(userId, named))) throw noConversation();
+    const place = await this.#turnPlace(named, target);
+    if (!(await conversations.makeCurrent(userId, named))) throw noConversation();
+    return place;
+  }
+
+  /** Where in the conversation's tree the chat goes; a turn not in it is a 404. */
+  async #turnPlace(conversationId: string, target: ChatTarget): Promise<ChatPlace> {
+    const { turns } = this.#deps;
     if (target.regenerate !== undefined) {
       const turn = await turns.question(conversationId, target.regenerate);
       if (!turn) throw noTurn();

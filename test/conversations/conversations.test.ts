@@ -321,6 +321,30 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
     expect(edited.status).toBe(200);
   });
 
+  it('leaves the current conversation as it was when a chat names a turn not in the one it names', async () => {
+    const first = await chat({ user_id: 'cur', message: 'in the first' });
+    const other = await chat({ user_id: 'kit', message: 'not hers' });
+    await json('/users/cur/conversations', { method: 'POST', body: {} });
+    const second = await chat({ user_id: 'cur', message: 'in the second' });
+    for (const body of [
+      { conversation_id: first.conversationId, parent: crypto.randomUUID() },
+      { conversation_id: first.conversationId, regenerate: second.runId },
+      { conversation_id: first.conversationId, parent: other.runId },
+      { conversation_id: other.conversationId, parent: other.runId },
+    ]) {
+      const refused = await chat({ user_id: 'cur', message: 'edit', ...body });
+      expect([body, refused.status]).toEqual([body, 404]);
+    }
+    expect((await list('cur')).conversations.map((c) => [c.id, c.current])).toEqual([
+      [second.conversationId, true],
+      [first.conversationId, false],
+    ]);
+    // The next chat without a conversation_id still goes to the second.
+    expect((await chat({ user_id: 'cur', message: 'still here' })).conversationId).toBe(
+      second.conversationId,
+    );
+  });
+
   it('pages a long active path, newest first', async () => {
     const created = await json('/users/dee/conversations', { method: 'POST', body: {} });
     for (let i = 1; i <= 5; i++) await chat({ user_id: 'dee', message: `n${i}` });
