@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { parseConfig } from '../src/config.ts';
 import { DocumentService } from '../src/documents/document-service.ts';
+import { EmbeddingDimension } from '../src/documents/embedding-dimension.ts';
 import { type Database, openDatabase } from '../src/storage/database.ts';
 import { DocumentRepository, SHARED } from '../src/storage/document-repository.ts';
 import { nearestChunksQuery, VectorStore } from '../src/storage/vector-store.ts';
@@ -67,6 +68,7 @@ const service = (database: Database) =>
     logger,
     semantic: {
       embedder,
+      dimension: new EmbeddingDimension(),
       vectors: new VectorStore(database.db),
       indexer: { kick() {} },
       vectorWeight: parseConfig({}).HYBRID_VECTOR_WEIGHT,

@@ -19,6 +19,7 @@ import { ConversationService } from './conversations/conversation-service.ts';
 import { conversationTitleJob, TITLE_POLICY } from './conversations/title-job.ts';
 import { createTitleWriter } from './conversations/title-writer.ts';
 import { DocumentService } from './documents/document-service.ts';
+import { EmbeddingDimension } from './documents/embedding-dimension.ts';
 import { embeddingJob } from './documents/embedding-job.ts';
 import { IngestionService } from './documents/ingestion-service.ts';
 import { createQueryRewriter } from './documents/query-rewriter.ts';
@@ -200,9 +201,11 @@ export async function main(config: Config): Promise<void> {
     embedder && database.capabilities.vector
       ? (() => {
           const vectors = new VectorStore(db);
+          const dimension = new EmbeddingDimension();
           jobs.add(
             embeddingJob({
               embedder,
+              dimension,
               vectors,
               logger,
               batchSize: config.EMBEDDINGS_BATCH_SIZE,
@@ -210,7 +213,13 @@ export async function main(config: Config): Promise<void> {
             }),
           );
           const indexer = { kick: () => jobs.kick('embedding_batch') };
-          return { embedder, vectors, indexer, vectorWeight: config.HYBRID_VECTOR_WEIGHT };
+          return {
+            embedder,
+            dimension,
+            vectors,
+            indexer,
+            vectorWeight: config.HYBRID_VECTOR_WEIGHT,
+          };
         })()
       : undefined;
   const documentRepository = new DocumentRepository(db);

@@ -8,6 +8,7 @@ import { parseConfig } from '../../src/config.ts';
 import type { ChunkingOptions } from '../../src/documents/chunker.ts';
 import { DocumentService } from '../../src/documents/document-service.ts';
 import type { Embedder } from '../../src/documents/embedder.ts';
+import { EmbeddingDimension } from '../../src/documents/embedding-dimension.ts';
 import { embeddingJob } from '../../src/documents/embedding-job.ts';
 import { type Database, openDatabase } from '../../src/storage/database.ts';
 import { DocumentRepository } from '../../src/storage/document-repository.ts';
@@ -46,6 +47,7 @@ export async function openBenchStore(
   const database = await openDatabase(config, logger);
   const vectors =
     embedder && database.capabilities.vector ? new VectorStore(database.db) : undefined;
+  const dimension = new EmbeddingDimension();
   const jobs = new JobRunner(
     createJobEngine(database.db.$client, logger, {
       leaseSeconds: 600,
@@ -53,7 +55,9 @@ export async function openBenchStore(
     logger,
   );
   if (embedder && vectors) {
-    jobs.add(embeddingJob({ embedder, vectors, logger, batchSize: 256, retryMs: 60_000 }));
+    jobs.add(
+      embeddingJob({ embedder, dimension, vectors, logger, batchSize: 256, retryMs: 60_000 }),
+    );
   }
   await jobs.start();
   const indexer = embedder && vectors ? { kick: () => jobs.kick('embedding_batch') } : undefined;
@@ -64,7 +68,7 @@ export async function openBenchStore(
       logger,
       semantic:
         embedder && vectors && indexer
-          ? { embedder, vectors, indexer, vectorWeight: weight }
+          ? { embedder, dimension, vectors, indexer, vectorWeight: weight }
           : undefined,
       verbose: false,
     });

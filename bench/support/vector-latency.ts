@@ -4,6 +4,7 @@ import { parseConfig } from '../../src/config.ts';
 import type { ChunkingOptions } from '../../src/documents/chunker.ts';
 import { DocumentService } from '../../src/documents/document-service.ts';
 import type { Embedder } from '../../src/documents/embedder.ts';
+import { EmbeddingDimension } from '../../src/documents/embedding-dimension.ts';
 import type { Database } from '../../src/storage/database.ts';
 import { DocumentRepository, SHARED } from '../../src/storage/document-repository.ts';
 import { VectorStore } from '../../src/storage/vector-store.ts';
@@ -37,6 +38,7 @@ export async function measureVectorSearch(
     logger,
     semantic: {
       embedder,
+      dimension: new EmbeddingDimension(),
       vectors,
       indexer: { kick() {} },
       vectorWeight: parseConfig({}).HYBRID_VECTOR_WEIGHT,

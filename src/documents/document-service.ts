@@ -12,9 +12,11 @@ import {
 import type { VectorStore } from '../storage/vector-store.ts';
 import { type ChunkingOptions, chunkDocument } from './chunker.ts';
 import type { Embedder } from './embedder.ts';
+import type { EmbeddingDimension } from './embedding-dimension.ts';
 import type { IngestInput } from './extracted-document.ts';
 import { lexicalTerms, termFrequencies } from './lexical-terms.ts';
 import { fuseByScore } from './score-fusion.ts';
+import { isUsableVector } from './usable-vector.ts';
 
 export interface DocumentServiceDependencies {
   documents: DocumentRepository;
@@ -23,10 +25,17 @@ export interface DocumentServiceDependencies {
   /**
    * Present when embeddings are configured and the database has pgvector. `vectorWeight`:
    * the vector scores' share of the fused score, BM25's being the rest (HYBRID_VECTOR_WEIGHT);
-   * 0 keeps search lexical.
+   * 0 keeps search lexical. `dimension`: the one the model's vectors have now, shared with
+   * the indexer (which re-embeds the texts whose vectors are of another).
    */
   semantic?:
-    | { embedder: Embedder; vectors: VectorStore; indexer: { kick(): void }; vectorWeight: number }
+    | {
+        embedder: Embedder;
+        dimension: EmbeddingDimension;
+        vectors: VectorStore;
+        indexer: { kick(): void };
+        vectorWeight: number;
+      }
     | undefined;
   /** RAG_VERBOSE: log queries and hits (their content included). */
   verbose: boolean;
@@ -199,10 +208,14 @@ export class DocumentService {
       });
       const nearest = queryVector.then((vector) => {
         if (vector === undefined) return undefined;
-        // A zero vector has no direction (its cosine is NaN) and pgvector refuses NaN.
-        return hasDirection(vector)
-          ? semantic.vectors.search(semantic.embedder.id, vector, owners, depth)
-          : [];
+        // A zero vector has no direction (its cosine is NaN), pgvector refuses NaN and an
+        // empty vector: nothing is near it.
+        if (!isUsableVector(vector)) return [];
+        // Only vectors of the query's dimension are compared. A dimension not seen before
+        // (the model served under this name changed) has the indexer re-embed the texts
+        // whose vectors are of the old one; until then they are found by their words.
+        if (semantic.dimension.observe(vector.length)) semantic.indexer.kick();
+        return semantic.vectors.search(semantic.embedder.id, vector, owners, depth);
       });
       const [bm25, vectors] = await Promise.all([lexical, nearest]);
       const lists = [
@@ -265,6 +278,3 @@ export class DocumentService {
     return prepared;
   }
 }
-
-const hasDirection = (vector: readonly number[]) =>
-  vector.every(Number.isFinite) && vector.some((x) => x !== 0);

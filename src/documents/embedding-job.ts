@@ -1,12 +1,14 @@
 import type { Logger } from 'pino';
 import { errorKindOf } from '../background/error-kind.ts';
 import { type JobKindDefinition, JobsUnavailable } from '../background/job-kind.ts';
-import type { VectorStore } from '../storage/vector-store.ts';
+import type { MissingText, VectorStore } from '../storage/vector-store.ts';
 import type { Embedder } from './embedder.ts';
+import type { EmbeddingDimension } from './embedding-dimension.ts';
+import { isUsableVector } from './usable-vector.ts';
 
 interface EmbeddingBatch {
   attempts: number;
-  items: { hash: string; content: string }[];
+  items: MissingText[];
 }
 
 /** The one row this kind has: the vectors missing for the current model. */
@@ -14,22 +16,26 @@ const MISSING = 'missing-vectors';
 
 /**
  * Embeds, in the background, every stored chunk text that has no vector for the current
- * model: after each ingestion, at start (chunks stored while the model was unavailable, or
- * under another model), and again after `retryMs` while the model cannot be had or a batch
- * failed (search stays lexical for those chunks meanwhile). A job is one batch, and its end
- * queues the next. Nothing is claimed: what is missing is read from the vectors themselves,
- * and saving one twice is harmless.
+ * model (or one of another dimension than the model gives now: `dimension`, learned from its
+ * vectors): after each ingestion, at start (chunks stored while the model was unavailable, or
+ * under another model), when a query's vector shows a new dimension, and again after
+ * `retryMs` while the model cannot be had or a batch failed (search stays lexical for those
+ * chunks meanwhile). A job is one batch, and its end queues the next. Nothing is claimed: what
+ * is missing is read from the vectors themselves, and saving one twice is harmless.
  */
 export function embeddingJob(options: {
   embedder: Embedder;
+  dimension: EmbeddingDimension;
   vectors: VectorStore;
   logger: Logger;
   /** Distinct texts embedded per batch. */
   batchSize: number;
   retryMs: number;
 }): JobKindDefinition<EmbeddingBatch> {
-  const { embedder, vectors, logger, batchSize, retryMs } = options;
+  const { embedder, dimension, vectors, logger, batchSize, retryMs } = options;
   let embedded = 0;
+  /** Dimension changes already logged, `from>to`: said once, not for every batch. */
+  const warned = new Set<string>();
   const nothing = async () => {};
   return {
     kind: 'embedding_batch',
@@ -52,13 +58,13 @@ export function embeddingJob(options: {
         // No chunks, nothing to embed and no query to serve: do not load a model for nothing.
         if (!(await vectors.hasChunks())) return [];
         if (!(await embedder.ready())) throw new JobsUnavailable(retryMs);
-        if ((await vectors.missing(embedder.id, 1)).length > 0) return [MISSING];
+        if ((await vectors.missing(embedder.id, dimension.value, 1)).length > 0) return [MISSING];
         if (embedded > 0) logger.info({ embedded, model: embedder.id }, 'chunks embedded');
         embedded = 0;
         return [];
       },
       async claim() {
-        const items = await vectors.missing(embedder.id, batchSize);
+        const items = await vectors.missing(embedder.id, dimension.value, batchSize);
         return items.length === 0 ? undefined : { attempts: 0, items };
       },
       complete: nothing,
@@ -75,13 +81,52 @@ export function embeddingJob(options: {
       if (found.length !== items.length) {
         throw new Error(`the embedder returned ${found.length} vectors for ${items.length} texts`);
       }
-      await vectors.save(
-        embedder.id,
-        items.map((item, i) => ({ hash: item.hash, vector: found[i] as number[] })),
-      );
+      const batchDimension = dimensionOf(found);
+      if (batchDimension !== undefined) {
+        dimension.observe(batchDimension);
+        for (const { staleDimension: from } of items) {
+          if (from === null || from === batchDimension || warned.has(`${from}>${batchDimension}`)) {
+            continue;
+          }
+          warned.add(`${from}>${batchDimension}`);
+          logger.warn(
+            { model: embedder.id, from, to: batchDimension },
+            'the embedding model now gives vectors of another dimension: re-embedding its chunks',
+          );
+        }
+      }
+      // A text the model gives no usable vector (empty, not finite, zero, or of another
+      // dimension than the rest) is recorded as such and found by its words only: left
+      // missing, it was picked by every batch again, for ever.
+      const saved = items.map((item, i) => {
+        const vector = found[i];
+        const usable = isUsableVector(vector) && vector.length === batchDimension;
+        return { hash: item.hash, vector: usable ? vector : null };
+      });
+      const unusable = saved.filter((item) => item.vector === null).length;
+      if (unusable > 0) {
+        logger.warn(
+          { model: embedder.id, unusable, batch: items.length },
+          'the embedding model gave no usable vector for some chunks: they are found by their words only',
+        );
+      }
+      await vectors.save(embedder.id, saved);
       embedded += items.length;
       if (embedded % (batchSize * 10) === 0) logger.info({ embedded }, 'embedding chunks');
     },
     classify: (error) => ({ errorKind: errorKindOf(error), retry: 'pause', pauseMs: retryMs }),
   };
+}
+
+/** The dimension most of a batch's usable vectors have (a model gives one; ties: the first). */
+function dimensionOf(vectors: readonly unknown[]): number | undefined {
+  const counts = new Map<number, number>();
+  for (const vector of vectors) {
+    if (isUsableVector(vector)) counts.set(vector.length, (counts.get(vector.length) ?? 0) + 1);
+  }
+  let best: number | undefined;
+  for (const [length, count] of counts) {
+    if (best === undefined || count > (counts.get(best) ?? 0)) best = length;
+  }
+  return best;
 }

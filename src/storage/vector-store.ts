@@ -10,8 +10,12 @@ const SEARCH_EF = 100;
 
 /**
  * Chunk vectors in pgvector, keyed by (embedding model, content hash): identical text is
- * embedded once per model, and each model has its own HNSW index (a partial index on its
- * rows, at its dimension), so vectors of different models are never compared. Only used
+ * embedded once per model. A vector's space is its model and its dimension together (a model
+ * served under the same name may change dimension): each space has its own HNSW index (a
+ * partial index on its rows, at its dimension), vectors of other spaces are never compared,
+ * and a text whose vector is of another dimension than the model gives now counts as missing
+ * and is replaced. A row without a vector records that the model gave the text none usable
+ * (see isUsableVector): it is found by its words only, and not asked for again. Only used
  * where the `vector` extension exists; the table is created on first use, so a server that
  * gains pgvector later gets it without a migration.
  */
@@ -29,33 +33,61 @@ export class VectorStore {
     return rowCount === 1;
   }
 
-  /** Distinct chunk texts that have no vector for `model` yet. */
-  async missing(model: string, limit: number): Promise<{ hash: string; content: string }[]> {
+  /**
+   * Distinct chunk texts that have no vector for `model` yet, or (when the model's current
+   * `dimension` is known) one of another dimension, given as `staleDimension`.
+   */
+  async missing(
+    model: string,
+    dimension: number | undefined,
+    limit: number,
+  ): Promise<MissingText[]> {
     await this.#ensureTable();
-    const { rows } = await this.#db.$client.query<{ hash: string; content: string }>(
-      `SELECT DISTINCT ON (c.content_hash) c.content_hash AS hash, c.content
+    const { rows } = await this.#db.$client.query<MissingText>(
+      `SELECT DISTINCT ON (c.content_hash) c.content_hash AS hash, c.content,
+              (SELECT vector_dims(e.embedding) FROM chunk_embeddings e
+               WHERE e.model = $1 AND e.content_hash = c.content_hash) AS "staleDimension"
        FROM chunks c
        WHERE NOT EXISTS (SELECT 1 FROM chunk_embeddings e
-                         WHERE e.model = $1 AND e.content_hash = c.content_hash)
+                         WHERE e.model = $1 AND e.content_hash = c.content_hash
+                           AND (e.embedding IS NULL OR $3::int IS NULL
+                                OR vector_dims(e.embedding) = $3::int))
        ORDER BY c.content_hash
        LIMIT $2`,
-      [model, limit],
+      [model, limit, dimension ?? null],
     );
     return rows;
   }
 
-  async save(model: string, items: readonly { hash: string; vector: number[] }[]): Promise<void> {
-    const dimension = items[0]?.vector.length;
-    if (!dimension) return;
-    await this.#ensureIndex(model, dimension);
+  /**
+   * Saves texts' vectors, replacing a vector of another dimension; `null` records that the
+   * model has no usable vector for the text. The vectors must share one dimension.
+   */
+  async save(
+    model: string,
+    items: readonly { hash: string; vector: readonly number[] | null }[],
+  ): Promise<void> {
+    if (items.length === 0) return;
+    const dimensions = new Set(items.flatMap((item) => (item.vector ? [item.vector.length] : [])));
+    if (dimensions.size > 1)
+      throw new Error(`vectors of ${dimensions.size} dimensions in one save`);
+    const [dimension] = dimensions;
+    if (dimension === undefined) await this.#ensureTable();
+    else await this.#ensureIndex(model, dimension);
     // A text whose chunks were deleted while it was being embedded gets no vector: a deleted
     // document (or user) leaves none behind (pruneOrphanVectors removes the earlier ones).
     await this.#db.$client.query(
       `INSERT INTO chunk_embeddings (model, content_hash, embedding)
        SELECT $1, n.hash, n.embedding FROM unnest($2::text[], $3::vector[]) AS n(hash, embedding)
        WHERE EXISTS (SELECT 1 FROM chunks c WHERE c.content_hash = n.hash)
-       ON CONFLICT DO NOTHING`,
-      [model, items.map((item) => item.hash), items.map((item) => toVector(item.vector))],
+       ON CONFLICT (model, content_hash) DO UPDATE SET embedding = excluded.embedding
+       WHERE (chunk_embeddings.embedding IS NULL) <> (excluded.embedding IS NULL)
+          OR vector_dims(chunk_embeddings.embedding) <> vector_dims(excluded.embedding)`,
+      [
+        model,
+        items.map((item) => item.hash),
+        items.map((item) => (item.vector ? toVector(item.vector) : null)),
+      ],
     );
   }
 
@@ -101,7 +133,7 @@ export class VectorStore {
         `CREATE TABLE IF NOT EXISTS chunk_embeddings (
            model text NOT NULL,
            content_hash text NOT NULL,
-           embedding vector NOT NULL,
+           embedding vector,
            PRIMARY KEY (model, content_hash)
          )`,
       );
@@ -109,6 +141,7 @@ export class VectorStore {
       await client.query(
         'CREATE INDEX IF NOT EXISTS chunk_embeddings_hash_idx ON chunk_embeddings (content_hash)',
       );
+      await upgradeTable(client);
     }).catch((error: unknown) => {
       this.#table = undefined;
       throw error;
@@ -120,7 +153,7 @@ export class VectorStore {
     if (!Number.isInteger(dimension) || dimension < 1 || dimension > 16_000) {
       return Promise.reject(new Error(`unusable embedding dimension ${dimension}`));
     }
-    const name = `chunk_embeddings_${createHash('sha256').update(`${model}/${dimension}`).digest('hex').slice(0, 16)}_hnsw`;
+    const name = indexName(model, dimension);
     const type = indexedType(dimension);
     let created = this.#indexes.get(name);
     if (!created) {
@@ -133,7 +166,7 @@ export class VectorStore {
             await client.query(
               `CREATE INDEX IF NOT EXISTS ${name} ON chunk_embeddings
                USING hnsw ((embedding::${type}(${dimension})) ${type}_cosine_ops)
-               WHERE model = ${literal(model)}`,
+               WHERE ${spaceOf(model, dimension)}`,
             );
           }),
         )
@@ -172,6 +205,53 @@ export async function pruneOrphanVectors(
 
 const toVector = (vector: readonly number[]) => `[${vector.join(',')}]`;
 
+export interface MissingText {
+  hash: string;
+  content: string;
+  /** The dimension of the text's vector for the model, when it has one of another. */
+  staleDimension: number | null;
+}
+
+/**
+ * The rows of one vector space, as the partial index's predicate and the search's filter
+ * (both must say it the same way for the index to be used): literals built from our own
+ * model id and an integer. Without the dimension, a row of another dimension under the same
+ * model made the index's cast fail, and with it every save and search of the model.
+ */
+const spaceOf = (model: string, dimension: number, alias?: string) => {
+  const column = alias ? `${alias}.` : '';
+  return `${column}model = ${literal(model)} AND vector_dims(${column}embedding) = ${dimension}`;
+};
+
+/** Named by the space; `space` tells them from the indexes made before by model alone. */
+const indexName = (model: string, dimension: number) =>
+  `chunk_embeddings_${createHash('sha256').update(`space/${model}/${dimension}`).digest('hex').slice(0, 16)}_hnsw`;
+
+/**
+ * Brings a table made by an earlier version to this one's shape: a text the model has no
+ * vector for is a row without one, and an index made for a model alone (whose predicate did not
+ * name the dimension) is dropped, since a row of the same model at another dimension made
+ * every write fail its cast; the space's own index is built again on first use.
+ */
+async function upgradeTable(client: pg.PoolClient): Promise<void> {
+  await client.query(
+    `DO $$ BEGIN
+       IF EXISTS (SELECT 1 FROM pg_attribute
+                  WHERE attrelid = 'chunk_embeddings'::regclass AND attname = 'embedding'
+                    AND attnotnull) THEN
+         ALTER TABLE chunk_embeddings ALTER COLUMN embedding DROP NOT NULL;
+       END IF;
+     END $$`,
+  );
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT indexname AS name FROM pg_indexes
+     WHERE schemaname = current_schema() AND tablename = 'chunk_embeddings'
+       AND indexdef LIKE '%USING hnsw%'
+       AND indexdef NOT LIKE '%vector_dims%'`,
+  );
+  for (const { name } of rows) await client.query(`DROP INDEX IF EXISTS "${name}"`);
+}
+
 /**
  * The nearest chunks the owners ($2) may see of a query vector ($1), at most $3 (see
  * VectorStore.search); exported so bench/vector-buffers.ts explains the very query searched.
@@ -183,7 +263,7 @@ export const nearestChunksQuery = (model: string, dim: number): string => {
   return `WITH nn AS MATERIALIZED (
      SELECT e.content_hash, e.embedding::${type}(${dim}) <=> $1::${type}(${dim}) AS distance
      FROM chunk_embeddings e
-     WHERE e.model = ${literal(model)}
+     WHERE ${spaceOf(model, dim, 'e')}
        AND EXISTS (SELECT 1 FROM chunks c
                    WHERE c.content_hash = e.content_hash AND c.owner = ANY($2::text[]))
      ORDER BY e.embedding::${type}(${dim}) <=> $1::${type}(${dim})

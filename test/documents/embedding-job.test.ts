@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createJobEngine } from '../../src/background/job-engine.ts';
 import { JobRunner } from '../../src/background/job-runner.ts';
 import type { Embedder } from '../../src/documents/embedder.ts';
+import { EmbeddingDimension } from '../../src/documents/embedding-dimension.ts';
 import { embeddingJob } from '../../src/documents/embedding-job.ts';
 import { VectorStore } from '../../src/storage/vector-store.ts';
 import { ENGINES, type OpenTestDatabase, openTestDatabase } from '../support/engines.ts';
@@ -68,14 +69,23 @@ describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
       leaseSeconds: 60,
     });
     const runner = new JobRunner(boss, logger);
-    runner.add(embeddingJob({ embedder, vectors, logger, batchSize, retryMs }));
+    runner.add(
+      embeddingJob({
+        embedder,
+        dimension: new EmbeddingDimension(),
+        vectors,
+        logger,
+        batchSize,
+        retryMs,
+      }),
+    );
     runners.push(runner);
     await runner.start();
     return runner;
   };
   const logged = (msg: string) => logs.filter((line) => line.msg === msg);
   const missing = async (embedder: Embedder) =>
-    (await vectors.missing(embedder.id, 100)).map((item) => item.content).sort();
+    (await vectors.missing(embedder.id, undefined, 100)).map((item) => item.content).sort();
 
   beforeAll(async () => {
     opened = await openTestDatabase(engine);
@@ -165,6 +175,48 @@ describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
     await waitFor(async () => (await missing(embedder)).length === 0, 10_000);
     expect(calls.ready).toBeGreaterThanOrEqual(2);
   });
+
+  /** The model's rows: each text's vector dimension, or null where it recorded none. */
+  const stored = async (embedder: Embedder) => {
+    const { rows } = await (opened as OpenTestDatabase).database.db.$client.query<{
+      content: string;
+      dims: number | null;
+    }>(
+      `SELECT c.content, vector_dims(e.embedding) AS dims
+       FROM chunk_embeddings e JOIN chunks c ON c.content_hash = e.content_hash
+       WHERE e.model = $1`,
+      [embedder.id],
+    );
+    return Object.fromEntries(rows.map((row) => [row.content, row.dims]));
+  };
+
+  it.each([
+    ['not finite, first and in the middle', (i: number) => (i < 2 ? [Number.NaN, 1, 0] : null)],
+    ['infinite, in the middle', (i: number) => (i === 1 ? [1, Number.POSITIVE_INFINITY, 0] : null)],
+    ['zero, first', (i: number) => (i === 0 ? [0, 0, 0] : null)],
+    ['of another dimension than the rest, in the middle', (i: number) => (i === 1 ? [1, 1] : null)],
+  ])(
+    'records a text whose vector is %s as having none, saves the rest, and ends',
+    async (_, bad) => {
+      const { embedder, calls } = scriptedEmbedder((texts) =>
+        texts.map((text, i) => bad(i) ?? vectorOf(text)),
+      );
+      await runnerFor(embedder, 3, 60_000);
+      await waitFor(() => logged('chunks embedded').length > 0, 20_000);
+      expect(calls.batches).toHaveLength(1); // not asked again
+      const [batch] = calls.batches as [string[]];
+      expect(await stored(embedder)).toEqual(
+        Object.fromEntries(batch.map((text, i) => [text, bad(i) ? null : 3])),
+      );
+      expect(await missing(embedder)).toEqual([]);
+      expect(logged('background job failed; will retry')).toEqual([]);
+      expect(
+        logged(
+          'the embedding model gave no usable vector for some chunks: they are found by their words only',
+        )[0],
+      ).toMatchObject({ model: embedder.id, batch: 3 });
+    },
+  );
 
   it('embeds every missing chunk a batch at a time, each batch once, and says when it is done', async () => {
     const { embedder, calls } = scriptedEmbedder((texts) => texts.map(vectorOf));
