@@ -63,7 +63,13 @@ describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
 
   const runners: JobRunner[] = [];
   /** A started runner with the embedding kind alone, on the test's database. */
-  const runnerFor = async (embedder: Embedder, batchSize: number, retryMs = RETRY_MS) => {
+  const runnerFor = async (
+    embedder: Embedder,
+    batchSize: number,
+    retryMs = RETRY_MS,
+    dimension = new EmbeddingDimension(),
+    store = vectors,
+  ) => {
     if (!opened) throw new Error('no database');
     const boss = createJobEngine(opened.database.db.$client, logger, {
       leaseSeconds: 60,
@@ -72,8 +78,8 @@ describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
     runner.add(
       embeddingJob({
         embedder,
-        dimension: new EmbeddingDimension(),
-        vectors,
+        dimension,
+        vectors: store,
         logger,
         batchSize,
         retryMs,
@@ -226,5 +232,41 @@ describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
     expect(calls.batches.flat().sort()).toEqual([...TEXTS].sort());
     expect(logged('chunks embedded')[0]).toMatchObject({ embedded: 3, model: embedder.id });
     expect(await missing(embedder)).toEqual([]);
+  });
+
+  // Last: it makes the table again, in the shape an earlier version left it.
+  it('upgrades a table of an earlier version, whose vectors the model now gives at another dimension', async () => {
+    const client = (opened as OpenTestDatabase).database.db.$client;
+    const { embedder, calls } = scriptedEmbedder((texts) =>
+      texts.map((text) => [...vectorOf(text), 1]),
+    );
+    // As earlier versions made it: vectors required, an index for the model alone.
+    await client.query('DROP TABLE chunk_embeddings');
+    await client.query(
+      `CREATE TABLE chunk_embeddings (
+         model text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
+         PRIMARY KEY (model, content_hash))`,
+    );
+    await client.query(
+      `CREATE INDEX chunk_embeddings_0123456789abcdef_hnsw ON chunk_embeddings
+       USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE model = '${embedder.id}'`,
+    );
+    await client.query(
+      `INSERT INTO chunk_embeddings SELECT $1, content_hash, '[1,2,3]' FROM chunks`,
+      [embedder.id],
+    );
+    // A query has shown the model's new dimension (as a search does).
+    const dimension = new EmbeddingDimension();
+    dimension.observe(4);
+    const store = new VectorStore((opened as OpenTestDatabase).database.db);
+    await runnerFor(embedder, 3, 60_000, dimension, store);
+    await waitFor(() => logged('chunks embedded').length > 0, 20_000);
+    expect(calls.batches).toHaveLength(1);
+    expect(Object.values(await stored(embedder))).toEqual([4, 4, 4]);
+    expect(
+      logged('the embedding model now gives vectors of another dimension: re-embedding its chunks'),
+    ).toEqual([expect.objectContaining({ model: embedder.id, from: 3, to: 4 })]);
+    const hits = await store.search(embedder.id, [3, 1, 0, 1], [''], 3);
+    expect(hits[0]?.content).toBe(TEXTS[2]);
   });
 });
