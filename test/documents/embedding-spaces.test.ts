@@ -20,7 +20,8 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
  *   for again and again, without end);
  * - the model served under the same name answering another dimension after a restart: search
  *   keeps answering, the backfill re-embeds every text at the new dimension and says so once
- *   (before, every search failed: the old vectors broke the new dimension's index).
+ *   (before, every search failed: the old vectors broke the new dimension's index);
+ * - a query's vector wider than pgvector stores: the query is answered by its words.
  *
  * Each text holds one marker word, which picks its vector; texts are batched in the order of
  * their hashes, so which text is bad is chosen by that order.
@@ -57,6 +58,8 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
   /** The dimension the fake model answers now: its vectors padded with zeros to it. */
   let dimension = 4;
   const embed = (text: string) => {
+    // Wider than pgvector stores: a query no vector can be compared with.
+    if (text.includes('boundless')) return new Array(16_001).fill(0.01);
     const vector = VECTORS.get(text) ?? [0, 0, 0, 1];
     return vector.length === 0 ? [] : [...vector, ...new Array(dimension - 4).fill(0)];
   };
@@ -130,6 +133,9 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
     }
     expect((await search('marsupial')).hits[0]?.text).toBe(NEAR_MARSUPIAL);
     expect((await search('glacier')).hits[0]?.text).toBe(NEAR_GLACIER);
+    // A query whose vector cannot be compared is answered by its words (it was a failure).
+    const wide = await search(`${markerOf(SECOND_1)} boundless`);
+    expect(wide.hits[0]?.text).toBe(SECOND_1);
     await parley.settled();
     expect(batches()).toHaveLength(2); // the backfill has ended: nothing asked again
   }, 90_000);
