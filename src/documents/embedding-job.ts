@@ -89,8 +89,11 @@ export function embeddingJob(options: {
             continue;
           }
           warned.add(`${from}>${batchDimension}`);
+          // The texts the old model gave no vector are asked of the new one too (once: the
+          // change is said, and this done, once a process).
+          const retried = await vectors.forgetUnusable(embedder.id);
           logger.warn(
-            { model: embedder.id, from, to: batchDimension },
+            { model: embedder.id, from, to: batchDimension, retried },
             'the embedding model now gives vectors of another dimension: re-embedding its chunks',
           );
         }

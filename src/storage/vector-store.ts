@@ -92,6 +92,19 @@ export class VectorStore {
   }
 
   /**
+   * Forgets that the model gave some texts no usable vector: after it changed dimension it is
+   * another model, which may give them one. Returns how many texts are asked again.
+   */
+  async forgetUnusable(model: string): Promise<number> {
+    await this.#ensureTable();
+    const { rowCount } = await this.#db.$client.query(
+      'DELETE FROM chunk_embeddings WHERE model = $1 AND embedding IS NULL',
+      [model],
+    );
+    return rowCount ?? 0;
+  }
+
+  /**
    * Nearest chunks the owners may see, by cosine similarity (score in [-1, 1]). A chunk whose
    * vector is zero has no direction: pgvector's cosine is NaN, reported as the floor, −1
    * (NaN sorts after every number in PostgreSQL, so such chunks come last).

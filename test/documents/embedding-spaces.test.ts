@@ -156,8 +156,10 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
       0,
       'the embedding model now gives vectors of another dimension: re-embedding its chunks',
     );
-    expect(warned).toMatchObject({ model: 'openai:fake-embed', from: 4, to: 6 });
+    expect(warned).toMatchObject({ model: 'openai:fake-embed', from: 4, to: 6, retried: 2 });
     await logAfter(0, 'chunks embedded');
+    // Every text asked of the new model once: those the old one gave no vector too.
+    expect(batches().slice(2).flat().sort()).toEqual([...TEXTS].sort());
     // Found by meaning again, at the new dimension.
     expect((await search('marsupial')).hits[0]?.text).toBe(NEAR_MARSUPIAL);
     expect((await search('glacier')).hits[0]?.text).toBe(NEAR_GLACIER);
