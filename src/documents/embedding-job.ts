@@ -36,6 +36,14 @@ export function embeddingJob(options: {
   let embedded = 0;
   /** Dimension changes already logged, `from>to`: said once, not for every batch. */
   const warned = new Set<string>();
+  /**
+   * The dimension no stored vector of the model was found to differ from. Looking for vectors
+   * of another dimension reads every vector of the model (their dimension is in the vector),
+   * so it is done until none is left for the dimension the model gives now, not on every
+   * sweep; after that only texts without any row are missing, and every new row is of it.
+   */
+  let checked: number | undefined;
+  const stale = () => (dimension.value === checked ? undefined : dimension.value);
   const nothing = async () => {};
   return {
     kind: 'embedding_batch',
@@ -58,13 +66,15 @@ export function embeddingJob(options: {
         // No chunks, nothing to embed and no query to serve: do not load a model for nothing.
         if (!(await vectors.hasChunks())) return [];
         if (!(await embedder.ready())) throw new JobsUnavailable(retryMs);
-        if ((await vectors.missing(embedder.id, dimension.value, 1)).length > 0) return [MISSING];
+        const against = stale();
+        if ((await vectors.missing(embedder.id, against, 1)).length > 0) return [MISSING];
+        if (against !== undefined) checked = against;
         if (embedded > 0) logger.info({ embedded, model: embedder.id }, 'chunks embedded');
         embedded = 0;
         return [];
       },
       async claim() {
-        const items = await vectors.missing(embedder.id, dimension.value, batchSize);
+        const items = await vectors.missing(embedder.id, stale(), batchSize);
         return items.length === 0 ? undefined : { attempts: 0, items };
       },
       complete: nothing,
