@@ -173,9 +173,10 @@ export class VectorStore {
       created = this.#ensureTable()
         .then(() =>
           withTransaction(this.#db.$client, async (client) => {
-            // Wider than any HNSW index takes: searched exactly, without one.
-            if (type === undefined) return;
             await client.query('SELECT pg_advisory_xact_lock($1)', [DDL_LOCK]);
+            const adopted = await adoptEarlierIndexes(client, model, dimension);
+            // Wider than any HNSW index takes: searched exactly, without one.
+            if (type === undefined || adopted) return;
             await client.query(
               `CREATE INDEX IF NOT EXISTS ${name} ON chunk_embeddings
                USING hnsw ((embedding::${type}(${dimension})) ${type}_cosine_ops)
@@ -242,9 +243,7 @@ const indexName = (model: string, dimension: number) =>
 
 /**
  * Brings a table made by an earlier version to this one's shape: a text the model has no
- * vector for is a row without one, and an index made for a model alone (whose predicate did not
- * name the dimension) is dropped, since a row of the same model at another dimension made
- * every write fail its cast; the space's own index is built again on first use.
+ * vector for is a row without one.
  */
 async function upgradeTable(client: pg.PoolClient): Promise<void> {
   await client.query(
@@ -256,14 +255,37 @@ async function upgradeTable(client: pg.PoolClient): Promise<void> {
        END IF;
      END $$`,
   );
-  const { rows } = await client.query<{ name: string }>(
-    `SELECT indexname AS name FROM pg_indexes
-     WHERE schemaname = current_schema() AND tablename = 'chunk_embeddings'
-       AND indexdef LIKE '%USING hnsw%'
-       AND indexdef NOT LIKE '%vector_dims%'`,
-  );
-  for (const { name } of rows) await client.query(`DROP INDEX IF EXISTS "${name}"`);
 }
+
+/**
+ * The HNSW indexes an earlier version made for `model` alone (named by model and dimension,
+ * their predicate without the dimension). The one at `dimension` serves its space as it is (a
+ * search of the space implies its predicate): it is kept, and true returned, so a large
+ * index is not built again on upgrade. One at another dimension is dropped: a row of this
+ * dimension fails its cast, and with it every save of the model.
+ */
+async function adoptEarlierIndexes(
+  client: pg.PoolClient,
+  model: string,
+  dimension: number,
+): Promise<boolean> {
+  const { rows } = await client.query<{ name: string; definition: string }>(
+    `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
+     WHERE schemaname = current_schema() AND tablename = 'chunk_embeddings'
+       AND indexdef LIKE '%USING hnsw%' AND indexdef NOT LIKE '%vector_dims%'`,
+  );
+  let adopted = false;
+  for (const { name, definition } of rows) {
+    const indexed = Number(/::(?:vector|halfvec)\((\d+)\)/.exec(definition)?.[1]);
+    if (name !== earlierIndexName(model, indexed)) continue; // another model's
+    if (indexed === dimension) adopted = true;
+    else await client.query(`DROP INDEX IF EXISTS "${name}"`);
+  }
+  return adopted;
+}
+
+const earlierIndexName = (model: string, dimension: number) =>
+  `chunk_embeddings_${createHash('sha256').update(`${model}/${dimension}`).digest('hex').slice(0, 16)}_hnsw`;
 
 /**
  * The nearest chunks the owners ($2) may see of a query vector ($1), at most $3 (see

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -241,24 +242,38 @@ describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
       texts.map((text) => [...vectorOf(text), 1]),
     );
     // As earlier versions made it: vectors required, an index for the model alone.
-    await client.query('DROP TABLE chunk_embeddings');
+    await client.query('DROP TABLE IF EXISTS chunk_embeddings');
     await client.query(
       `CREATE TABLE chunk_embeddings (
          model text NOT NULL, content_hash text NOT NULL, embedding vector NOT NULL,
          PRIMARY KEY (model, content_hash))`,
     );
+    const earlier = `chunk_embeddings_${createHash('sha256').update(`${embedder.id}/3`).digest('hex').slice(0, 16)}_hnsw`;
     await client.query(
-      `CREATE INDEX chunk_embeddings_0123456789abcdef_hnsw ON chunk_embeddings
+      `CREATE INDEX ${earlier} ON chunk_embeddings
        USING hnsw ((embedding::vector(3)) vector_cosine_ops) WHERE model = '${embedder.id}'`,
     );
     await client.query(
-      `INSERT INTO chunk_embeddings SELECT $1, content_hash, '[1,2,3]' FROM chunks`,
+      `INSERT INTO chunk_embeddings SELECT $1, content_hash, ('[' || ascii(content) || ',2,3]')::vector
+       FROM chunks`,
       [embedder.id],
     );
+    const indexes = async () =>
+      (
+        await client.query<{ name: string }>(
+          `SELECT indexname AS name FROM pg_indexes
+           WHERE tablename = 'chunk_embeddings' AND indexdef LIKE '%hnsw%'`,
+        )
+      ).rows.map((row) => row.name);
+    const store = new VectorStore((opened as OpenTestDatabase).database.db);
+    // While the model gives the dimension it had, the earlier index serves it: not built again.
+    const before = await store.search(embedder.id, [98, 2, 3], [''], 1);
+    expect(before[0]?.content).toBe('beta chunk text');
+    expect(await indexes()).toEqual([earlier]);
+
     // A query has shown the model's new dimension (as a search does).
     const dimension = new EmbeddingDimension();
     dimension.observe(4);
-    const store = new VectorStore((opened as OpenTestDatabase).database.db);
     await runnerFor(embedder, 3, 60_000, dimension, store);
     await waitFor(() => logged('chunks embedded').length > 0, 20_000);
     expect(calls.batches).toHaveLength(1);
@@ -268,5 +283,8 @@ describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
     ).toEqual([expect.objectContaining({ model: embedder.id, from: 3, to: 4 })]);
     const hits = await store.search(embedder.id, [3, 1, 0, 1], [''], 3);
     expect(hits[0]?.content).toBe(TEXTS[2]);
+    // The earlier index is gone (its cast failed every save of the new dimension).
+    expect(await indexes()).not.toContain(earlier);
+    expect(await indexes()).toHaveLength(1);
   });
 });
