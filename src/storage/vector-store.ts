@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { type ChunkHit, type HitRow, toHit } from './chunk-hit.ts';
 import type { Db } from './database.ts';
 import { withTransaction } from './transaction.ts';
+import { adoptEarlierIndexes, upgradeTable } from './vector-table-upgrade.ts';
 
 const DDL_LOCK = 0x76656374; // "vect"
 /** HNSW candidates kept while searching (pgvector's default is 40): recall against speed. */
@@ -15,7 +16,8 @@ const SEARCH_EF = 100;
  * partial index on its rows, at its dimension), vectors of other spaces are never compared,
  * and a text whose vector is of another dimension than the model gives now counts as missing
  * and is replaced. A row without a vector records that the model gave the text none usable
- * (see isUsableVector): it is found by its words only, and not asked for again. Only used
+ * (see isUsableVector): it is found by its words only, and not asked for again until the
+ * model changes dimension. Only used
  * where the `vector` extension exists; the table is created on first use, so a server that
  * gains pgvector later gets it without a migration.
  */
@@ -240,52 +242,6 @@ const spaceOf = (model: string, dimension: number, alias?: string) => {
 /** Named by the space; `space` tells them from the indexes made before by model alone. */
 const indexName = (model: string, dimension: number) =>
   `chunk_embeddings_${createHash('sha256').update(`space/${model}/${dimension}`).digest('hex').slice(0, 16)}_hnsw`;
-
-/**
- * Brings a table made by an earlier version to this one's shape: a text the model has no
- * vector for is a row without one.
- */
-async function upgradeTable(client: pg.PoolClient): Promise<void> {
-  await client.query(
-    `DO $$ BEGIN
-       IF EXISTS (SELECT 1 FROM pg_attribute
-                  WHERE attrelid = 'chunk_embeddings'::regclass AND attname = 'embedding'
-                    AND attnotnull) THEN
-         ALTER TABLE chunk_embeddings ALTER COLUMN embedding DROP NOT NULL;
-       END IF;
-     END $$`,
-  );
-}
-
-/**
- * The HNSW indexes an earlier version made for `model` alone (named by model and dimension,
- * their predicate without the dimension). The one at `dimension` serves its space as it is (a
- * search of the space implies its predicate): it is kept, and true returned, so a large
- * index is not built again on upgrade. One at another dimension is dropped: a row of this
- * dimension fails its cast, and with it every save of the model.
- */
-async function adoptEarlierIndexes(
-  client: pg.PoolClient,
-  model: string,
-  dimension: number,
-): Promise<boolean> {
-  const { rows } = await client.query<{ name: string; definition: string }>(
-    `SELECT indexname AS name, indexdef AS definition FROM pg_indexes
-     WHERE schemaname = current_schema() AND tablename = 'chunk_embeddings'
-       AND indexdef LIKE '%USING hnsw%' AND indexdef NOT LIKE '%vector_dims%'`,
-  );
-  let adopted = false;
-  for (const { name, definition } of rows) {
-    const indexed = Number(/::(?:vector|halfvec)\((\d+)\)/.exec(definition)?.[1]);
-    if (name !== earlierIndexName(model, indexed)) continue; // another model's
-    if (indexed === dimension) adopted = true;
-    else await client.query(`DROP INDEX IF EXISTS "${name}"`);
-  }
-  return adopted;
-}
-
-const earlierIndexName = (model: string, dimension: number) =>
-  `chunk_embeddings_${createHash('sha256').update(`${model}/${dimension}`).digest('hex').slice(0, 16)}_hnsw`;
 
 /**
  * The nearest chunks the owners ($2) may see of a query vector ($1), at most $3 (see
