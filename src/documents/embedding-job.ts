@@ -34,6 +34,13 @@ export function embeddingJob(options: {
 }): JobKindDefinition<EmbeddingBatch> {
   const { embedder, dimension, vectors, logger, batchSize, retryMs } = options;
   let embedded = 0;
+  /**
+   * Batches between their start and their count. A sweep can find nothing missing once a
+   * batch's save is in and before that batch is counted (its query on another connection, or
+   * the save's answer still on its way back): it does not say "done" then, with the batch left
+   * out; the batch's end kicks the sweep that says it.
+   */
+  let running = 0;
   /** Dimension changes already logged, `from>to`: said once, not for every batch. */
   const warned = new Set<string>();
   /**
@@ -69,6 +76,7 @@ export function embeddingJob(options: {
         const against = stale();
         if ((await vectors.missing(embedder.id, against, 1)).length > 0) return [MISSING];
         if (against !== undefined) checked = against;
+        if (running > 0) return [];
         if (embedded > 0) logger.info({ embedded, model: embedder.id }, 'chunks embedded');
         embedded = 0;
         return [];
@@ -81,54 +89,63 @@ export function embeddingJob(options: {
       retried: nothing,
       bury: nothing,
     },
-    async run({ items }, signal) {
-      const found = await embedder.embedDocuments(
-        items.map((item) => item.content),
-        signal,
-      );
-      // A server that answers fewer (or more) vectors than texts would pair texts with the
-      // wrong vectors, or none: nothing of the batch is saved, and it is tried again.
-      if (found.length !== items.length) {
-        throw new Error(`the embedder returned ${found.length} vectors for ${items.length} texts`);
+    async run(batch, signal) {
+      running++;
+      try {
+        await embedBatch(batch, signal);
+      } finally {
+        running--;
       }
-      const batchDimension = dimensionOf(found);
-      if (batchDimension !== undefined) {
-        dimension.observe(batchDimension);
-        for (const { staleDimension: from } of items) {
-          if (from === null || from === batchDimension || warned.has(`${from}>${batchDimension}`)) {
-            continue;
-          }
-          warned.add(`${from}>${batchDimension}`);
-          // The texts the old model gave no vector are asked of the new one too (once: the
-          // change is said, and this done, once a process).
-          const retried = await vectors.forgetUnusable(embedder.id);
-          logger.warn(
-            { model: embedder.id, from, to: batchDimension, retried },
-            'the embedding model now gives vectors of another dimension: re-embedding its chunks',
-          );
-        }
-      }
-      // A text the model gives no usable vector (empty, not finite, zero, or of another
-      // dimension than the rest) is recorded as such and found by its words only: left
-      // missing, it was picked by every batch again, for ever.
-      const saved = items.map((item, i) => {
-        const vector = found[i];
-        const usable = isUsableVector(vector) && vector.length === batchDimension;
-        return { hash: item.hash, vector: usable ? vector : null };
-      });
-      const unusable = saved.filter((item) => item.vector === null).length;
-      if (unusable > 0) {
-        logger.warn(
-          { model: embedder.id, unusable, batch: items.length },
-          'the embedding model gave no usable vector for some chunks: they are found by their words only',
-        );
-      }
-      await vectors.save(embedder.id, saved);
-      embedded += items.length;
-      if (embedded % (batchSize * 10) === 0) logger.info({ embedded }, 'embedding chunks');
     },
     classify: (error) => ({ errorKind: errorKindOf(error), retry: 'pause', pauseMs: retryMs }),
   };
+
+  async function embedBatch({ items }: EmbeddingBatch, signal: AbortSignal): Promise<void> {
+    const found = await embedder.embedDocuments(
+      items.map((item) => item.content),
+      signal,
+    );
+    // A server that answers fewer (or more) vectors than texts would pair texts with the
+    // wrong vectors, or none: nothing of the batch is saved, and it is tried again.
+    if (found.length !== items.length) {
+      throw new Error(`the embedder returned ${found.length} vectors for ${items.length} texts`);
+    }
+    const batchDimension = dimensionOf(found);
+    if (batchDimension !== undefined) {
+      dimension.observe(batchDimension);
+      for (const { staleDimension: from } of items) {
+        if (from === null || from === batchDimension || warned.has(`${from}>${batchDimension}`)) {
+          continue;
+        }
+        warned.add(`${from}>${batchDimension}`);
+        // The texts the old model gave no vector are asked of the new one too (once: the
+        // change is said, and this done, once a process).
+        const retried = await vectors.forgetUnusable(embedder.id);
+        logger.warn(
+          { model: embedder.id, from, to: batchDimension, retried },
+          'the embedding model now gives vectors of another dimension: re-embedding its chunks',
+        );
+      }
+    }
+    // A text the model gives no usable vector (empty, not finite, zero, or of another
+    // dimension than the rest) is recorded as such and found by its words only: left
+    // missing, it was picked by every batch again, for ever.
+    const saved = items.map((item, i) => {
+      const vector = found[i];
+      const usable = isUsableVector(vector) && vector.length === batchDimension;
+      return { hash: item.hash, vector: usable ? vector : null };
+    });
+    const unusable = saved.filter((item) => item.vector === null).length;
+    if (unusable > 0) {
+      logger.warn(
+        { model: embedder.id, unusable, batch: items.length },
+        'the embedding model gave no usable vector for some chunks: they are found by their words only',
+      );
+    }
+    await vectors.save(embedder.id, saved);
+    embedded += items.length;
+    if (embedded % (batchSize * 10) === 0) logger.info({ embedded }, 'embedding chunks');
+  }
 }
 
 /** The dimension most of a batch's usable vectors have (a model gives one; ties: the first). */
