@@ -346,7 +346,14 @@ export class ChatService {
           case 'tool-result':
           case 'tool-error': {
             const failed = part.type === 'tool-error';
-            const error = failed ? errorText(part.error) : undefined;
+            const error = failed ? part.error : undefined;
+            if (failed && part.unexpected !== undefined) {
+              // The model was told only that the tool failed; the cause is here, as codes.
+              log.warn(
+                { tool: part.toolName, code: 'tool_failed', err: part.unexpected },
+                'tool failed unexpectedly',
+              );
+            }
             if (settings.logSteps)
               // `toolError`, not `error`: that field is serialized as an error (codes only),
               // and this verbose line is meant to show the reason.
@@ -569,10 +576,6 @@ const clientKept = (request: ChatRequest, answer: string): string | undefined =>
 
 const partial = (answer: string): ModelMessage[] =>
   answer ? [{ role: 'assistant', content: answer }] : [];
-
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /**
  * Events that tools send while the loop waits on them (a call waiting for approval blocks the

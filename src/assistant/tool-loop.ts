@@ -15,6 +15,7 @@ import {
 } from 'ai/internal';
 import { ReasoningTagSplitter } from '../models/reasoning-tag-splitter.ts';
 import type { CallSettings } from './chat-events.ts';
+import { ToolRefusal, toolFailureText } from './tool-refusal.ts';
 
 /**
  * The agent's tool loop, read straight off the provider's stream: call the model, run the
@@ -74,7 +75,10 @@ export type ToolLoopPart =
       toolCallId: string;
       toolName: string;
       input: unknown;
-      error: unknown;
+      /** What the model is told: a refusal's words, or a generic text (tool-refusal.ts). */
+      error: string;
+      /** What a tool threw unexpectedly, for the log (codes only) and never for the model. */
+      unexpected?: unknown;
     }
   | { type: 'finish-step'; finishReason: FinishReason; usage: LanguageModelUsage }
   | {
@@ -266,7 +270,10 @@ function* drain(settled: ToolOutput[], content: StepContent): Generator<ToolOutp
   }
 }
 
-/** Runs one tool call to its final output; a throw or a timeout becomes a tool error. */
+/**
+ * Runs one tool call to its final output; a throw or a timeout becomes a tool error, which the
+ * model reads: an unexpected throw is told as a generic text (tool-refusal.ts).
+ */
 async function runTool(
   call: { toolCallId: string; toolName: string; input: unknown },
   tools: ToolSet,
@@ -276,8 +283,11 @@ async function runTool(
 ): Promise<ToolOutput> {
   const { toolCallId, toolName, input } = call;
   const tool = Object.hasOwn(tools, toolName) ? tools[toolName] : undefined;
+  const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    if (!tool || !isExecutableTool(tool)) throw new Error(`tool ${toolName} cannot be run`);
+    if (!tool || !isExecutableTool(tool)) {
+      throw new ToolRefusal('tool_unavailable', `The tool ${toolName} cannot be run.`);
+    }
     let output: unknown;
     for await (const part of executeTool({
       tool,
@@ -285,15 +295,30 @@ async function runTool(
       options: {
         toolCallId,
         messages,
-        abortSignal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]),
+        abortSignal: AbortSignal.any([signal, timeout]),
         context: undefined as never, // Parley's tools take no context
       },
     })) {
       if (part.type === 'final') output = part.output;
     }
     return { type: 'tool-result', toolCallId, toolName, input, output };
-  } catch (error) {
-    return { type: 'tool-error', toolCallId, toolName, input, error };
+  } catch (thrown) {
+    const error =
+      timeout.aborted && !signal.aborted
+        ? new ToolRefusal(
+            'tool_timeout',
+            `The tool timed out: it took longer than ${timeoutMs} ms and was stopped.`,
+          )
+        : thrown;
+    const { text, unexpected } = toolFailureText(error);
+    return {
+      type: 'tool-error',
+      toolCallId,
+      toolName,
+      input,
+      error: text,
+      ...(unexpected ? { unexpected: error } : {}),
+    };
   }
 }
 

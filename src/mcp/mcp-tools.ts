@@ -3,6 +3,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { jsonSchema, type ToolSet, tool } from 'ai';
 import type { Logger } from 'pino';
 import type { ChatEvent } from '../assistant/chat-events.ts';
+import { ToolRefusal } from '../assistant/tool-refusal.ts';
 import type {
   ApprovalDecision,
   McpRepository,
@@ -239,7 +240,8 @@ export class McpTools {
       if (context.signal.aborted) throw error;
       const timedOut = /timed out|timeout/i.test(errorText(error));
       done(timedOut ? 'timeout' : 'failed', '');
-      throw new Error(
+      throw new ToolRefusal(
+        timedOut ? 'mcp_timeout' : 'mcp_call_failed',
         timedOut
           ? `The MCP server ${server.name} did not answer in time.`
           : `The MCP server ${server.name} failed during the call.`,

@@ -1,6 +1,7 @@
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
 import { isTimezoneName } from '../assistant/local-time.ts';
+import { ToolRefusal } from '../assistant/tool-refusal.ts';
 import type { UserRepository } from '../storage/user-repository.ts';
 import { visibleText } from '../visible-text.ts';
 
@@ -63,7 +64,8 @@ export function profileTools(context: ProfileToolContext) {
           (merged) => {
             const count = Object.keys(merged.facts ?? {}).length;
             if (count > MAX_FACTS) {
-              throw new Error(
+              throw new ToolRefusal(
+                'too_many_facts',
                 `That would keep ${count} facts; at most ${MAX_FACTS} are kept. Forget some first.`,
               );
             }

@@ -1,6 +1,5 @@
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
-import { AppError } from '../errors.ts';
 import { MAX_YEARS_AHEAD, type ReminderService } from '../reminders/reminder-service.ts';
 import type { ReminderRecord } from '../storage/reminder-repository.ts';
 import { visibleText } from '../visible-text.ts';
@@ -53,7 +52,7 @@ export function reminderTools(context: ReminderToolContext) {
         '7 days before, 1 day before and on the day.',
       inputSchema: setReminderInput,
       execute: async (input) =>
-        describeReminder(await asToolError(context.reminders.create(context.userId, input))),
+        describeReminder(await context.reminders.create(context.userId, input)),
     }),
     list_reminders: tool({
       description: "List the user's reminders from today on (or all), soonest first.",
@@ -67,7 +66,8 @@ export function reminderTools(context: ReminderToolContext) {
       description: "Cancel (delete) one of the user's reminders by its id.",
       inputSchema: cancelReminderInput,
       execute: async ({ id }) => {
-        await asToolError(context.reminders.cancel(context.userId, id));
+        // A refusal (an AppError: no such reminder) reaches the model in its own words.
+        await context.reminders.cancel(context.userId, id);
         return { cancelled: id };
       },
     }),
@@ -84,16 +84,6 @@ export function describeReminder(reminder: ReminderRecord) {
     ...(reminder.note ? { note: reminder.note } : {}),
     timezone: reminder.timezone,
   };
-}
-
-/** A refusal reaches the model as a plain error it can explain to the user. */
-async function asToolError<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    if (AppError.isInstance(error)) throw new Error(error.message);
-    throw error;
-  }
 }
 
 function isRealDate(value: string): boolean {

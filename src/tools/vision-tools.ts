@@ -3,6 +3,7 @@ import { APICallError, tool, zodSchema } from 'ai';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { RequestImage } from '../assistant/chat-events.ts';
+import { ToolRefusal } from '../assistant/tool-refusal.ts';
 import type { VisionModel } from '../vision/vision-model.ts';
 
 const analyzeImageInput = zodSchema(
@@ -51,7 +52,7 @@ export function visionTools(context: VisionToolContext) {
             { ms: Date.now() - started, status, cause: errorName(error) },
             'image analysis failed',
           );
-          throw new Error(shortReason(error, status));
+          throw new ToolRefusal('vision_failed', shortReason(error, status));
         }
       },
     }),

@@ -1,7 +1,8 @@
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
+import { ToolRefusal } from '../assistant/tool-refusal.ts';
 import { visibleText } from '../visible-text.ts';
-import type { SearchWeb } from '../web-search/web-search.ts';
+import { type SearchWeb, WebSearchError } from '../web-search/web-search.ts';
 
 const webSearchInput = zodSchema(
   z.object({
@@ -22,7 +23,14 @@ export function webSearchTools(context: { search: SearchWeb }) {
         'Search the web for current or outside information. Returns the top results with ' +
         'title, URL and a short snippet; cite the URLs you use.',
       inputSchema: webSearchInput,
-      execute: ({ query }, { abortSignal }) => context.search(query, abortSignal),
+      execute: async ({ query }, { abortSignal }) => {
+        try {
+          return await context.search(query, abortSignal);
+        } catch (error) {
+          if (!(error instanceof WebSearchError)) throw error;
+          throw new ToolRefusal(`web_search_${error.reason}`, error.message);
+        }
+      },
     }),
   };
 }

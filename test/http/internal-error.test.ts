@@ -5,15 +5,19 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
+import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 describe.each(ENGINES)('an unexpected server-side failure on the %s engine', (engine) => {
   let storage: EngineEnv;
   let dataDir: string;
   let parley: RunningParley;
+  let llm: FakeLlmServer;
 
   beforeAll(async () => {
+    llm = await startFakeLlmServer();
     storage = await engineEnv(engine);
     dataDir = mkdtempSync(join(tmpdir(), 'parley-500-'));
     // Break the schema under a stopped server (the embedded engine is locked while one runs):
@@ -24,10 +28,14 @@ describe.each(ENGINES)('an unexpected server-side failure on the %s engine', (en
     );
     await database.db.$client.query('DROP TABLE chunks, documents');
     await database.close();
-    parley = await startParley({ dataDir, env: storage.env });
+    parley = await startParley({
+      dataDir,
+      env: { ...storage.env, LLM_BASE_URL: llm.url, LLM_MODEL: 'fake-chat', LLM_MAX_RETRIES: '0' },
+    });
   });
   afterAll(async () => {
     await parley?.stop();
+    await llm?.close();
     await storage?.cleanup();
     rmSync(dataDir, { recursive: true, force: true });
   });
@@ -49,5 +57,38 @@ describe.each(ENGINES)('an unexpected server-side failure on the %s engine', (en
     expect(err).toContain('"code":"42P01"'); // undefined_table
     expect(err).toContain('document-repository.ts'); // where it happened
     expect((await parley.fetch('/health')).status).toBe(200); // and the service carries on
+  });
+
+  it('tells the model only that a tool failed; the cause is in the log as codes', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ name: 'search_documents', args: { query: 'private-query-5c1e' } }]),
+      reply.text('I could not search your documents just now.'),
+    );
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'what did my lease say?', user_id: 'broken-tool' }),
+    });
+    const stream = await readChat(response);
+    expect(stream.error).toBeUndefined();
+    expect(stream.text).toBe('I could not search your documents just now.');
+
+    // What the model was sent back (and so could repeat to the user): no SQL, no table.
+    const toolMessage = llm.chats
+      .at(-1)
+      ?.body.messages.find((message: { role: string }) => message.role === 'tool');
+    const told = String(toolMessage?.content);
+    expect(told).toContain('The tool failed (tool_failed): try again later, or answer without it.');
+    for (const internal of ['chunks', 'does not exist', 'select', 'Failed query']) {
+      expect(told).not.toContain(internal);
+    }
+
+    const logged = () => parley.logs.find((line) => line.msg === 'tool failed unexpectedly');
+    await expect.poll(() => logged()).toBeDefined();
+    expect(logged()).toMatchObject({ tool: 'search_documents', code: 'tool_failed' });
+    expect(JSON.stringify(logged()?.err)).toContain('"code":"42P01"'); // undefined_table
+    expect(parley.output()).not.toContain('private-query-5c1e');
+    llm.assertNoUnexpected();
+    llm.assertAllConsumed();
   });
 });
