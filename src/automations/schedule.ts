@@ -73,7 +73,7 @@ export function nextOccurrence(
   after: Date,
 ): Date | undefined {
   if (schedule.type === 'once') {
-    const at = wallInstant(schedule.date, minutesOf(schedule.time), timezone);
+    const at = zonedInstant(schedule.date, minutesOf(schedule.time), timezone);
     return at > after ? at : undefined;
   }
   if (schedule.type === 'every') {
@@ -90,7 +90,7 @@ export function nextOccurrence(
   for (let i = 0; i < 64; i++) {
     const day = addDays(from, i);
     if (!runsOn(schedule, day)) continue;
-    const at = wallInstant(day, minutes, timezone);
+    const at = zonedInstant(day, minutes, timezone);
     if (at > after) return at;
   }
   throw new Error('a calendar schedule found no day in 64');
@@ -147,61 +147,6 @@ function runsOn(schedule: Exclude<Schedule, { type: 'once' | 'every' }>, day: st
   const [year, month, date] = day.split('-').map(Number) as [number, number, number];
   const lastDay = new Date(Date.UTC(year, month, 0)).getUTCDate();
   return date === Math.min(schedule.day, lastDay);
-}
-
-/**
- * The instant it is `minutes` past midnight on `date` in the timezone. A time the clocks skip
- * that day (02:30 when they jump from 02:00 to 03:00) runs at the first minute that exists
- * after it (03:00); a time that happens twice (the autumn change) runs at the first.
- */
-export function wallInstant(date: string, minutes: number, timezone: string): Date {
-  const at = zonedInstant(date, minutes, timezone);
-  if (isWallTime(at, date, minutes, timezone)) return firstOf(at, date, minutes, timezone);
-  // In the gap: the answer is the jump itself, a few hours at most from `at`, on either side
-  // (`at` falls before it in zones behind UTC, after it in zones ahead: 03:30 in Berlin for
-  // 02:30). Find the first minute whose wall time is at or past the asked one.
-  let low = at.getTime() - 4 * HOUR_MS;
-  let high = at.getTime() + 4 * HOUR_MS;
-  while (high - low > 60_000) {
-    const middle = low + Math.floor((high - low) / 120_000) * 60_000;
-    if (reached(new Date(middle), date, minutes, timezone)) high = middle;
-    else low = middle;
-  }
-  return new Date(high);
-}
-
-/** The longest change of the clocks there is (Antarctica/Troll's two hours). */
-const LONGEST_CHANGE_MS = 2 * HOUR_MS;
-/** How far clocks go back in the autumn: two hours, one, or half of one (Lord Howe Island). */
-const CHANGES_BACK_MS = [2 * HOUR_MS, HOUR_MS, HOUR_MS / 2];
-
-/**
- * The first instant showing this wall time: `zonedInstant` gives the second one of a time that
- * happens twice in zones ahead of UTC (02:30 in Berlin on the autumn change is 00:30 UTC, then
- * 01:30 UTC). One look two hours back settles the usual day: the clock showed two hours less.
- */
-function firstOf(at: Date, date: string, minutes: number, timezone: string): Date {
-  const before = wallTimeOf(new Date(at.getTime() - LONGEST_CHANGE_MS), timezone);
-  if (minuteIndex(before.date, before.minutes) === minuteIndex(date, minutes) - 120) return at;
-  for (const back of CHANGES_BACK_MS) {
-    const earlier = new Date(at.getTime() - back);
-    if (isWallTime(earlier, date, minutes, timezone)) return earlier;
-  }
-  return at;
-}
-
-/** Minutes since 1970-01-01 00:00 of a wall time, to compare wall times across midnight. */
-const minuteIndex = (date: string, minutes: number) =>
-  Date.parse(`${date}T00:00:00Z`) / 60_000 + minutes;
-
-function isWallTime(at: Date, date: string, minutes: number, timezone: string): boolean {
-  const wall = wallTimeOf(at, timezone);
-  return wall.date === date && wall.minutes === minutes;
-}
-
-function reached(at: Date, date: string, minutes: number, timezone: string): boolean {
-  const wall = wallTimeOf(at, timezone);
-  return wall.date > date || (wall.date === date && wall.minutes >= minutes);
 }
 
 export function minutesOf(time: string): number {

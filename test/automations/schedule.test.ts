@@ -4,9 +4,9 @@ import {
   latestOccurrence,
   nextOccurrence,
   type Schedule,
-  wallInstant,
 } from '../../src/automations/schedule.ts';
 import { scheduleInWords } from '../../src/automations/schedule-words.ts';
+import { zonedInstant } from '../../src/reminders/zoned-time.ts';
 
 const NY = 'America/New_York';
 const at = (iso: string) => new Date(iso);
@@ -42,7 +42,7 @@ describe('automation schedules', () => {
 
   it('runs a time the clocks skip at the next one that exists, and a doubled time once', () => {
     // 02:30 does not exist in New York on 2030-03-10: the clocks go from 02:00 to 03:00 EDT.
-    expect(wallInstant('2030-03-10', 150, NY).toISOString()).toBe('2030-03-10T07:00:00.000Z');
+    expect(zonedInstant('2030-03-10', 150, NY).toISOString()).toBe('2030-03-10T07:00:00.000Z');
     expect(occurrences({ type: 'daily', time: '02:30' }, NY, '2030-03-09T00:00:00Z', 3)).toEqual([
       '2030-03-09T07:30:00.000Z',
       '2030-03-10T07:00:00.000Z',
@@ -73,7 +73,7 @@ describe('automation schedules', () => {
       '2030-10-28T01:30:00.000Z',
     ]);
     // Lord Howe goes back half an hour (02:00 → 01:30) on 2030-04-07: 01:45 happens twice.
-    expect(wallInstant('2030-04-07', 105, 'Australia/Lord_Howe').toISOString()).toBe(
+    expect(zonedInstant('2030-04-07', 105, 'Australia/Lord_Howe').toISOString()).toBe(
       '2030-04-06T14:45:00.000Z',
     );
   });

@@ -243,4 +243,26 @@ describe.each(ENGINES)('reminder notices on the %s engine', (engine) => {
     // The title went to Telegram, never into the log.
     expect(stack.parley.output()).not.toContain('private-title');
   });
+
+  it('sends a notice falling in an hour the clocks skip or repeat at its first minute', async () => {
+    await stack.tickAt('2030-09-01T00:00:00Z');
+    await profile('santiago', { timezone: 'America/Santiago', telegram_chat_id: '8001' });
+    await profile('sydney', { timezone: 'Australia/Sydney', telegram_chat_id: '8002' });
+    await profile('berlin', { timezone: 'Europe/Berlin', telegram_chat_id: '8003' });
+    // D-0 an hour before: Santiago's 00:00 on Sep 8 is skipped (23:59 → 01:00), Sydney's 02:30
+    // on Oct 6 too (01:59 → 03:00), Berlin's 02:30 on Oct 27 happens twice (CEST, then CET).
+    await stack.setReminder('santiago', { title: 'Train', date: '2030-09-08', time: '00:30' });
+    await stack.setReminder('sydney', { title: 'Ferry', date: '2030-10-06', time: '03:30' });
+    await stack.setReminder('berlin', { title: 'Flight', date: '2030-10-27', time: '03:30' });
+    const last = (chatId: string) => texts(chatId).at(-1)?.split('\n')[0];
+
+    await stack.tickAt('2030-09-08T03:00:00Z'); // 23:00 on Sep 7 in Santiago: not yet D-0
+    expect(last('8001')).toBe('🔔 Reminder (D-1): Train');
+    await stack.tickAt('2030-09-08T04:00:00Z'); // 01:00, the first minute of Sep 8
+    expect(last('8001')).toBe('🔔 Reminder (D-0): Train');
+    await stack.tickAt('2030-10-05T16:00:00Z'); // 03:00 AEDT
+    expect(last('8002')).toBe('🔔 Reminder (D-0): Ferry');
+    await stack.tickAt('2030-10-27T00:30:00Z'); // the first 02:30, CEST
+    expect(last('8003')).toBe('🔔 Reminder (D-0): Flight');
+  });
 });
