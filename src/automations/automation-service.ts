@@ -135,15 +135,18 @@ export class AutomationService {
     if (!(await this.#o.automations.delete(userId, id))) throw noAutomation();
   }
 
-  /** Queues a run now, whatever the schedule and status; it counts like any other run. */
+  /**
+   * Queues a run now, whatever the schedule and status; it counts like any other run. Refused
+   * while a run of the automation is queued or running: a second press would run it twice.
+   */
   async runNow(userId: string, id: string): Promise<void> {
-    await this.get(userId, id);
     const queued = await this.#o.automations.queueManual(userId, id, this.#o.clock.now());
-    if (!queued) {
+    if (!queued) throw noAutomation();
+    if (queued === 'busy') {
       throw new AppError(
-        'automation_run_queued',
+        'automation_run_busy',
         409,
-        'A run of this automation was just asked for.',
+        'A run of this automation is already queued or running; ask again once it has finished.',
       );
     }
     this.#o.queued();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Schedule } from '../automations/schedule.ts';
 import type { Db } from './database.ts';
+import { withTransaction } from './transaction.ts';
 
 export type AutomationStatus = 'active' | 'paused' | 'finished';
 export type RunStatus = 'queued' | 'running' | 'done' | 'failed' | 'refused' | 'skipped';
@@ -358,22 +359,41 @@ export class AutomationRepository {
   }
 
   /**
-   * Queues a "run now" at `now` (a millisecond after the previous one, if that was later: the
-   * occurrence names the run); undefined when the automation is not the user's.
+   * Queues a "run now" at `now` (a millisecond after the latest run, if that was later: the
+   * occurrence names the run, scheduled or not), unless a run of the automation is queued or running ('busy':
+   * pressing twice would run the prompt twice); undefined when the automation is not the
+   * user's. A run left 'running' by a runner that died counts when it is manual (it is taken
+   * over and run again), not when it is a scheduled one (it is only settled as failed). The
+   * automation's row is locked first, so two presses at once see each other's run.
    */
-  async queueManual(userId: string, automationId: string, now: Date): Promise<string | undefined> {
-    const { rows } = await this.#db.$client.query<{ id: string }>(
-      `INSERT INTO automation_runs (id, automation_id, occurrence, manual, status)
-       SELECT $1, a.id,
-              GREATEST($3, (SELECT max(r.occurrence) + interval '1 millisecond'
-                              FROM automation_runs r WHERE r.automation_id = a.id AND r.manual)),
-              true, 'queued'
-         FROM automations a WHERE a.user_id = $4 AND a.id = $2
-       ON CONFLICT (automation_id, occurrence) DO NOTHING
-       RETURNING id`,
-      [randomUUID(), automationId, now, userId],
-    );
-    return rows[0]?.id;
+  async queueManual(
+    userId: string,
+    automationId: string,
+    now: Date,
+  ): Promise<'queued' | 'busy' | undefined> {
+    return withTransaction(this.#db.$client, async (client) => {
+      const owned = await client.query(
+        'SELECT 1 FROM automations WHERE user_id = $1 AND id = $2 FOR UPDATE',
+        [userId, automationId],
+      );
+      if (owned.rowCount === 0) return undefined;
+      const { rows } = await client.query<{ id: string }>(
+        `INSERT INTO automation_runs (id, automation_id, occurrence, manual, status)
+         SELECT $1, $2::uuid,
+                GREATEST($3, (SELECT max(r.occurrence) + interval '1 millisecond'
+                                FROM automation_runs r WHERE r.automation_id = $2)),
+                true, 'queued'
+          WHERE NOT EXISTS (
+                SELECT 1 FROM automation_runs r
+                 WHERE r.automation_id = $2
+                   AND (r.status = 'queued'
+                        OR (r.status = 'running' AND (r.manual OR r.claimed_until > $3))))
+         ON CONFLICT (automation_id, occurrence) DO NOTHING
+         RETURNING id`,
+        [randomUUID(), automationId, now],
+      );
+      return rows[0] ? 'queued' : 'busy';
+    });
   }
 
   /**

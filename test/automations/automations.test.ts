@@ -369,6 +369,30 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     expect(made.prompt).toBe(prompt);
   });
 
+  it('refuses "run now" with a 409 while a run of it is queued or running', async () => {
+    const made = await create('twice', {
+      prompt: 'Sum up the week',
+      schedule: { type: 'daily', time: '09:00' },
+    });
+    const run = `/users/twice/automations/${made.id}/run`;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    stack.llm.enqueue(reply.text('Summed up.', { pace: () => held }));
+    expect((await api('POST', run)).status).toBe(202);
+    expect(await api('POST', run)).toMatchObject({
+      status: 409,
+      body: { detail: expect.stringContaining('already queued or running') },
+    });
+    release();
+    await waitFor(async () => (await runsOf('twice', made.id))[0]?.status === 'done');
+    expect(await runsOf('twice', made.id)).toHaveLength(1);
+    stack.llm.enqueue(reply.text('Again.'));
+    expect((await api('POST', run)).status).toBe(202); // once it is over, it may run again
+    await waitFor(async () => (await runsOf('twice', made.id))[0]?.status === 'done');
+  });
+
   it('titles its conversation within a title’s limits; a name is one line', async () => {
     const lines = await api('POST', '/users/titled/automations', {
       name: 'Morning\nbrief',
