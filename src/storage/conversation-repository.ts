@@ -25,8 +25,11 @@ export interface ListedConversation extends Conversation {
 /** Where a page of the list ends: the next page starts after it. */
 export interface ListCursor {
   pinned: boolean;
-  /** `updated_at` as the database writes it (microseconds, which a Date would lose). */
-  updatedAt: string;
+  /**
+   * `updated_at` in microseconds since 1970 (a Date would lose them; the database's text
+   * depends on its DateStyle).
+   */
+  updatedMicros: number;
   id: string;
 }
 
@@ -38,13 +41,13 @@ interface ConversationRow {
   current: boolean;
   created_at: Date;
   updated_at: Date;
-  updated_key: string;
+  updated_micros: string;
   leaf_run_id: string | null;
   preview?: string | null;
 }
 
 const COLUMNS = `c.id, c.title, c.title_source, c.pinned, c.created_at, c.updated_at,
-  c.updated_at::text AS updated_key, c.leaf_run_id,
+  (extract(epoch FROM c.updated_at) * 1000000)::bigint::text AS updated_micros, c.leaf_run_id,
   EXISTS (SELECT 1 FROM current_conversations k
            WHERE k.user_id = c.user_id AND k.conversation_id = c.id) AS current`;
 
@@ -185,17 +188,18 @@ export class ConversationRepository {
                 ORDER BY m.id DESC LIMIT 1) AS preview
          FROM conversations c
         WHERE c.user_id = $1
-          AND ($2::boolean IS NULL OR (c.pinned, c.updated_at, c.id) < ($2, $3::timestamptz, $4::uuid))
+          AND ($2::boolean IS NULL OR (c.pinned, c.updated_at, c.id)
+               < ($2, 'epoch'::timestamptz + $3::bigint * interval '1 microsecond', $4::uuid))
         ORDER BY c.pinned DESC, c.updated_at DESC, c.id DESC
         LIMIT $5`,
-      [userId, after?.pinned ?? null, after?.updatedAt ?? null, after?.id ?? null, limit],
+      [userId, after?.pinned ?? null, after?.updatedMicros ?? null, after?.id ?? null, limit],
     );
     const lastRow = rows.at(-1);
     return {
       conversations: rows.map((row) => ({ ...toConversation(row), preview: row.preview ?? '' })),
       last: lastRow && {
         pinned: lastRow.pinned,
-        updatedAt: lastRow.updated_key,
+        updatedMicros: Number(lastRow.updated_micros),
         id: lastRow.id,
       },
     };

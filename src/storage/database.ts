@@ -76,6 +76,16 @@ export async function openDatabase(
   });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => logger.warn({ err: error }, 'database connection lost'));
+  // pg reads timestamps in the ISO DateStyle only: on a server or database set to another
+  // ('SQL, DMY', 'German') every date read back was null. Queued before the client's first
+  // query, so it runs first; a failure there fails that query's connection, not the process.
+  if (!embedded) {
+    pool.on('connect', (client) => {
+      client.query('SET DateStyle = ISO').catch((error: Error) => {
+        logger.warn({ err: error }, 'could not set DateStyle on a database connection');
+      });
+    });
+  }
   // Either leaves the embedded engine unable to answer: /health must say so, not "ok".
   let engineDown = false;
   embedded?.exited.then((code) => {

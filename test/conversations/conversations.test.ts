@@ -18,6 +18,7 @@ interface Conversation {
   current: boolean;
   leaf_run_id: string | null;
   preview?: string;
+  updated_at: string;
 }
 interface Turn {
   run_id: string;
@@ -42,7 +43,8 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
 
   beforeAll(async () => {
     llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
+    // A server database writing dates day first: Parley must not depend on its DateStyle.
+    storage = await engineEnv(engine, { datestyle: 'SQL, DMY' });
     parley = await startParley({
       env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', ...storage.env },
     });
@@ -187,6 +189,14 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
     const next = await list('bea', `?limit=2&cursor=${page.next_cursor}`);
     expect(next.conversations.map((c) => c.title)).toEqual(['first topic']);
     expect(next.next_cursor).toBeNull();
+    // Times read back are today's whatever the database's DateStyle (not 1970: unread, null).
+    const ages = [...page.conversations, ...next.conversations].map(
+      (c) => Date.now() - Date.parse(c.updated_at),
+    );
+    expect(
+      ages.every((age) => age >= 0 && age < 600_000),
+      String(ages),
+    ).toBe(true);
 
     expect(
       (await chat({ user_id: 'bea', message: 'x', conversation_id: crypto.randomUUID() })).status,

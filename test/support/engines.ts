@@ -4,7 +4,11 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { parseConfig } from '../../src/config.ts';
 import { type Database, openDatabase } from '../../src/storage/database.ts';
-import { createTestDatabase, type TestDatabase } from './postgres-server.ts';
+import {
+  createTestDatabase,
+  type TestDatabase,
+  type TestDatabaseOptions,
+} from './postgres-server.ts';
 
 /**
  * The two storage engines every storage-touching test runs on: the embedded PGlite (no
@@ -31,7 +35,7 @@ export type VectorSetup = (typeof VECTOR_SETUPS)[number];
 
 export async function engineEnv(
   engine: Engine,
-  options: { pgvector?: boolean } = {},
+  options: TestDatabaseOptions = {},
 ): Promise<EngineEnv> {
   if (engine === 'embedded') {
     if (options.pgvector === false) throw new Error('the embedded engine always has pgvector');

@@ -23,6 +23,8 @@ const ROLE_WITHOUT_PGVECTOR = 'parley_no_pgvector';
 export interface TestDatabaseOptions {
   /** false: Parley connects as a role that may not create the `vector` extension. */
   pgvector?: boolean;
+  /** The database's own DateStyle (e.g. 'SQL, DMY'), as an operator may have set it. */
+  datestyle?: string;
 }
 
 export async function createTestDatabase(options: TestDatabaseOptions = {}): Promise<TestDatabase> {
@@ -39,6 +41,9 @@ export async function createTestDatabase(options: TestDatabaseOptions = {}): Pro
     url.username = ROLE_WITHOUT_PGVECTOR;
   } else {
     await admin(`CREATE DATABASE ${name}`);
+  }
+  if (options.datestyle) {
+    await admin(`ALTER DATABASE ${name} SET datestyle = '${options.datestyle}'`);
   }
   return {
     url: url.toString(),

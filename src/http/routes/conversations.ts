@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { isRealDate } from '../../automations/real-date.ts';
 import type { ConversationService } from '../../conversations/conversation-service.ts';
 import { TITLE_MAX_CHARS } from '../../conversations/question-title.ts';
 import type { Conversation, ListCursor } from '../../storage/conversation-repository.ts';
@@ -87,38 +86,31 @@ const toTurnBody = (turn: StoredTurn) => {
 };
 
 /**
- * A timestamptz as PostgreSQL writes it as text (ISO DateStyle), to compare in full. Its
- * fields are bounded and its date checked: PostgreSQL refuses a time such as 2026-02-31
- * (a 500 when a cursor was made up).
+ * An opaque list cursor: where the previous page ended, its time in microseconds since 1970
+ * (any safe integer is a time PostgreSQL can hold). A cursor from before this form (the
+ * database's text of the time) is refused like a made-up one: the client starts again.
  */
-const DATABASE_TIME =
-  /^(\d{4}-\d{2}-\d{2}) ([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?[+-](0\d|1[0-5])(:[0-5]\d){0,2}$/;
-const isDatabaseTime = (value: string) => {
-  const date = DATABASE_TIME.exec(value)?.[1];
-  return date !== undefined && isRealDate(date);
-};
-
-/** An opaque list cursor: where the previous page ended. */
 const cursorSchema = z
   .string()
   .max(200)
   .transform((value, ctx): ListCursor => {
     try {
-      const [pinned, updatedAt, id] = JSON.parse(Buffer.from(value, 'base64url').toString());
+      const [pinned, updatedMicros, id] = JSON.parse(Buffer.from(value, 'base64url').toString());
       if (
         typeof pinned === 'boolean' &&
-        typeof updatedAt === 'string' &&
-        isDatabaseTime(updatedAt) &&
+        Number.isSafeInteger(updatedMicros) &&
         z.uuid().safeParse(id).success
       ) {
-        return { pinned, updatedAt, id };
+        return { pinned, updatedMicros, id };
       }
     } catch {}
     ctx.addIssue({ code: 'custom', message: 'must be the next_cursor of a previous page' });
     return z.NEVER;
   });
 const encodeCursor = (cursor: ListCursor) =>
-  Buffer.from(JSON.stringify([cursor.pinned, cursor.updatedAt, cursor.id])).toString('base64url');
+  Buffer.from(JSON.stringify([cursor.pinned, cursor.updatedMicros, cursor.id])).toString(
+    'base64url',
+  );
 const positionSchema = z
   .string()
   .regex(/^\d{1,18}$/, { message: 'must be the next_before of a previous page' });
