@@ -1,6 +1,7 @@
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
-import type { GraphService } from '../graph/graph-service.ts';
+import { ToolRefusal } from '../assistant/tool-refusal.ts';
+import { GraphFullError, type GraphService } from '../graph/graph-service.ts';
 import { TERM_MAX_CHARS } from '../graph/term-key.ts';
 import { visibleText } from '../visible-text.ts';
 
@@ -29,7 +30,13 @@ export function graphTools(context: { userId: string; graph: GraphService }) {
         'object), e.g. ("Minsu", "works at", "Samsung"). Only what the user told you.',
       inputSchema: addRelationInput,
       execute: async ({ subject, relation, object }) => {
-        const added = await context.graph.add(context.userId, { subject, relation, object });
+        const added = await context.graph
+          .add(context.userId, { subject, relation, object })
+          .catch((error: unknown) => {
+            // The graph's limit, in words the model passes on (any other throw is unexpected).
+            if (error instanceof GraphFullError) throw new ToolRefusal('graph_full', error.message);
+            throw error;
+          });
         return { stored: added, already_known: !added };
       },
     }),

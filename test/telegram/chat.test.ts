@@ -593,7 +593,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
   });
 
   it('lists a conversation begun with nothing visible as untitled, not as a blank line', async () => {
-    await stack.link('erin', 522);
+    await stack.link('uma', 522);
     stack.llm.enqueue(reply.text('Hello?'));
     await stack.ask(522, '\u200b\u2060');
     const from = stack.telegram.sentTo('522').length;
