@@ -1,14 +1,12 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -52,7 +50,7 @@ const RETRY_MS = 3_600_000; // no retry by the clock: a batch that failed would 
 
 describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: Awaited<ReturnType<typeof restartSetup>>;
   let parley: RunningParley;
   let dataDir: string;
   /** The dimension the fake model answers now: its vectors padded with zeros to it. */
@@ -64,8 +62,7 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
     return vector.length === 0 ? [] : [...vector, ...new Array(dimension - 4).fill(0)];
   };
   const env = () => ({
-    LLM_BASE_URL: llm.url,
-    LLM_MAX_RETRIES: '0',
+    ...setup.env,
     EMBEDDINGS_PROVIDER: 'openai',
     EMBEDDINGS_BASE_URL: llm.url,
     EMBEDDINGS_MODEL: 'fake-embed',
@@ -73,7 +70,6 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
     EMBEDDINGS_RETRY_MS: String(RETRY_MS),
     CHUNK_MAX_TOKENS: '32',
     CHUNK_OVERLAP_TOKENS: '0',
-    ...storage.env,
   });
   const search = (query: string) => searchThroughChat(parley, llm, query);
   /** The texts of each embeddings request that carried documents' texts (not a query's). */
@@ -86,9 +82,8 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
     parley.waitForLog((line) => line.msg === msg && parley.logs.indexOf(line) >= from, 30_000);
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer({ embed });
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-embedding-spaces-'));
+    setup = await restartSetup(engine, {}, { embed });
+    ({ llm, dataDir } = setup);
     parley = await startParley({ dataDir, env: env() });
     const ready = await parley.waitForLog((line) => line.msg === 'database ready');
     expect(ready.vector).toBe(true);
@@ -99,9 +94,7 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   it('stores the rest of a batch with an empty vector, first or in the middle, and ends', async () => {
@@ -174,7 +167,7 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
     // for the texts the model gave none.
     await parley.stop();
     const database = await openDatabase(
-      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: storage.env.DATABASE_URL },
+      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: setup.env.DATABASE_URL },
       pino({ level: 'silent' }),
     );
     try {

@@ -2,7 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Engine, engineEnv } from './engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from './fake-llm-server.ts';
+import {
+  type FakeLlmServer,
+  type FakeLlmServerOptions,
+  startFakeLlmServer,
+} from './fake-llm-server.ts';
 
 /**
  * What outlives one Parley process in a restart test: a fake model, an engine's storage and a
@@ -12,13 +16,14 @@ import { type FakeLlmServer, startFakeLlmServer } from './fake-llm-server.ts';
 export async function restartSetup(
   engine: Engine,
   env: Record<string, string> = {},
+  llmOptions: FakeLlmServerOptions = {},
 ): Promise<{
   llm: FakeLlmServer;
   dataDir: string;
   env: Record<string, string>;
   cleanup: () => Promise<void>;
 }> {
-  const llm = await startFakeLlmServer();
+  const llm = await startFakeLlmServer(llmOptions);
   const storage = await engineEnv(engine);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-restart-'));
   return {
