@@ -202,6 +202,8 @@ describe.each(ENGINES)('the embedding backfill, on the %s engine', (engine) => {
     ['infinite, in the middle', (i: number) => (i === 1 ? [1, Number.POSITIVE_INFINITY, 0] : null)],
     ['zero, first', (i: number) => (i === 0 ? [0, 0, 0] : null)],
     ['of another dimension than the rest, in the middle', (i: number) => (i === 1 ? [1, 1] : null)],
+    // No usable vector in the batch at all: no dimension to learn from it.
+    ['empty, every one of the batch', (_: number) => []],
   ])(
     'records a text whose vector is %s as having none, saves the rest, and ends',
     async (_, bad) => {
