@@ -32,6 +32,10 @@ export interface ServerOptions {
   onLogLine?: (text: string) => void;
   /** Another checkout of Parley to run (to compare two commits side by side). */
   root?: URL;
+  /** A command that runs node, e.g. `valgrind --tool=callgrind` (bench/chat-instructions.ts). */
+  wrapper?: readonly string[];
+  /** How long to wait for the first 200 from /health (default 60 s; under valgrind minutes). */
+  startTimeoutMs?: number;
 }
 
 /**
@@ -57,6 +61,7 @@ export async function startServer(options: ServerOptions = {}): Promise<BenchSer
     },
     undefined,
     options.root,
+    options.wrapper,
   );
   const logs: string[] = [];
   let listeningAt: number | undefined;
@@ -81,7 +86,10 @@ export async function startServer(options: ServerOptions = {}): Promise<BenchSer
   let healthyAt: number | undefined;
   while (healthyAt === undefined) {
     if (exited) throw new Error(`Parley exited before it was healthy:\n${logs.join('\n')}`);
-    if (performance.now() - spawnedAt > 60_000) throw new Error('Parley did not start in 60 s');
+    const timeoutMs = options.startTimeoutMs ?? 60_000;
+    if (performance.now() - spawnedAt > timeoutMs) {
+      throw new Error(`Parley did not start in ${timeoutMs / 1000} s`);
+    }
     try {
       const response = await fetch(`${url}/health`);
       await response.arrayBuffer();

@@ -45,9 +45,13 @@ export function spawnParley(
   stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
   /** Another checkout to run (a benchmark comparing two commits); default: this one. */
   root?: URL,
+  /** A command that runs node (a benchmark's `valgrind …`); default: node itself. */
+  wrapper: readonly string[] = [],
 ): ChildProcess {
   const start = root ? startCommand(root) : START;
-  return spawn(process.execPath, start.args, {
+  const [command = process.execPath, ...wrapperArgs] = wrapper;
+  const args = wrapper.length > 0 ? [...wrapperArgs, process.execPath, ...start.args] : start.args;
+  return spawn(command, args, {
     env: {
       ...start.env,
       PATH: process.env.PATH,
