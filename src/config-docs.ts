@@ -221,7 +221,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   INGEST_PROCESS_IDLE_MS: {
     doc: 'How long an extraction process waits for the next upload before it exits; `0` starts one per upload.',
   },
-  INGEST_CONCURRENCY: { doc: 'Extractions at once; more uploads wait their turn.' },
+  INGEST_CONCURRENCY: {
+    doc: 'Uploads extracted and stored at once; more uploads wait their turn.',
+  },
   OCR_ENABLED: { doc: 'Read scanned PDF pages with Tesseract (English, Korean).' },
   DEFAULT_TIMEZONE: {
     doc: 'Timezone (IANA) of users whose profile names none: their "today", their reminders\' days.',

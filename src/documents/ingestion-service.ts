@@ -143,8 +143,11 @@ export class IngestionService {
     if (owner !== undefined) await access.admit(owner, upload.bytes, source);
     const started = performance.now();
     const log = this.#logger.child({ kind, bytes: upload.bytes });
-    const document = await this.#slots.run(() =>
-      this.#extraction
+    if (this.#slots.busy) log.info({ waiting: this.#slots.waiting + 1 }, 'upload queued');
+    // Extraction and storing share a slot: at most INGEST_CONCURRENCY ingestions write to the
+    // database at once, so another user's queries wait behind a few short batches, not all.
+    const { document, chunks, extractedMs } = await this.#slots.run(async () => {
+      const extracted = await this.#extraction
         .run(
           {
             path: upload.path,
@@ -159,14 +162,21 @@ export class IngestionService {
           if (!(error instanceof ExtractionFailure)) throw error;
           log.info({ code: error.code }, 'extraction refused the file');
           throw new AppError(error.code, error.code === 'unsupported' ? 415 : 422, error.message);
-        }),
-    );
-    const extractedMs = Math.round(performance.now() - started);
-    const { chunks } = await this.#documents.ingest(
-      { source, filename, contentType: CONTENT_TYPES[kind], bytes: upload.bytes, document },
-      signal,
-      owner,
-    );
+        });
+      const extractedAt = Math.round(performance.now() - started);
+      const stored = await this.#documents.ingest(
+        {
+          source,
+          filename,
+          contentType: CONTENT_TYPES[kind],
+          bytes: upload.bytes,
+          document: extracted,
+        },
+        signal,
+        owner,
+      );
+      return { document: extracted, chunks: stored.chunks, extractedMs: extractedAt };
+    });
     log.info(
       {
         pages: document.pages.length,

@@ -8,6 +8,16 @@ export class Slots {
     this.#size = size;
   }
 
+  /** Whether a new holder would wait. */
+  get busy(): boolean {
+    return this.#used >= this.#size;
+  }
+
+  /** Holders waiting for a slot. */
+  get waiting(): number {
+    return this.#waiting.length;
+  }
+
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.#used >= this.#size) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     else this.#used++;

@@ -1,7 +1,17 @@
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { ChunkHit } from './chunk-hit.ts';
 import type { Db } from './database.ts';
-import { POSTINGS_PER_TERM, removePostings, searchBm25, writePostings } from './lexical-index.ts';
+import { HIDDEN, hiddenSource } from './hidden-documents.ts';
+import {
+  averageLengthWith,
+  countIntoStatistics,
+  POSTINGS_PER_TERM,
+  removePostings,
+  searchBm25,
+  subtractFromStatistics,
+  writePostings,
+} from './lexical-index.ts';
 import { withTransaction } from './transaction.ts';
 import { pruneOrphanVectors } from './vector-store.ts';
 
@@ -44,6 +54,17 @@ export interface NewChunk {
 const INDEX_WRITE_LOCK = 0x646f6373; // "docs"
 
 /**
+ * Chunks written per transaction. On the embedded engine every query waits for the one
+ * connection while a transaction holds it: a 2 MB text (2,300 chunks, 150,000 postings) in one
+ * transaction held it 6–10 s, and six such uploads queued a chat for 40 s and an upload past
+ * the pool's 60 s wait. 128 chunks (about 8,000 postings) hold it a fraction of a second.
+ */
+export const WRITE_BATCH_CHUNKS = 128;
+
+/** A hidden row left this long is a crashed ingestion's: deleted by the next large one. */
+const ABANDONED_AFTER = '1 hour';
+
+/**
  * Sources, their chunks and the lexical (BM25) index over them. Uploaded documents are
  * shared by all users; rows owned by a user are only ever read with that user's id.
  */
@@ -53,9 +74,13 @@ export class DocumentRepository {
   readonly #postingsPerTerm: number;
 
   /** `postingsPerTerm`: see POSTINGS_PER_TERM (benchmarks vary it). */
-  constructor(db: Db, postingsPerTerm = POSTINGS_PER_TERM) {
+  readonly #batchChunks: number;
+
+  /** `postingsPerTerm`: see POSTINGS_PER_TERM (benchmarks vary it). */
+  constructor(db: Db, postingsPerTerm = POSTINGS_PER_TERM, batchChunks = WRITE_BATCH_CHUNKS) {
     this.#db = db;
     this.#postingsPerTerm = postingsPerTerm;
+    this.#batchChunks = batchChunks;
   }
 
   /**
@@ -80,14 +105,17 @@ export class DocumentRepository {
     return rows.length > 0;
   }
 
-  /** Deletes a shared source with its chunks and postings. False for an unknown source. */
-  deleteSource(source: string): Promise<boolean> {
-    return withTransaction(this.#db.$client, async (client) => {
+  /**
+   * Deletes a shared source with its chunks and postings. False for an unknown source. It
+   * leaves searches at once; its rows go a batch a transaction.
+   */
+  async deleteSource(source: string): Promise<boolean> {
+    const hidden = await withTransaction(this.#db.$client, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
-      const removed = await removeDocument(client, SHARED, source);
-      if (removed) await pruneOrphanVectors(client, removed);
-      return removed !== undefined;
+      return hideDocument(client, SHARED, source);
     });
+    if (hidden !== undefined) await this.#deleteHidden(hidden);
+    return hidden !== undefined;
   }
 
   /** A user's own sources of one kind (conversation memories), newest first, with their text. */
@@ -140,19 +168,79 @@ export class DocumentRepository {
   }
 
   /**
-   * Replaces a source (owner + name) with a new set of chunks in one transaction: a search
-   * running meanwhile sees the old set or the new one, a crash leaves the old one, and two
-   * replacements of one source run one after the other, the later one winning. Returns the
-   * number of chunks stored. Aborting before the commit stores nothing.
+   * Replaces a source (owner + name) with a new set of chunks: a search running meanwhile sees
+   * the old set or the new one, a crash leaves the old one, and two replacements of one source
+   * run one after the other, the later one winning. Returns the number of chunks stored.
+   * Aborting before the new set is visible stores nothing.
+   *
+   * Up to WRITE_BATCH_CHUNKS chunks are written in one transaction. More are written a batch a
+   * transaction under a hidden document row, then made visible (the statistics counted, the
+   * old version hidden) in one short transaction; the old version's rows are deleted after,
+   * a batch a transaction. No transaction holds a connection long, so other queries (on the
+   * embedded engine, every other query) are served between the batches.
    */
-  replaceSource(
+  async replaceSource(
     document: NewDocument,
     chunks: readonly NewChunk[],
     signal?: AbortSignal,
   ): Promise<number> {
-    return withTransaction(this.#db.$client, async (client) => {
+    if (chunks.length <= this.#batchChunks) return this.#replaceAtOnce(document, chunks, signal);
+    await this.#deleteAbandoned();
+    const staged = await this.#db.$client.query<{ id: string }>(
+      `INSERT INTO documents (source, owner, kind) VALUES ($1, $2, $3) RETURNING id`,
+      [hiddenSource(randomUUID()), document.owner, HIDDEN],
+    );
+    const id = String(staged.rows[0]?.id);
+    let visible = false;
+    try {
+      const avgdl = await withTransaction(this.#db.$client, (client) =>
+        averageLengthWith(client, document.owner, chunks),
+      );
+      for (let from = 0; from < chunks.length; from += this.#batchChunks) {
+        signal?.throwIfAborted();
+        const batch = chunks.slice(from, from + this.#batchChunks);
+        await withTransaction(this.#db.$client, (client) =>
+          insertChunks(client, Number(id), document.owner, batch, from, avgdl),
+        );
+      }
+      signal?.throwIfAborted();
+      const replaced = await withTransaction(this.#db.$client, async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
+        const old = await hideDocument(client, document.owner, document.source);
+        await countIntoStatistics(client, document.owner, chunks);
+        await client.query(
+          `UPDATE documents SET source = $2, kind = $3, filename = $4, content_type = $5,
+                  bytes = $6, chunk_count = $7, created_at = now()
+           WHERE id = $1`,
+          [
+            id,
+            document.source,
+            document.kind,
+            document.filename,
+            document.contentType,
+            document.bytes,
+            chunks.length,
+          ],
+        );
+        return old;
+      });
+      visible = true;
+      if (replaced !== undefined) await this.#deleteHidden(replaced);
+      return chunks.length;
+    } finally {
+      // Left behind if this fails too (the database gone): #deleteAbandoned removes it later.
+      if (!visible) await this.#deleteHidden(id).catch(() => {});
+    }
+  }
+
+  async #replaceAtOnce(
+    document: NewDocument,
+    chunks: readonly NewChunk[],
+    signal?: AbortSignal,
+  ): Promise<number> {
+    const replaced = await withTransaction(this.#db.$client, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
-      const replaced = await removeDocument(client, document.owner, document.source);
+      const old = await hideDocument(client, document.owner, document.source);
       const inserted = await client.query<{ id: string }>(
         `INSERT INTO documents (source, owner, kind, filename, content_type, bytes, chunk_count)
          VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id`,
@@ -167,12 +255,56 @@ export class DocumentRepository {
         ],
       );
       const documentId = Number(inserted.rows[0]?.id);
-      if (chunks.length > 0) await insertChunks(client, documentId, document.owner, chunks);
-      // After the new chunks are in: a paragraph the new version kept keeps its vector.
-      if (replaced) await pruneOrphanVectors(client, replaced);
+      if (chunks.length > 0) {
+        const avgdl = await averageLengthWith(client, document.owner, chunks);
+        await insertChunks(client, documentId, document.owner, chunks, 0, avgdl);
+        await countIntoStatistics(client, document.owner, chunks);
+      }
       signal?.throwIfAborted();
-      return chunks.length;
+      return old;
     });
+    // After the new chunks are in: a paragraph the new version kept keeps its vector.
+    if (replaced !== undefined) await this.#deleteHidden(replaced);
+    return chunks.length;
+  }
+
+  /**
+   * Deletes a hidden document's chunks and postings a batch a transaction, then the row (its
+   * statistics were never counted, or were subtracted when it was hidden). Vectors no chunk
+   * uses any more go with their chunks.
+   */
+  async #deleteHidden(documentId: string): Promise<void> {
+    for (;;) {
+      const removed = await withTransaction(this.#db.$client, async (client) => {
+        const { rows } = await client.query<{ id: string }>(
+          'SELECT id FROM chunks WHERE document_id = $1 ORDER BY id LIMIT $2',
+          [documentId, this.#batchChunks],
+        );
+        if (rows.length === 0) return 0;
+        const ids = rows.map((row) => row.id);
+        await client.query('DELETE FROM chunk_terms WHERE chunk_id = ANY($1::bigint[])', [ids]);
+        const deleted = await client.query<{ content_hash: string }>(
+          'DELETE FROM chunks WHERE id = ANY($1::bigint[]) RETURNING content_hash',
+          [ids],
+        );
+        await pruneOrphanVectors(
+          client,
+          deleted.rows.map((row) => row.content_hash),
+        );
+        return rows.length;
+      });
+      if (removed === 0) break;
+    }
+    await this.#db.$client.query('DELETE FROM documents WHERE id = $1', [documentId]);
+  }
+
+  /** Hidden rows a crash (or a lost connection) left behind. */
+  async #deleteAbandoned(): Promise<void> {
+    const { rows } = await this.#db.$client.query<{ id: string }>(
+      `SELECT id FROM documents WHERE kind = $1 AND created_at < now() - $2::interval`,
+      [HIDDEN, ABANDONED_AFTER],
+    );
+    for (const row of rows) await this.#deleteHidden(row.id);
   }
 
   /** BM25 over the chunks the owners may see, best first (see lexical-index.ts). */
@@ -209,11 +341,39 @@ async function removeDocument(
   return rows.map((row) => row.content_hash);
 }
 
+/**
+ * Hides a visible source in the transaction that makes its replacement visible: out of the
+ * statistics and of every search and listing. Returns its id (for #deleteHidden), or undefined
+ * when there is no such source.
+ */
+async function hideDocument(
+  client: pg.PoolClient,
+  owner: string,
+  source: string,
+): Promise<string | undefined> {
+  const found = await client.query<{ id: string }>(
+    'SELECT id FROM documents WHERE owner = $1 AND source = $2',
+    [owner, source],
+  );
+  const id = found.rows[0]?.id;
+  if (id === undefined) return undefined;
+  await subtractFromStatistics(client, owner, id);
+  await client.query('UPDATE documents SET kind = $2, source = $3 WHERE id = $1', [
+    id,
+    HIDDEN,
+    hiddenSource(`replaced-${id}`),
+  ]);
+  return id;
+}
+
+/** Inserts chunks numbered from `firstIndex` and their postings (not their statistics). */
 async function insertChunks(
   client: pg.PoolClient,
   documentId: number,
   owner: string,
   chunks: readonly NewChunk[],
+  firstIndex: number,
+  avgdl: number,
 ): Promise<void> {
   const { rows } = await client.query<{ id: string; chunk_index: number }>(
     `INSERT INTO chunks (document_id, owner, chunk_index, content, content_hash, page, term_count, metadata)
@@ -222,7 +382,7 @@ async function insertChunks(
     [
       documentId,
       owner,
-      chunks.map((_, index) => index),
+      chunks.map((_, index) => firstIndex + index),
       chunks.map((chunk) => chunk.content),
       chunks.map((chunk) => chunk.contentHash),
       chunks.map((chunk) => chunk.page),
@@ -231,5 +391,11 @@ async function insertChunks(
     ],
   );
   const ids = new Map(rows.map((row) => [row.chunk_index, Number(row.id)]));
-  await writePostings(client, owner, chunks, (index) => ids.get(index) as number);
+  await writePostings(
+    client,
+    owner,
+    chunks,
+    (index) => ids.get(firstIndex + index) as number,
+    avgdl,
+  );
 }

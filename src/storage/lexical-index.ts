@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { type ChunkHit, type HitRow, toHit } from './chunk-hit.ts';
 import type { Db } from './database.ts';
 import type { NewChunk } from './document-repository.ts';
+import { HIDDEN } from './hidden-documents.ts';
 
 /**
  * The lexical index: BM25 computed in the database, on both engines, with no extension.
@@ -71,35 +72,47 @@ export async function searchBm25(
      SELECT c.id, d.source, c.chunk_index, c.page, c.content, c.metadata, hits.score
      FROM hits
      JOIN chunks c ON c.id = hits.chunk_id
-     JOIN documents d ON d.id = c.document_id
+     JOIN documents d ON d.id = c.document_id AND d.kind <> '${HIDDEN}'
      ORDER BY hits.score DESC, c.id`,
     [[...terms.keys()], [...terms.values()], owners, postingsPerTerm, limit, BM25.k1, BM25.b],
   );
   return rows.map(toHit);
 }
 
-/** Adds the postings of freshly inserted chunks and counts them into the statistics. */
+/**
+ * The average chunk length the owner's corpus will have once these chunks are in: what their
+ * postings' impact is computed with.
+ */
+export async function averageLengthWith(
+  client: pg.PoolClient,
+  owner: string,
+  chunks: readonly NewChunk[],
+): Promise<number> {
+  const stats = await client.query<{ chunks: string; terms: string }>(
+    'SELECT chunks, terms FROM corpus_stats WHERE owner = $1',
+    [owner],
+  );
+  const before = stats.rows[0];
+  const totalChunks = Number(before?.chunks ?? 0) + chunks.length;
+  return (Number(before?.terms ?? 0) + termsIn(chunks)) / Math.max(totalChunks, 1);
+}
+
+/**
+ * Adds the postings of freshly inserted chunks. They count in BM25's statistics only once
+ * countIntoStatistics has run (in the transaction that makes their document visible).
+ */
 export async function writePostings(
   client: pg.PoolClient,
   owner: string,
   chunks: readonly NewChunk[],
   chunkId: (index: number) => number,
+  avgdl: number,
 ): Promise<void> {
-  const stats = await client.query<{ chunks: string; terms: string }>(
-    'SELECT chunks, terms FROM corpus_stats WHERE owner = $1',
-    [owner],
-  );
-  const newTerms = chunks.reduce((sum, chunk) => sum + chunk.termCount, 0);
-  const before = stats.rows[0];
-  const totalChunks = Number(before?.chunks ?? 0) + chunks.length;
-  const avgdl = (Number(before?.terms ?? 0) + newTerms) / Math.max(totalChunks, 1);
-
   const chunkIds: number[] = [];
   const terms: string[] = [];
   const tfs: number[] = [];
   const lengths: number[] = [];
   const impacts: number[] = [];
-  const df = new Map<string, number>();
   chunks.forEach((chunk, index) => {
     for (const [term, tf] of chunk.terms) {
       chunkIds.push(chunkId(index));
@@ -107,7 +120,6 @@ export async function writePostings(
       tfs.push(tf);
       lengths.push(chunk.termCount);
       impacts.push(impact(tf, chunk.termCount, avgdl));
-      df.set(term, (df.get(term) ?? 0) + 1);
     }
   });
   await client.query(
@@ -115,6 +127,18 @@ export async function writePostings(
      SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::int[], $5::int[], $6::real[])`,
     [owner, chunkIds, terms, tfs, lengths, impacts],
   );
+}
+
+/** Counts a document's chunks into the document frequencies and the corpus size and length. */
+export async function countIntoStatistics(
+  client: pg.PoolClient,
+  owner: string,
+  chunks: readonly NewChunk[],
+): Promise<void> {
+  const df = new Map<string, number>();
+  for (const chunk of chunks) {
+    for (const term of chunk.terms.keys()) df.set(term, (df.get(term) ?? 0) + 1);
+  }
   await client.query(
     `INSERT INTO term_stats (owner, term, df) SELECT $1, * FROM unnest($2::text[], $3::int[])
      ON CONFLICT (owner, term) DO UPDATE SET df = term_stats.df + excluded.df`,
@@ -124,12 +148,31 @@ export async function writePostings(
     `INSERT INTO corpus_stats (owner, chunks, terms) VALUES ($1, $2, $3)
      ON CONFLICT (owner) DO UPDATE
      SET chunks = corpus_stats.chunks + excluded.chunks, terms = corpus_stats.terms + excluded.terms`,
-    [owner, chunks.length, newTerms],
+    [owner, chunks.length, termsIn(chunks)],
   );
 }
 
+const termsIn = (chunks: readonly NewChunk[]) =>
+  chunks.reduce((sum, chunk) => sum + chunk.termCount, 0);
+
 /** Takes a document's postings out of the index and its statistics (before it is deleted). */
 export async function removePostings(
+  client: pg.PoolClient,
+  owner: string,
+  documentId: string,
+): Promise<void> {
+  await subtractFromStatistics(client, owner, documentId);
+  await client.query(
+    'DELETE FROM chunk_terms WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = $1)',
+    [documentId],
+  );
+}
+
+/**
+ * Takes a document out of the statistics, leaving its postings (hidden documents' postings are
+ * deleted later, a batch at a time).
+ */
+export async function subtractFromStatistics(
   client: pg.PoolClient,
   owner: string,
   documentId: string,
@@ -148,10 +191,6 @@ export async function removePostings(
            FROM chunks WHERE document_id = $1) x
      WHERE s.owner = $2`,
     [documentId, owner],
-  );
-  await client.query(
-    'DELETE FROM chunk_terms WHERE chunk_id IN (SELECT id FROM chunks WHERE document_id = $1)',
-    [documentId],
   );
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { type ChunkHit, type HitRow, toHit } from './chunk-hit.ts';
 import type { Db } from './database.ts';
+import { HIDDEN } from './hidden-documents.ts';
 import { withTransaction } from './transaction.ts';
 import { adoptEarlierIndexes, upgradeTable } from './vector-table-upgrade.ts';
 
@@ -264,7 +265,7 @@ export const nearestChunksQuery = (model: string, dim: number): string => {
           coalesce(nullif(1 - nn.distance, 'NaN'), -1) AS score
    FROM nn
    JOIN chunks c ON c.content_hash = nn.content_hash AND c.owner = ANY($2::text[])
-   JOIN documents d ON d.id = c.document_id
+   JOIN documents d ON d.id = c.document_id AND d.kind <> '${HIDDEN}'
    ORDER BY nn.distance, c.id
    LIMIT $3`;
 };
