@@ -222,7 +222,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     doc: 'How long an extraction process waits for the next upload before it exits; `0` starts one per upload.',
   },
   INGEST_CONCURRENCY: {
-    doc: 'Uploads extracted and stored at once; more uploads wait their turn.',
+    doc: 'Uploads extracted at once, and uploads stored at once; more wait their turn.',
   },
   OCR_ENABLED: { doc: 'Read scanned PDF pages with Tesseract (English, Korean).' },
   DEFAULT_TIMEZONE: {

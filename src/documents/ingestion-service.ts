@@ -59,6 +59,7 @@ export class IngestionService {
   readonly #settings: IngestionSettings;
   readonly #logger: Logger;
   readonly #slots: Slots;
+  readonly #storing: Slots;
   readonly #extraction: ExtractionProcesses;
 
   constructor(documents: DocumentService, settings: IngestionSettings, logger: Logger) {
@@ -66,6 +67,7 @@ export class IngestionService {
     this.#settings = settings;
     this.#logger = logger;
     this.#slots = new Slots(settings.concurrency);
+    this.#storing = new Slots(settings.concurrency);
     this.#extraction = new ExtractionProcesses(settings.limits);
   }
 
@@ -144,10 +146,8 @@ export class IngestionService {
     const started = performance.now();
     const log = this.#logger.child({ kind, bytes: upload.bytes });
     if (this.#slots.busy) log.info({ waiting: this.#slots.waiting + 1 }, 'upload queued');
-    // Extraction and storing share a slot: at most INGEST_CONCURRENCY ingestions write to the
-    // database at once, so another user's queries wait behind a few short batches, not all.
-    const { document, chunks, extractedMs } = await this.#slots.run(async () => {
-      const extracted = await this.#extraction
+    const document = await this.#slots.run(() =>
+      this.#extraction
         .run(
           {
             path: upload.path,
@@ -162,21 +162,21 @@ export class IngestionService {
           if (!(error instanceof ExtractionFailure)) throw error;
           log.info({ code: error.code }, 'extraction refused the file');
           throw new AppError(error.code, error.code === 'unsupported' ? 415 : 422, error.message);
-        });
-      const extractedAt = Math.round(performance.now() - started);
-      const stored = await this.#documents.ingest(
-        {
-          source,
-          filename,
-          contentType: CONTENT_TYPES[kind],
-          bytes: upload.bytes,
-          document: extracted,
-        },
+        }),
+    );
+    const extractedMs = Math.round(performance.now() - started);
+    // Storing has its own INGEST_CONCURRENCY slots (the next file's extraction goes on
+    // meanwhile): at most that many ingestions write to the database at once, so another
+    // user's queries wait behind a few short batches, not behind every upload's.
+    if (this.#storing.busy)
+      log.info({ waiting: this.#storing.waiting + 1 }, 'upload queued for storing');
+    const { chunks } = await this.#storing.run(() =>
+      this.#documents.ingest(
+        { source, filename, contentType: CONTENT_TYPES[kind], bytes: upload.bytes, document },
         signal,
         owner,
-      );
-      return { document: extracted, chunks: stored.chunks, extractedMs: extractedAt };
-    });
+      ),
+    );
     log.info(
       {
         pages: document.pages.length,
