@@ -550,17 +550,41 @@ export function isLoopbackHost(host: string): boolean {
   return host === 'localhost' || host === '::1' || host.startsWith('127.');
 }
 
-/** Reads `.env` (or the file named by ENV_FILE) under the process environment, which wins. */
+/**
+ * Reads `.env` (or the file named by ENV_FILE) under the process environment, which wins.
+ * A missing `.env` is normal; a missing ENV_FILE is a mistake that stops the start: ignoring
+ * it would also ignore the API_TOKEN it holds, and Parley would serve without authentication.
+ */
 export function readEnvironment(
   env: NodeJS.ProcessEnv = process.env,
   cwd = process.cwd(),
 ): Record<string, string | undefined> {
-  const file = resolve(cwd, env.ENV_FILE ?? '.env');
-  const fromFile = existsSync(file) ? parseEnv(readFileSync(file, 'utf8')) : {};
-  return { ...fromFile, ...env };
+  const named = env.ENV_FILE?.trim() ? env.ENV_FILE : undefined;
+  const file = resolve(cwd, named ?? '.env');
+  if (!named && !existsSync(file)) return { ...env };
+  let contents: string;
+  try {
+    contents = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why =
+      code === 'ENOENT'
+        ? 'there is no such file'
+        : code === 'EACCES' || code === 'EPERM'
+          ? 'permission denied'
+          : code === 'EISDIR'
+            ? 'it is a directory'
+            : `it cannot be read (${code})`;
+    throw new ConfigError(
+      `${named ? `ENV_FILE=${named}` : file}: ${why}. It holds the settings (API_TOKEN among them): fix it${named ? ', or unset ENV_FILE to read ./.env' : ''}.`,
+    );
+  }
+  return { ...parseEnv(contents), ...env };
 }
 
-const SECRET_NAMES = /TOKEN|KEY|DATABASE_URL/;
+/** Settings never echoed in an error: secrets, and URLs that may carry a password. */
+const SECRET_NAMES = /TOKEN|KEY|SECRET|PASSWORD|DATABASE_URL/;
+const carriesPassword = (value: string) => URL.canParse(value) && new URL(value).password !== '';
 
 export function parseConfig(env: Record<string, string | undefined>): Config {
   const result = configSchema.safeParse(env);
@@ -570,7 +594,9 @@ export function parseConfig(env: Record<string, string | undefined>): Config {
       const got = env[name];
       // Secrets are named but never echoed: start-up errors end up in shared logs.
       const shown =
-        got === undefined || SECRET_NAMES.test(name) ? '' : ` (got ${JSON.stringify(got)})`;
+        got === undefined || SECRET_NAMES.test(name) || carriesPassword(got)
+          ? ''
+          : ` (got ${JSON.stringify(got)})`;
       return `  ${name}: ${issue.message}${shown}`;
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

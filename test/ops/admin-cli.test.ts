@@ -28,7 +28,7 @@ async function adminWith(env: Record<string, string>, ...args: string[]) {
         cwd: ROOT,
         env: {
           PATH: process.env.PATH,
-          ENV_FILE: '/nonexistent/.env',
+          ENV_FILE: '/dev/null', // an empty file: no settings but these
           API_TOKEN: TOKEN,
           ...env,
         },

@@ -24,7 +24,7 @@ function admin(parley: RunningParley | undefined, ...args: string[]) {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
-      ENV_FILE: '/nonexistent/.env',
+      ENV_FILE: '/dev/null', // an empty file: no settings but these
       API_TOKEN: TOKEN,
       ...(parley ? { PORT: new URL(parley.url).port } : {}),
     },

@@ -57,7 +57,7 @@ export function spawnParley(
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       HOST: '127.0.0.1',
-      ENV_FILE: '/nonexistent/.env',
+      ENV_FILE: '/dev/null', // an empty file: no settings but these
       ...(env.LLM_BASE_URL || env.LLM_MODEL || env.LLM_MODEL_PATH
         ? {}
         : { LLM_MODEL: NO_MODEL_URL }),
