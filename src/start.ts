@@ -4,6 +4,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import {
   assertProtected,
+  type Config,
   ConfigError,
   parseConfig,
   readEnvironment,
@@ -11,8 +12,12 @@ import {
 } from './config.ts';
 import { createLogger } from './logger.ts';
 import { serveClusterMetrics } from './metrics/cluster-metrics.ts';
+import { describeStartupFailure } from './startup-failure.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { superviseWorkers } from './workers.ts';
+
+/** Once read: a failure to start is described with the settings it involves. */
+let config: Config | undefined;
 
 /**
  * The entry point (`npm start`): reads the configuration, then runs the server in this process,
@@ -20,19 +25,20 @@ import { superviseWorkers } from './workers.ts';
  * The server's modules are loaded only where it runs, so the primary stays small.
  */
 async function start(): Promise<void> {
-  const config = parseConfig(readEnvironment());
-  assertProtected(config);
-  if (!cluster.isWorker) await buildWebClientIfStale(config.LOG_LEVEL);
-  const workers = workerCount(config, availableParallelism());
+  const settings = parseConfig(readEnvironment());
+  config = settings;
+  assertProtected(settings);
+  if (!cluster.isWorker) await buildWebClientIfStale(settings.LOG_LEVEL);
+  const workers = workerCount(settings, availableParallelism());
   if (workers === 1 || cluster.isWorker) {
     const { main } = await import('./main.ts');
-    return main(config);
+    return main(settings);
   }
-  const uploadsDir = join(config.DATA_DIR, 'uploads');
+  const uploadsDir = join(settings.DATA_DIR, 'uploads');
   await rm(uploadsDir, { recursive: true, force: true }); // what a previous run left
-  if (config.METRICS_ENABLED) serveClusterMetrics();
-  const logger = createLogger(config.LOG_LEVEL).child({ role: 'primary' });
-  if (!config.LLM_BASE_URL) {
+  if (settings.METRICS_ENABLED) serveClusterMetrics();
+  const logger = createLogger(settings.LOG_LEVEL).child({ role: 'primary' });
+  if (!settings.LLM_BASE_URL) {
     logger.warn(
       { workers },
       'every worker loads its own copy of the embedded model: set LLM_BASE_URL to share a model server',
@@ -41,7 +47,7 @@ async function start(): Promise<void> {
   superviseWorkers({
     count: workers,
     logger,
-    graceMs: config.SHUTDOWN_GRACE_MS,
+    graceMs: settings.SHUTDOWN_GRACE_MS,
     uploadsDir,
     onStopped: (code) => process.exit(code),
   });
@@ -69,9 +75,13 @@ async function buildWebClientIfStale(level: Parameters<typeof createLogger>[0]):
 }
 
 start().catch((error: unknown) => {
-  // Configuration and lock problems are the operator's to fix: one clear line, no stack.
+  // Configuration, lock, port, directory and database-server problems are the operator's to
+  // fix: one clear line, no stack. Anything else is a defect, and its stack is wanted.
+  const described = config && describeStartupFailure(error, config);
   if (error instanceof ConfigError || error instanceof DataDirLockedError) {
     process.stderr.write(`parley: ${error.message}\n`);
+  } else if (described) {
+    process.stderr.write(`parley: ${described}\n`);
   } else {
     process.stderr.write(
       `parley: could not start: ${error instanceof Error ? error.stack : error}\n`,

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -44,6 +45,7 @@ function expectOneClearLine(exit: Exit, pattern: RegExp): void {
 describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
   const storages: EngineEnv[] = [];
   const dirs: string[] = [];
+  const servers: Server[] = [];
   const setup = async (): Promise<Record<string, string>> => {
     const storage = await engineEnv(engine);
     storages.push(storage);
@@ -52,6 +54,7 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
     return { ...storage.env, DATA_DIR: dataDir };
   };
   afterAll(async () => {
+    for (const server of servers) server.close();
     for (const storage of storages) await storage.cleanup();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
@@ -73,6 +76,18 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
     expect(exit.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('says in one line that PORT is taken by another process', async () => {
+    const server = createServer();
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    const exit = await startToExit({ ...(await setup()), PORT: String(port) });
+    expectOneClearLine(
+      exit,
+      new RegExp(`^parley: 127\\.0\\.0\\.1:${port} is in use by another process: .*PORT`),
+    );
+  });
+
   it('names a bad TELEGRAM_WEBHOOK_SECRET without writing the secret to the log', async () => {
     const secret = 'not-long-enough-but-secret';
     const exit = await startToExit({ ...(await setup()), TELEGRAM_WEBHOOK_SECRET: secret });
@@ -80,4 +95,48 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
     expect(exit.stderr).toContain('TELEGRAM_WEBHOOK_SECRET: accepts 32-256');
     expect(exit.stderr).not.toContain(secret);
   });
+
+  if (engine === 'embedded') {
+    it('says in one line that DATA_DIR cannot be used when it is a file', async () => {
+      const env = await setup();
+      const file = join(env.DATA_DIR as string, 'not-a-directory');
+      writeFileSync(file, '');
+      const exit = await startToExit({ ...env, DATA_DIR: file });
+      expectOneClearLine(exit, /^parley: DATA_DIR=.*not-a-directory cannot be used: .*EEXIST/);
+    });
+  }
+
+  if (engine === 'server') {
+    it('says in one line that the database DATABASE_URL names does not exist, without its password', async () => {
+      const env = await setup();
+      const url = new URL(env.DATABASE_URL as string);
+      url.password = 'pw-not-for-logs';
+      url.pathname = '/parley_no_such_database';
+      const exit = await startToExit({ ...env, DATABASE_URL: url.href });
+      expectOneClearLine(
+        exit,
+        /^parley: the PostgreSQL server of DATABASE_URL .*database "parley_no_such_database" does not exist \(3D000\)/,
+      );
+      expect(exit.stderr).not.toContain('pw-not-for-logs');
+    });
+
+    it('says in one line that nothing answers at DATABASE_URL, without its password', async () => {
+      const env = await setup();
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const port = (closed.address() as { port: number }).port;
+      await new Promise((resolve) => closed.close(resolve));
+      const exit = await startToExit({
+        ...env,
+        DATABASE_URL: `postgres://postgres:pw-not-for-logs@127.0.0.1:${port}/parley`,
+      });
+      expectOneClearLine(
+        exit,
+        new RegExp(
+          `^parley: cannot reach the PostgreSQL server of DATABASE_URL at 127\\.0\\.0\\.1:${port} \\(ECONNREFUSED\\)`,
+        ),
+      );
+      expect(exit.stderr).not.toContain('pw-not-for-logs');
+    });
+  }
 });
