@@ -66,7 +66,17 @@ export async function openDatabase(
     ...(embedded
       ? // PGlite serves one connection at a time, so under load queries queue for it.
         { ...embedded.connection, max: 1 }
-      : { connectionString: config.DATABASE_URL, max: config.DB_POOL_MAX, Client: ServerClient }),
+      : {
+          connectionString: config.DATABASE_URL,
+          max: config.DB_POOL_MAX,
+          Client: ServerClient,
+          // pg reads timestamps in the ISO DateStyle only: on a server or database set to
+          // another ('SQL, DMY', 'German') every date read back was null. pg-pool waits for
+          // this before handing the connection out (a 'connect' listener's query raced the
+          // first query, which pg deprecates and pg@9 refuses); if it fails, the connection
+          // is closed and the query that wanted it gets the error, never the process.
+          onConnect: (client: pg.ClientBase) => client.query('SET DateStyle = ISO'),
+        }),
     // Waiting for a pooled connection is normal under load (on a saturated process a query
     // holds its connection for a whole event-loop turn), not a sign that the database is gone:
     // failing there lost answers already streamed (bench/RESULTS.md). An unreachable server is
@@ -76,16 +86,6 @@ export async function openDatabase(
   });
   // An idle client losing its server must not crash the process; the next query reconnects.
   pool.on('error', (error) => logger.warn({ err: error }, 'database connection lost'));
-  // pg reads timestamps in the ISO DateStyle only: on a server or database set to another
-  // ('SQL, DMY', 'German') every date read back was null. Queued before the client's first
-  // query, so it runs first; a failure there fails that query's connection, not the process.
-  if (!embedded) {
-    pool.on('connect', (client) => {
-      client.query('SET DateStyle = ISO').catch((error: Error) => {
-        logger.warn({ err: error }, 'could not set DateStyle on a database connection');
-      });
-    });
-  }
   // Either leaves the embedded engine unable to answer: /health must say so, not "ok".
   let engineDown = false;
   embedded?.exited.then((code) => {

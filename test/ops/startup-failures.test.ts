@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { spawnParley } from '../support/spawn-parley.ts';
+import { startParley } from '../support/start-parley.ts';
 
 /**
  * What an operator sees when Parley cannot start for something of theirs to fix (a setting, a
@@ -57,6 +58,18 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
     for (const server of servers) server.close();
     for (const storage of storages) await storage.cleanup();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts, serves and stops writing nothing on stderr: no library warning', async () => {
+    // On a PostgreSQL server, each new connection's `SET DateStyle` was sent while the pool's
+    // first query was already on its way: pg warned that pg@9 will refuse this.
+    const parley = await startParley({ env: await setup() });
+    try {
+      expect((await parley.fetch('/documents')).status).toBe(200);
+    } finally {
+      expect(await parley.stop()).toBe(0);
+    }
+    expect(parley.output()).not.toMatch(/Warning|DEP\d+/);
   });
 
   it('refuses to start when ENV_FILE names a file that is not there, instead of ignoring it', async () => {
