@@ -11,6 +11,10 @@ export function describeStartupFailure(
 ): string | undefined {
   if (!(error instanceof Error)) return undefined;
   const { code, syscall, path } = error as NodeJS.ErrnoException;
+  // Fastify resolves HOST before it listens: a name that does not resolve fails there.
+  if (syscall === 'getaddrinfo' && (error as { hostname?: string }).hostname === config.HOST) {
+    return `HOST=${config.HOST} is not a name this machine can resolve (${code}): set HOST to an address of this machine, such as 127.0.0.1 or 0.0.0.0`;
+  }
   if (syscall === 'listen') {
     const where = `${config.HOST}:${config.PORT}`;
     if (code === 'EADDRINUSE')

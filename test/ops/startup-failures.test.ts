@@ -101,6 +101,18 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
     );
   });
 
+  it('says in one line that HOST is not a name this machine can resolve', async () => {
+    const exit = await startToExit({
+      ...(await setup()),
+      HOST: 'parley-no-such-host.invalid',
+      API_TOKEN: 'startup-failures-token',
+    });
+    expectOneClearLine(
+      exit,
+      /^parley: HOST=parley-no-such-host\.invalid is not a name this machine can resolve \(ENOTFOUND\)/,
+    );
+  });
+
   it('names a bad TELEGRAM_WEBHOOK_SECRET without writing the secret to the log', async () => {
     const secret = 'not-long-enough-but-secret';
     const exit = await startToExit({ ...(await setup()), TELEGRAM_WEBHOOK_SECRET: secret });
