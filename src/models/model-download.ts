@@ -1,8 +1,10 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createModelDownloader, type ModelDownloader, resolveModelFile } from 'node-llama-cpp';
 import type { Logger } from 'pino';
+import { type DataDirLock, DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.ts';
 import { ModelNotConfiguredError } from './chat-model.ts';
 import { verifyGgufFile } from './llama/verify-gguf-file.ts';
 
@@ -241,6 +243,50 @@ async function download(options: EnsureModelOptions): Promise<string> {
  */
 export async function ensureModel(options: EnsureModelOptions): Promise<string> {
   await mkdir(options.dir, { recursive: true });
+  let lock: DataDirLock | undefined;
+  try {
+    lock = await holdModelsDir(options);
+    return await findOrDownload(options);
+  } catch (error) {
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (error instanceof ModelUnavailableError) throw error;
+    throw unavailable(options.uri, describe(error), error);
+  } finally {
+    await lock?.release();
+  }
+}
+
+/**
+ * The models folder, for this process alone until the model is there. Processes that share
+ * it (PARLEY_WORKERS without a model server) each get the model at start: downloading into
+ * the same partial file at once, one renamed it away from under the other, whose download
+ * failed. Now one downloads while the others wait, then find its verified file. The lock
+ * (that of the data directory, on this folder) is released by the kernel if its holder dies.
+ */
+async function holdModelsDir(options: EnsureModelOptions): Promise<DataDirLock> {
+  let told = false;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    try {
+      return await lockDataDir(options.dir);
+    } catch (error) {
+      if (!(error instanceof DataDirLockedError)) throw error;
+      if (!told) {
+        options.logger.info(
+          { dir: options.dir },
+          'another process is getting the embedded model into this folder: waiting for it',
+        );
+        told = true;
+      }
+      await sleep(MODELS_DIR_RETRY_MS, undefined, options.signal ? { signal: options.signal } : {});
+    }
+  }
+}
+
+/** How often a process waiting for another's download asks whether it is done. */
+const MODELS_DIR_RETRY_MS = 500;
+
+async function findOrDownload(options: EnsureModelOptions): Promise<string> {
   const existing = await findExisting(options);
   if (existing && (await isMarkedComplete(existing))) {
     const problem = await verifyGgufFile(existing);
@@ -255,11 +301,5 @@ export async function ensureModel(options: EnsureModelOptions): Promise<string> 
     // belong in LLM_MODEL_PATH). The download resumes it only if it started it.
     await keepAsPartial(existing);
   }
-  try {
-    return await download(options);
-  } catch (error) {
-    if (options.signal?.aborted) throw options.signal.reason;
-    if (error instanceof ModelUnavailableError) throw error;
-    throw unavailable(options.uri, describe(error), error);
-  }
+  return download(options);
 }

@@ -42,7 +42,9 @@ async function lockWithAbstractSocket(dir: string): Promise<DataDirLock> {
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
-      server.listen(name, () => resolve());
+      // exclusive: in a cluster worker a plain listen is done by the primary and shared, so
+      // every worker "got" the lock; this binds the socket in this very process.
+      server.listen({ path: name, exclusive: true }, () => resolve());
     });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
