@@ -93,7 +93,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   LLM_API_KEY: { unset: 'unset', doc: 'Its API key, if it needs one.' },
   LLM_MODEL: {
     unset: '`default` / the default GGUF',
-    doc: 'Model name sent to that server; without `LLM_BASE_URL`, the GGUF to download (`hf:owner/repo:QUANT` or an `https://` URL), default `hf:unsloth/Qwen3.5-4B-GGUF:Q4_K_M`.',
+    doc: 'Model name sent to that server; without `LLM_BASE_URL`, the GGUF to download (`hf:owner/repo:QUANT` or an `https://` URL, a presigned one too: its query, user and password are never shown in the log, `/health` or chat errors), default `hf:unsloth/Qwen3.5-4B-GGUF:Q4_K_M`.',
   },
   LLM_MODEL_PATH: { unset: 'unset', doc: 'A local GGUF for the embedded model (no download).' },
   LLM_THREADS: {

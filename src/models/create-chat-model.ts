@@ -8,6 +8,7 @@ import { createLlamaModelLoader } from './llama/llama-model-loader.ts';
 import { DEFAULT_MODEL_URI } from './model-download.ts';
 import { ModelFetch } from './model-fetch.ts';
 import { createOpenAICompatibleModel } from './openai-compatible-model.ts';
+import { shownUri } from './shown-uri.ts';
 
 type ModelConfig = Pick<
   Config,
@@ -22,7 +23,7 @@ type ModelConfig = Pick<
 export function createChatModel(config: ModelConfig, logger: Logger): ChatModel {
   if (config.LLM_BASE_URL) {
     logger.info(
-      { baseURL: config.LLM_BASE_URL, model: config.LLM_MODEL },
+      { baseURL: shownUri(config.LLM_BASE_URL), model: config.LLM_MODEL },
       'using an OpenAI-compatible model server',
     );
     return createOpenAICompatibleModel({
@@ -37,7 +38,7 @@ export function createChatModel(config: ModelConfig, logger: Logger): ChatModel 
 function createEmbeddedChatModel(config: ModelConfig, logger: Logger): ChatModel {
   const path = config.LLM_MODEL_PATH ? resolve(config.LLM_MODEL_PATH) : undefined;
   const uri = config.LLM_MODEL ?? DEFAULT_MODEL_URI;
-  const name = path ?? uri;
+  const name = path ?? shownUri(uri); // the URI's signature or password is never shown
   const missingFile = () =>
     `LLM_MODEL_PATH is ${path}, which does not exist. Point it at a GGUF file, ` +
     'or set LLM_BASE_URL to an OpenAI-compatible server.';

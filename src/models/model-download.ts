@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { type DataDirLock, DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.ts';
 import { ModelNotConfiguredError } from './chat-model.ts';
 import { verifyGgufFile } from './llama/verify-gguf-file.ts';
+import { hideUriSecrets, shownUri } from './shown-uri.ts';
 
 /**
  * The model downloaded on first use when neither LLM_BASE_URL nor
@@ -44,7 +45,7 @@ export type EnsureModelOptions = {
 
 const unavailable = (uri: string, reason: string, cause?: unknown) =>
   new ModelUnavailableError(
-    `The embedded model could not be obtained from ${uri}: ${reason}. ` +
+    `The embedded model could not be obtained from ${shownUri(uri)}: ${hideUriSecrets(reason, uri)}. ` +
       'Set LLM_MODEL_PATH to a local GGUF file, or LLM_BASE_URL to an OpenAI-compatible server.',
     { cause },
   );
@@ -163,7 +164,7 @@ async function download(options: EnsureModelOptions): Promise<string> {
           if (percent <= lastLogged) return;
           lastLogged = percent;
           logger.info(
-            { uri, downloadedSize, totalSize, percent },
+            { uri: shownUri(uri), downloadedSize, totalSize, percent },
             'downloading the embedded model',
           );
         },
@@ -184,7 +185,12 @@ async function download(options: EnsureModelOptions): Promise<string> {
   resumedFrom = downloader.downloadedSize;
   options.onProgress?.(resumedFrom, downloader.totalSize, resumedFrom);
   logger.info(
-    { uri, file: downloader.entrypointFilePath, totalSize: downloader.totalSize, resumedFrom },
+    {
+      uri: shownUri(uri),
+      file: downloader.entrypointFilePath,
+      totalSize: downloader.totalSize,
+      resumedFrom,
+    },
     resumedFrom > 0 ? 'model download resumed' : 'model download started',
   );
 
@@ -223,7 +229,7 @@ async function download(options: EnsureModelOptions): Promise<string> {
     }
     await writeFile(markerOf(path), JSON.stringify({ uri, size }));
     await rm(partial.origin, { force: true });
-    logger.info({ uri, path, size }, 'model download finished');
+    logger.info({ uri: shownUri(uri), path, size }, 'model download finished');
     return path;
   } catch (error) {
     throw stop.aborted ? stop.reason : error;
