@@ -12,7 +12,11 @@ import {
 } from './config.ts';
 import { createLogger } from './logger.ts';
 import { serveClusterMetrics } from './metrics/cluster-metrics.ts';
-import { describeStartupFailure } from './startup-failure.ts';
+import {
+  CANNOT_START_EXIT_CODE,
+  describeStartupFailure,
+  isLastingStartupFailure,
+} from './startup-failure.ts';
 import { DataDirLockedError } from './storage/data-dir-lock.ts';
 import { superviseWorkers } from './workers.ts';
 
@@ -87,5 +91,10 @@ start().catch((error: unknown) => {
       `parley: could not start: ${error instanceof Error ? error.stack : error}\n`,
     );
   }
-  process.exit(1);
+  // A worker that every replacement would repeat tells the primary so, which then stops.
+  const lasting =
+    error instanceof ConfigError ||
+    error instanceof DataDirLockedError ||
+    (described !== undefined && isLastingStartupFailure(error));
+  process.exit(cluster.isWorker && lasting ? CANNOT_START_EXIT_CODE : 1);
 });

@@ -1,6 +1,22 @@
 import type { Config } from './config.ts';
 
 /**
+ * The exit code of a cluster worker that failed to start for a reason another worker would
+ * meet too (EX_CONFIG of sysexits.h): the primary stops instead of replacing it forever.
+ */
+export const CANNOT_START_EXIT_CODE = 78;
+
+/**
+ * Whether trying again cannot help until the operator changes something. A database server
+ * that is down, starting or full may be back in a moment: workers keep being replaced then.
+ */
+export function isLastingStartupFailure(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code ?? '';
+  if (CONNECTION_CODES.has(code) || /^(53|57)/.test(code)) return false;
+  return !(error instanceof Error && /connection timeout/i.test(error.message));
+}
+
+/**
  * One line for a start-up failure that is the operator's to fix (the port, the data directory,
  * the database server), naming the setting involved; undefined for anything else, which is a
  * defect of Parley and keeps its stack. Never the database password: it is in DATABASE_URL.

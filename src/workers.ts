@@ -2,6 +2,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { CANNOT_START_EXIT_CODE } from './startup-failure.ts';
 
 export interface WorkerSupervisorOptions {
   /** Processes to keep running. */
@@ -68,6 +69,17 @@ export function superviseWorkers(options: WorkerSupervisorOptions): void {
         'worker stopped',
       );
       if (startedAt.size === 0) finish();
+      return;
+    }
+    if (code === CANNOT_START_EXIT_CODE) {
+      // It said why on stderr (a port in use, a database that does not exist…): every
+      // replacement would say the same, forever, while nothing serves. Stop, as one process does.
+      logger.error(
+        { worker: worker.id, workerPid: worker.process.pid, code },
+        'a worker cannot start, and none would: stopping (see the reason above)',
+      );
+      failed = true;
+      stop('SIGTERM');
       return;
     }
     youngDeaths = lived < STABLE_AFTER_MS ? youngDeaths + 1 : 0;

@@ -145,6 +145,58 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
       expect(exit.stderr).not.toContain('pw-not-for-logs');
     });
 
+    it('with PARLEY_WORKERS, stops with that line instead of replacing workers forever', async () => {
+      // Every replacement met the same missing database: `npm start` never ended, and the
+      // line came again and again while nothing was served.
+      const env = await setup();
+      const url = new URL(env.DATABASE_URL as string);
+      url.pathname = '/parley_no_such_database';
+      const started = Date.now();
+      const exit = await startToExit({
+        ...env,
+        DATABASE_URL: url.href,
+        PARLEY_WORKERS: '2',
+        LLM_BASE_URL: 'http://127.0.0.1:9/v1',
+      });
+      expect(exit.code).toBe(1);
+      expect(Date.now() - started).toBeLessThan(40_000);
+      expect(exit.stderr).toMatch(
+        /^parley: the PostgreSQL server of DATABASE_URL .*database "parley_no_such_database" does not exist \(3D000\)$/m,
+      );
+      expect(exit.stderr).not.toMatch(/\n\s+at /);
+      expect(exit.stdout).toContain('a worker cannot start, and none would: stopping');
+      expect(exit.stdout).not.toContain('Parley is listening');
+    });
+
+    it('with PARLEY_WORKERS, keeps replacing workers while the database server is down', async () => {
+      const env = await setup();
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const port = (closed.address() as { port: number }).port;
+      await new Promise((resolve) => closed.close(resolve));
+      const child = spawnParley({
+        ...env,
+        PORT: '0',
+        DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/parley`,
+        PARLEY_WORKERS: '2',
+        LLM_BASE_URL: 'http://127.0.0.1:9/v1',
+      });
+      let stdout = '';
+      child.stdout?.on('data', (chunk: Buffer) => {
+        stdout += chunk.toString('utf8');
+      });
+      const exited = once(child, 'exit');
+      // A server that is down may come back (compose starts both at once): not given up on.
+      const deadline = Date.now() + 60_000;
+      while (!stdout.includes('starting another') && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(stdout).toContain('worker exited unexpectedly; starting another');
+      expect(child.exitCode).toBeNull();
+      child.kill('SIGTERM');
+      await exited;
+    });
+
     it('says in one line that nothing answers at DATABASE_URL, without its password', async () => {
       const env = await setup();
       const closed = createServer();
