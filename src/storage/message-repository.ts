@@ -17,25 +17,35 @@ export function turnRows(
     userId,
     runId,
     role: message.role,
-    content: withoutNul(message),
+    content: storable(message),
     interrupted: interrupted && index === turn.length - 1 && message.role === 'assistant',
   }));
 }
 
 /**
- * PostgreSQL's JSON cannot hold U+0000 (22P05): a model that sends one would lose the whole
- * turn, so it is stored as U+FFFD, the replacement character. Questions never contain it
- * (POST /chat refuses them).
+ * PostgreSQL's JSON cannot hold U+0000 (22P05) nor half of a surrogate pair (22P02, from a
+ * client that cut text by UTF-16 length): the whole turn would be lost, so each is stored as
+ * U+FFFD, the replacement character, as the text columns store such halves. POST /chat refuses
+ * U+0000 in a question; the model may send it. `JSON.stringify` writes both as `\u` escapes
+ * (a backslash the text had is doubled, so its text is only looked at, never changed wrongly).
  */
-function withoutNul(message: ModelMessage): ModelMessage {
-  return JSON.stringify(message).includes('\\u0000') ? replaceNul(message) : message;
+function storable(message: ModelMessage): ModelMessage {
+  return UNSTORABLE.test(JSON.stringify(message)) ? replaceUnstorable(message) : message;
 }
 
-function replaceNul<T>(value: T): T {
-  if (typeof value === 'string') return value.replaceAll('\u0000', '\ufffd') as T;
-  if (Array.isArray(value)) return value.map(replaceNul) as T;
+const UNSTORABLE = /\\u(?:0000|d[89a-f])/i;
+
+/** Text as PostgreSQL can store it, in a text column or in JSON (see `storable`). */
+export const storableText = (text: string): string =>
+  text.replaceAll('\u0000', '\ufffd').toWellFormed();
+
+function replaceUnstorable<T>(value: T): T {
+  if (typeof value === 'string') return storableText(value) as T;
+  if (Array.isArray(value)) return value.map(replaceUnstorable) as T;
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceNul(v)])) as T;
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, replaceUnstorable(v)]),
+    ) as T;
   }
   return value;
 }

@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
 import { TurnLostError } from '../assistant/user-chat-lock.ts';
 import type { Db } from './database.ts';
-import { turnRows } from './message-repository.ts';
+import { storableText, turnRows } from './message-repository.ts';
 import { searchTerms } from './message-search.ts';
 
 export interface RunOutcome {
@@ -211,14 +211,14 @@ export class RunRepository {
       started_at: run.startedAt.toISOString(),
       finished_at: finishedAt.toISOString(),
       ticket: run.ticket ?? null,
-      // PostgreSQL cannot store U+0000 in text (as for the messages' JSON).
-      answer: outcome.answer?.replaceAll('\u0000', '\uFFFD') ?? null,
+      // PostgreSQL cannot store U+0000 nor half a surrogate pair (as for the messages' JSON).
+      answer: outcome.answer === undefined ? null : storableText(outcome.answer),
       conversation_id: run.turn?.conversationId ?? null,
       parent_run_id: run.turn?.parentRunId ?? null,
       follows_leaf: run.turn !== undefined && run.turn.parentRunId === undefined,
       has_messages: turn.length > 0,
       branches: run.turn?.branches ?? false,
-      title: run.turn?.title.replaceAll('\u0000', '\uFFFD') ?? null,
+      title: run.turn ? storableText(run.turn.title) : null,
     }));
     const messages = batch.flatMap(({ run, outcome, turn }) =>
       turnRows(run.userId, run.id, turn, outcome.status === 'interrupted').map((row) => ({

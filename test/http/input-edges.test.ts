@@ -3,7 +3,7 @@ import { type EngineStack, startEngineStack } from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { holdAt, readAll } from '../support/resumable.ts';
+import { holdAt, readAll, textOf } from '../support/resumable.ts';
 
 /** A list cursor as the server encodes one: `[pinned, updated_at in µs since 1970, id]`. */
 const cursor = (updatedAt: unknown) =>
@@ -235,6 +235,31 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
     expect(await overCompletion.json()).toMatchObject({
       error: { param: 'messages[0].content', code: 'string_above_max_length' },
     });
+  });
+
+  it('keeps a turn whose question holds half of an emoji', async () => {
+    // A client that cuts text by UTF-16 length leaves half of a surrogate pair. PostgreSQL's
+    // JSON refuses it: the answer streamed, then an internal_error, and the turn was lost.
+    const half = `Cut here: ${'😀'.slice(0, 1)} and here ${'😀'.slice(1)}`;
+    for (const [user, resumable] of [
+      ['sue', false],
+      ['sam', true],
+    ] as const) {
+      const asked = await stack.post('/chat', { user_id: user, message: half, resumable });
+      const { raw, events } = await readAll(asked);
+      expect(raw, user).not.toContain('__error');
+      expect(textOf(events)).toBe('An answer.');
+      const history = (await send('GET', `/users/${user}/history`)).body as unknown as {
+        turns: { question: string; answer: string; status: string }[];
+      };
+      expect(history.turns).toEqual([
+        expect.objectContaining({
+          question: 'Cut here: \ufffd and here \ufffd',
+          answer: 'An answer.',
+          status: 'completed',
+        }),
+      ]);
+    }
   });
 
   it('takes a UUID in upper case for the same run, conversation and server', async () => {
