@@ -1,6 +1,7 @@
 import type { ModelMessage } from 'ai';
 import { z } from 'zod';
 import type { CallSettings, ClientConversation } from '../assistant/chat-events.ts';
+import { hasVisibleCharacter } from '../visible-text.ts';
 import { decodeImage } from '../vision/decode-image.ts';
 import type { ImageMediaType } from '../vision/image-type.ts';
 import { InvalidRequest } from './openai-error.ts';
@@ -84,6 +85,8 @@ export function toChatInput(body: ChatCompletionBody, limits: InputLimits): Chat
   const messages: ModelMessage[] = [];
   /** The last image of the conversation and where it is, decoded once all is read. */
   let lastImage: { url: string; at: string } | undefined;
+  /** Where the conversation's last message is in the request, for the errors naming it. */
+  let lastAt = 'messages';
 
   body.messages.forEach((entry, i) => {
     const where = `messages[${i}]`;
@@ -133,6 +136,7 @@ export function toChatInput(body: ChatCompletionBody, limits: InputLimits): Chat
       case 'user':
       case 'assistant':
         messages.push({ role: entry.role, content: text });
+        lastAt = `${where}.content`;
         break;
       default:
         throw new InvalidRequest(
@@ -148,10 +152,14 @@ export function toChatInput(body: ChatCompletionBody, limits: InputLimits): Chat
     throw new InvalidRequest('The last message must be from the user.', 'messages');
   }
   const question = last.content as string;
+  // As /chat's `message`: content null, absent, [] or blanks asks the model nothing.
+  if (!hasVisibleCharacter(question)) {
+    throw new InvalidRequest('The last message must contain a visible character.', lastAt);
+  }
   if (question.length > limits.messageMaxChars) {
     throw new InvalidRequest(
       `The last message must be at most ${limits.messageMaxChars} characters.`,
-      `messages[${body.messages.length - 1}].content`,
+      lastAt,
       'string_above_max_length',
     );
   }

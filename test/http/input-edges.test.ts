@@ -262,6 +262,33 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
     }
   });
 
+  it('refuses a last OpenAI message with nothing to answer, as /chat does', async () => {
+    // content null, absent, an empty list or only blanks: the model was asked nothing.
+    for (const content of [null, undefined, [], '', '  \u200b ', [{ type: 'text', text: ' ' }]]) {
+      const response = await stack.parley.fetch('/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'parley',
+          messages: [
+            { role: 'user', content: 'Hello' },
+            { role: 'assistant', content: 'Hi' },
+            { role: 'user', content },
+          ],
+        }),
+      });
+      expect(response.status, JSON.stringify(content)).toBe(400);
+      expect(await response.json()).toEqual({
+        error: {
+          message: 'The last message must contain a visible character.',
+          type: 'invalid_request_error',
+          param: 'messages[2].content',
+          code: 'invalid_value',
+        },
+      });
+    }
+  });
+
   it('takes a UUID in upper case for the same run, conversation and server', async () => {
     const conversation = (await send('POST', '/users/ann/conversations', {})).body as unknown as {
       id: string;
