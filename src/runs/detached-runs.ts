@@ -186,6 +186,12 @@ export class DetachedRuns {
     if (live && live.userId !== userId) return undefined;
     const first = live ? undefined : await this.#options.store.read(runId, userId, after);
     if (!live && !first) return undefined;
+    // An id past what the run has written is another stream's: followed, it would end at
+    // once with [DONE] alone, as if the client had seen the whole answer. This process's
+    // runs have every event in memory, and an ended run's log is whole; the log of a run
+    // another process still writes may lag behind what a client saw there.
+    const written = live ? live.events.length : first?.status === 'ended' ? first.lastSeq : after;
+    if (after > written) throw new EventIdPastEnd(written);
     // Each listener holds a connection (and, for a run of another process, reads the log
     // every second): a user's are bounded in each process.
     const listening = this.#listeners.get(userId) ?? 0;
@@ -402,6 +408,20 @@ export class DetachedRuns {
     } catch (error) {
       this.#logger.warn({ err: error }, 'old run events not pruned');
     }
+  }
+}
+
+/** A resume from an event id the run never reached (from another run's stream). */
+export class EventIdPastEnd extends AppError {
+  readonly lastSeq: number;
+
+  constructor(lastSeq: number) {
+    super(
+      'event_id_past_end',
+      422,
+      `is past the last event of this run (${lastSeq}): not an id of its stream`,
+    );
+    this.lastSeq = lastSeq;
   }
 }
 

@@ -21,6 +21,8 @@ export interface RunRead {
   status: 'running' | 'ended';
   /** Milliseconds since its holder last showed it was alive (database clock). */
   silentMs: number;
+  /** The number of its last stored event (its end's, once it ended). */
+  lastSeq: number;
   /** The events after `after`, in order. */
   events: StoredRunEvent[];
   /** The read stopped at its limit: more events are stored after these (read again). */
@@ -168,10 +170,11 @@ export class RunEventRepository {
     const { rows } = await this.#db.$client.query<{
       status: 'running' | 'ended';
       silent_ms: number;
+      last_seq: number;
       batches: string | null;
       n: number;
     }>(
-      `SELECT s.status,
+      `SELECT s.status, s.last_seq,
               (extract(epoch FROM now() - s.heartbeat_at) * 1000)::float8 AS silent_ms,
               b.batches, b.n
          FROM run_streams s
@@ -198,6 +201,7 @@ export class RunEventRepository {
     return {
       status: row.status,
       silentMs: Number(row.silent_ms),
+      lastSeq: Number(row.last_seq),
       events,
       more: row.n >= READ_BATCHES,
     };

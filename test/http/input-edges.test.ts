@@ -3,7 +3,7 @@ import { type EngineStack, startEngineStack } from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { holdAt, readAll, textOf } from '../support/resumable.ts';
+import { holdAt, lastEventId, readAll, textOf } from '../support/resumable.ts';
 
 /** A list cursor as the server encodes one: `[pinned, updated_at in µs since 1970, id]`. */
 const cursor = (updatedAt: unknown) =>
@@ -287,6 +287,39 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
         },
       });
     }
+  });
+
+  it('refuses a Last-Event-ID past the end of the run it names', async () => {
+    const asked = await stack.post('/chat', { user_id: 'lee', message: 'Hi', resumable: true });
+    const runId = asked.headers.get('x-parley-run-id') as string;
+    const { events } = await readAll(asked);
+    const last = lastEventId(events);
+    expect(last).toBe(2); // the answer, then __done
+    const follow = (headers: Record<string, string>, query = '') =>
+      stack.parley.fetch(`/users/lee/runs/${runId}/events${query}`, { headers });
+    // The id of __done: the client saw the end, and gets [DONE] alone.
+    expect(await (await follow({ 'last-event-id': String(last) })).text()).toBe('data: [DONE]\n\n');
+    // An id of another, longer stream named none of this one's events: it looked complete.
+    for (const [headers, query, loc] of [
+      [{ 'last-event-id': '41' }, '', ['header', 'last-event-id']],
+      [{}, '?after=3', ['query', 'after']],
+    ] as const) {
+      const response = await follow(headers, query);
+      expect(response.status, query).toBe(422);
+      expect(await response.json()).toEqual({
+        detail: [
+          {
+            loc,
+            msg: 'is past the last event of this run (2): not an id of its stream',
+            type: 'value_error',
+          },
+        ],
+      });
+    }
+    // The log is what a later reader sees, once the run is no longer in memory.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await follow({ 'last-event-id': '41' })).status).toBe(422);
+    expect(await (await follow({ 'last-event-id': '1' })).text()).toContain('"__done":true');
   });
 
   it('takes a UUID in upper case for the same run, conversation and server', async () => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { notFound } from '../../errors.ts';
-import type { DetachedRuns, NumberedEvent } from '../../runs/detached-runs.ts';
+import { type DetachedRuns, EventIdPastEnd, type NumberedEvent } from '../../runs/detached-runs.ts';
 import type { App } from '../app-types.ts';
 import { closedSignal } from '../chat-abort.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
@@ -35,7 +35,8 @@ export function registerRunRoutes(app: App, runs: DetachedRuns, keepAliveMs: num
           'start), each once and in order, then the live rest, as `POST /chat` streams them ' +
           '(every event with its `id:`), ending with the same `__done` and `[DONE]`. Leaving ' +
           'does not stop the answer. A run that is unknown, not resumable, another user’s or ' +
-          'pruned (RUN_EVENTS_KEEP_HOURS after its end) is a 404.',
+          'pruned (RUN_EVENTS_KEEP_HOURS after its end) is a 404; an id past its last event ' +
+          '(from another stream) is a 422.',
         tags: ['chat'],
         params,
         querystring: z.object({ after: eventId.optional() }),
@@ -46,9 +47,17 @@ export function registerRunRoutes(app: App, runs: DetachedRuns, keepAliveMs: num
     },
     async (request, reply) => {
       const { user_id: userId, run_id: runId } = request.params;
-      const after = Number(request.headers['last-event-id'] ?? request.query.after ?? 0);
+      const header = request.headers['last-event-id'];
+      const after = Number(header ?? request.query.after ?? 0);
       const left = closedSignal(reply.raw);
-      const events = await runs.listen(runId, userId, after, left);
+      let events: AsyncIterable<NumberedEvent> | undefined;
+      try {
+        events = await runs.listen(runId, userId, after, left);
+      } catch (error) {
+        if (!(error instanceof EventIdPastEnd)) throw error;
+        const loc = header === undefined ? ['query', 'after'] : ['header', 'last-event-id'];
+        return reply.code(422).send({ detail: [{ loc, msg: error.message, type: 'value_error' }] });
+      }
       if (!events) throw notFound(NO_RUN);
       reply.header('x-parley-run-id', runId);
       const body = toSseBody(endingWithDone(events), keepAliveMs, reply.raw, (item) =>
