@@ -26,6 +26,11 @@ export interface AnswerStreamOptions {
   buttons(runId: string): InlineKeyboardMarkup;
   /** Said when an answer is empty. */
   noAnswer: string;
+  /**
+   * Said after an answer its owner stopped from another door (the web client's Stop): without
+   * it, what was written would look like the whole answer. `empty`: nothing was written.
+   */
+  stopped: { written: string; empty: string };
   logger: Logger;
   /** Stops waiting on Telegram (shutdown). */
   signal: AbortSignal;
@@ -59,6 +64,7 @@ export class AnswerStream {
   readonly #o: AnswerStreamOptions;
   #text = '';
   #error = '';
+  #stopped = false;
   /** Parts sent for good. */
   #sealed = 0;
   /** Edit mode: the message showing the current part, and what it shows. */
@@ -88,6 +94,7 @@ export class AnswerStream {
           this.#error = this.#o.errorText?.(event) ?? event.message;
         } else if (event.type === 'done') {
           runId = event.runId;
+          this.#stopped = event.stopped === true;
         } // reasoning is never sent to Telegram
       }
     } finally {
@@ -207,6 +214,9 @@ export class AnswerStream {
   async #finish(runId: string | undefined): Promise<void> {
     let text = this.#text.trim() ? this.#text : '';
     if (this.#error) text = text ? `${text}\n\n⚠️ ${this.#error}` : `⚠️ ${this.#error}`;
+    else if (this.#stopped) {
+      text = text ? `${text}\n\n⏹ ${this.#o.stopped.written}` : `⏹ ${this.#o.stopped.empty}`;
+    }
     if (!text) text = this.#o.noAnswer;
     const parts = splitMessage(text);
     for (; this.#sealed < parts.length; this.#sealed++) {

@@ -144,6 +144,7 @@ export class ChatDoor {
         drafts: this.#drafts,
         buttons: rateButtons,
         noAnswer: t.noAnswer,
+        stopped: { written: t.answerStopped, empty: t.answerStoppedEmpty },
         logger: log,
         signal: AbortSignal.any([sending.signal, AbortSignal.timeout(30 * 60_000)]),
         receivedAt: incoming.receivedAt,

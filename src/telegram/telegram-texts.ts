@@ -29,6 +29,9 @@ const TEXTS = {
     editNotAnswered:
       'Edited messages are not answered again: send the corrected message as a new one.',
     noAnswer: 'No answer came. Please try again.',
+    answerStopped:
+      'Stopped before the end. What was written is above and kept in the conversation.',
+    answerStoppedEmpty: 'Stopped before any answer was written.',
     interrupted: (question: string) =>
       `The server stopped while writing the answer to “${question}”. What it had written is above and kept in the conversation; send the message again for a whole answer.`,
     interruptedEmpty: (question: string) =>
@@ -96,6 +99,8 @@ const TEXTS = {
     photoQuestion: '이 이미지에 무엇이 있나요?',
     editNotAnswered: '수정한 메시지에는 다시 답하지 않습니다. 고친 내용을 새 메시지로 보내 주세요.',
     noAnswer: '답을 받지 못했습니다. 다시 시도해 주세요.',
+    answerStopped: '끝나기 전에 멈췄습니다. 위는 그때까지 쓴 내용이며 대화에 남아 있습니다.',
+    answerStoppedEmpty: '답을 쓰기 전에 멈췄습니다.',
     interrupted: (question: string) =>
       `“${question}”에 대한 답을 쓰는 중에 서버가 멈췄습니다. 위는 그때까지 쓴 내용이며 대화에 남아 있습니다. 온전한 답을 받으려면 메시지를 다시 보내 주세요.`,
     interruptedEmpty: (question: string) =>

@@ -639,6 +639,41 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect((await open()).turns).toMatchObject([{ run_id: runId, answer: text }]);
   });
 
+  it('says so when an answer is stopped from another door, instead of showing it as whole', async () => {
+    await stack.link('stella', 523);
+    const hold = holdAt((chunk) => chunk === 3);
+    const text = 'First the flour, then the eggs, then the milk, then bake it for an hour.';
+    stack.llm.enqueue(reply.text(text, { chunks: 8, pace: hold.pace }));
+    const from = stack.telegram.sentTo('523').length;
+    stack.telegram.pushMessage(523, 'How do I bake a cake?');
+    await hold.reached;
+    const listed = (await (await stack.parley.fetch('/users/stella/conversations')).json()) as {
+      conversations: { id: string; current: boolean }[];
+    };
+    const current = listed.conversations.find((c) => c.current);
+    const open = (await (
+      await stack.parley.fetch(`/users/stella/conversations/${current?.id}`)
+    ).json()) as { running: { run_id: string } | null };
+    const runId = open.running?.run_id as string;
+    // The web client's Stop, on the answer it sees being written.
+    const stop = await stack.parley.fetch(`/users/stella/runs/${runId}/stop`, { method: 'POST' });
+    expect(await stop.json()).toEqual({ run_id: runId, status: 'stopping' });
+    hold.release();
+
+    const sent = await stack.answerAfter(523, from);
+    const final = sent.at(-1)?.visible ?? '';
+    const [written = '', notice] = final.split('\n\n⏹ ');
+    // What was written, then why it ends there; still rated (it is kept, as interrupted).
+    expect(text.startsWith(written) && written.length < text.length, final).toBe(true);
+    expect(notice).toBe(
+      'Stopped before the end. What was written is above and kept in the conversation.',
+    );
+    expect(keyboardOf(sent.at(-1)).map((b) => b.callback_data)).toEqual([
+      `f:${runId}:1`,
+      `f:${runId}:0`,
+    ]);
+  });
+
   it('lists upcoming reminders with cancel buttons, and sets the command menu in two languages', async () => {
     await stack.link('lena', 512);
     stack.llm.enqueue(
