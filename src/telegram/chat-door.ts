@@ -15,7 +15,7 @@ import { AnswerStream, type DraftSupport } from './answer-stream.ts';
 import type { Incoming } from './incoming.ts';
 import { overLimitText, sendReply } from './send-reply.ts';
 import type { TelegramApi } from './telegram-api.ts';
-import { type Language, textsFor } from './telegram-texts.ts';
+import { chatErrorText, type Language, textsFor } from './telegram-texts.ts';
 
 export interface ChatDoorDependencies {
   telegram: TelegramApi;
@@ -148,10 +148,7 @@ export class ChatDoor {
         logger: log,
         signal: AbortSignal.any([sending.signal, AbortSignal.timeout(30 * 60_000)]),
         receivedAt: incoming.receivedAt,
-        errorText: (error) =>
-          error.code === 'model_downloading'
-            ? t.modelDownloading(error.percent ?? 0)
-            : error.message,
+        errorText: (error) => chatErrorText(language, error),
       });
       const sent = await stream.run(this.#asking(eventsOf(numbered), chatId, language, log));
       log.info(

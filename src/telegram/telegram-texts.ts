@@ -1,3 +1,5 @@
+import type { ChatErrorCode } from '../assistant/chat-events.ts';
+
 /** What the bot says, in English and Korean (for Telegram clients set to Korean). */
 export type Language = 'en' | 'ko';
 
@@ -160,4 +162,37 @@ export function inWords(seconds: number, language: Language): string {
   if (s < 90) return `in ${s} second${s === 1 ? '' : 's'}`;
   if (s < 90 * 60) return `in about ${Math.round(s / 60)} minutes`;
   return `in about ${Math.round(s / 3600)} hours`;
+}
+
+/**
+ * Why an answer broke off, for a Korean client: the assistant's own messages are English
+ * (POST /chat's `__error`, which a client reads by its code). An English client gets those
+ * messages as they are, since they can say more (the upstream's status, a setting to fix).
+ */
+const KOREAN_CHAT_ERRORS: Record<ChatErrorCode, string> = {
+  model_not_configured:
+    '어시스턴트의 모델이 설정되어 있지 않거나 불러올 수 없습니다. 관리자에게 알려 주세요.',
+  model_downloading: '어시스턴트의 모델을 아직 내려받는 중입니다. 다 받은 뒤에 다시 시도해 주세요.',
+  model_unreachable: '모델 서버와의 연결이 끊겼거나 모델 서버에 연결할 수 없습니다.',
+  model_error: '모델 서버가 오류로 답했습니다.',
+  model_timeout: '모델이 답하는 데 너무 오래 걸렸습니다.',
+  model_bad_response: '모델 서버가 읽을 수 없는 응답을 보냈습니다.',
+  database_unavailable: '데이터베이스를 사용할 수 없습니다. 잠시 후 다시 시도해 주세요.',
+  shutting_down: '서비스가 다시 시작되는 중입니다. 잠시 후 메시지를 다시 보내 주세요.',
+  turn_lost:
+    '이 답은 저장되지 않았습니다. 서버가 멈춘 사이 다음 메시지에 먼저 답했습니다. 이 메시지를 다시 보내 주세요.',
+  answer_timeout: '답이 이 서버가 허용하는 시간보다 오래 걸려 여기서 멈췄습니다.',
+  run_interrupted: '답을 쓰던 서버가 멈췄습니다. 메시지를 다시 보내 주세요.',
+  internal_error: '답하는 중에 문제가 생겼습니다.',
+};
+
+/** The words under an answer that ended with an error, in the client's language. */
+export function chatErrorText(
+  language: Language,
+  error: { code: ChatErrorCode; message: string; percent?: number | undefined },
+): string {
+  if (error.code === 'model_downloading') {
+    return textsFor(language).modelDownloading(error.percent ?? 0);
+  }
+  return language === 'ko' ? KOREAN_CHAT_ERRORS[error.code] : error.message;
 }

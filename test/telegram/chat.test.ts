@@ -674,6 +674,20 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     ]);
   });
 
+  it('tells a Korean client why its answer broke off in Korean', async () => {
+    await stack.link('kai', 524);
+    // The model server drops the connection after the first words.
+    stack.llm.enqueue(
+      reply.text('서울의 날씨는 맑고 따뜻합니다', { chunks: 4, disconnectAfter: 3 }),
+    );
+    const from = stack.telegram.sentTo('524').length;
+    stack.telegram.pushMessage(524, '서울 날씨 어때?', 'ko');
+    const sent = await stack.answerAfter(524, from);
+    const [written = '', warning] = (sent.at(-1)?.visible ?? '').split('\n\n⚠️ ');
+    expect('서울의 날씨는 맑고 따뜻합니다'.startsWith(written)).toBe(true);
+    expect(warning).toBe('모델 서버와의 연결이 끊겼거나 모델 서버에 연결할 수 없습니다.');
+  });
+
   it('lists upcoming reminders with cancel buttons, and sets the command menu in two languages', async () => {
     await stack.link('lena', 512);
     stack.llm.enqueue(
