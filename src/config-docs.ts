@@ -107,7 +107,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     doc: 'Retries of a model call that failed before streaming (429, 5xx, refused).',
   },
   TOOL_TIMEOUT_MS: { doc: 'Longest a tool may run.' },
-  CHAT_MAX_STEPS: { doc: "Model calls per chat (the tool loop's limit)." },
+  CHAT_MAX_STEPS: {
+    doc: "Model calls per chat (the tool loop's limit); the last one is asked to answer without calling tools.",
+  },
   HISTORY_MAX_TOKENS: { doc: 'History budget per chat (see above).' },
   SSE_KEEPALIVE_MS: { doc: 'Silence before a `: ping` keep-alive.' },
   ANSWER_MAX_SECONDS: {

@@ -20,7 +20,7 @@ import { ToolRefusal, toolFailureText } from './tool-refusal.ts';
 /**
  * The agent's tool loop, read straight off the provider's stream: call the model, run the
  * tools it asks for, call it again with their results, until it answers without a tool or
- * `maxSteps` calls were made.
+ * `maxSteps` calls were made (the last of which is asked to answer without tools).
  *
  * Why not the SDK's `streamText`: it pipes every token through about fifteen web-stream
  * stages, which cost more CPU per token than the provider's own stream
@@ -102,6 +102,10 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
   const { model, tools, signal } = options;
   const modelTools = await prepareTools({ tools });
   const toolChoice = prepareToolChoice({ toolChoice: undefined });
+  // The last call allowed must answer: a tool it called would run with nobody to read its
+  // result, and the answer would end on what the model said before looking ("Let me check.")
+  // as if it were whole. The tools stay declared, as the conversation's tool calls need them.
+  const lastToolChoice = prepareToolChoice({ toolChoice: 'none' });
   const provider = model.provider.split('.')[0];
   const { retry } = prepareRetries({ maxRetries: options.maxRetries, abortSignal: signal });
   let messages = options.messages;
@@ -136,7 +140,7 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
           return await model.doStream({
             prompt,
             tools: modelTools,
-            toolChoice,
+            toolChoice: step + 1 >= options.maxSteps ? lastToolChoice : toolChoice,
             abortSignal: modelSignal,
             ...options.callSettings,
           });
