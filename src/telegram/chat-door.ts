@@ -82,6 +82,11 @@ export class ChatDoor {
     const { chatId, userId, language } = incoming;
     const t = textsFor(language);
     const principal: Principal = { kind: 'user', userId, keyId: undefined };
+    // As /chat refuses it (422): answering its first part would answer another question.
+    if (question.message.length > this.#deps.messageMaxChars) {
+      log.info('Telegram message over MESSAGE_MAX_CHARS');
+      return sendReply(telegram, chatId, t.tooLong(this.#deps.messageMaxChars), log);
+    }
     try {
       await this.#deps.admitChat(principal, userId);
     } catch (error) {
@@ -104,10 +109,8 @@ export class ChatDoor {
     try {
       const conversationId = await this.#deps.conversationOf(String(chatId), userId);
       const runId = randomUUID();
-      // Telegram allows 4,096 characters; PostgreSQL cannot store U+0000.
-      const message = question.message
-        .slice(0, this.#deps.messageMaxChars)
-        .replaceAll('\u0000', '\uFFFD');
+      // PostgreSQL cannot store U+0000.
+      const message = question.message.replaceAll('\u0000', '\uFFFD');
       await this.#deps.runs.begin(
         {
           runId,

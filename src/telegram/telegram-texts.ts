@@ -59,6 +59,8 @@ const TEXTS = {
     encrypted:
       'The PDF is protected by a password. Upload it with its password in the web client (or POST /ingest with "password").',
     tooBig: (mb: number) => `The file is too large: at most ${mb} MB.`,
+    tooLong: (chars: number) =>
+      `Your message is too long: at most ${chars} characters. Send a shorter one.`,
     imagesOff: 'Images cannot be analysed here: image understanding is not configured.',
     noReminders: 'No upcoming reminders.',
     remindersTitle: 'Upcoming reminders:',
@@ -128,6 +130,7 @@ const TEXTS = {
     encrypted:
       '암호로 보호된 PDF입니다. 웹 클라이언트에서 암호와 함께 올려 주세요(또는 POST /ingest 에 "password").',
     tooBig: (mb: number) => `파일이 너무 큽니다. 최대 ${mb} MB입니다.`,
+    tooLong: (chars: number) => `메시지가 너무 깁니다. 최대 ${chars}자입니다. 더 짧게 보내 주세요.`,
     imagesOff: '이미지를 분석할 수 없습니다. 이미지 이해 기능이 설정되어 있지 않습니다.',
     noReminders: '다가오는 리마인더가 없습니다.',
     remindersTitle: '다가오는 리마인더:',

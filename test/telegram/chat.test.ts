@@ -21,7 +21,8 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
   vi.setConfig({ testTimeout: 120_000 });
 
   beforeAll(async () => {
-    stack = await startTelegramStack(engine);
+    // Below Telegram's own 4,096: a longer message can reach the bot.
+    stack = await startTelegramStack(engine, { MESSAGE_MAX_CHARS: '4000' });
   }, START_TIMEOUT_MS);
   afterEach(() => {
     stack.telegram.assertNoUnexpected();
@@ -686,6 +687,30 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     const [written = '', warning] = (sent.at(-1)?.visible ?? '').split('\n\n⚠️ ');
     expect('서울의 날씨는 맑고 따뜻합니다'.startsWith(written)).toBe(true);
     expect(warning).toBe('모델 서버와의 연결이 끊겼거나 모델 서버에 연결할 수 없습니다.');
+  });
+
+  it('says a message is over MESSAGE_MAX_CHARS instead of answering the first part of it', async () => {
+    await stack.link('tess', 525);
+    const before = stack.llm.chats.length;
+    const from = stack.telegram.sentTo('525').length;
+    const long = `${'word '.repeat(810)}and the question comes last: what is 2 + 2?`;
+    expect(long.length).toBeLessThanOrEqual(4096);
+    stack.telegram.pushMessage(525, long);
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('525').length > from);
+    expect(stack.telegram.sentTo('525')[from]?.visible).toBe(
+      'Your message is too long: at most 4000 characters. Send a shorter one.',
+    );
+    stack.telegram.pushMessage(525, '긴 메시지 '.repeat(700), 'ko');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('525').length > from + 1);
+    expect(stack.telegram.sentTo('525')[from + 1]?.visible).toBe(
+      '메시지가 너무 깁니다. 최대 4000자입니다. 더 짧게 보내 주세요.',
+    );
+    // The model was asked nothing, and nothing went into the conversation.
+    expect(stack.llm.chats.length).toBe(before);
+    const history = (await (await stack.parley.fetch('/users/tess/history')).json()) as {
+      turns: unknown[];
+    };
+    expect(history.turns).toEqual([]);
   });
 
   it('lists upcoming reminders with cancel buttons, and sets the command menu in two languages', async () => {
