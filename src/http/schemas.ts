@@ -29,8 +29,4 @@ export const sourceSchema = z
 export const uuidSchema = (message: string) =>
   z.uuid({ message }).transform((id) => id.toLowerCase());
 
-/** PostgreSQL cannot store U+0000 in text or JSON: the insert would fail (a 500). */
-export const withoutNul = <T extends z.ZodType<string>>(schema: T) =>
-  schema.refine((value) => !value.includes('\u0000'), {
-    message: 'must not contain the NUL character (U+0000)',
-  });
+export { withoutNul } from '../visible-text.ts';

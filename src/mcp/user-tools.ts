@@ -13,7 +13,7 @@ import {
   describeReminder,
   isoDate,
   localTime,
-  REMINDER_NOTE_MAX,
+  reminderNote,
   REMINDER_TITLE_MAX,
 } from '../tools/reminder-tools.ts';
 import { visibleText } from '../visible-text.ts';
@@ -135,7 +135,7 @@ export function registerUserTools(
           `The date, YYYY-MM-DD: from today to ${MAX_YEARS_AHEAD} years ahead`,
         ),
         time: localTime.optional().describe('The time of day, HH:MM (24-hour)'),
-        note: z.string().max(REMINDER_NOTE_MAX).optional().describe('Details worth repeating'),
+        note: reminderNote.optional().describe('Details worth repeating'),
       },
       annotations: { readOnlyHint: false, destructiveHint: false, openWorldHint: false },
     },

@@ -2,7 +2,7 @@ import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
 import { MAX_YEARS_AHEAD, type ReminderService } from '../reminders/reminder-service.ts';
 import type { ReminderRecord } from '../storage/reminder-repository.ts';
-import { visibleText } from '../visible-text.ts';
+import { visibleText, withoutNul } from '../visible-text.ts';
 
 export interface ReminderToolContext {
   userId: string;
@@ -18,6 +18,8 @@ export const localTime = z
   .regex(/^([01]\d|2[0-3]):[0-5]\d$/, { message: 'use the 24-hour form HH:MM' });
 export const REMINDER_TITLE_MAX = 200;
 export const REMINDER_NOTE_MAX = 1000;
+/** A reminder's note: any text, but no NUL (which PostgreSQL cannot store). */
+export const reminderNote = withoutNul(z.string().max(REMINDER_NOTE_MAX));
 
 // Built once: the AI SDK caches a schema's JSON Schema on the object, and tools are bound to
 // a user on every chat.
@@ -31,7 +33,7 @@ const setReminderInput = zodSchema(
         'Work out "next Friday" or "다음 주 금요일" from the current date in the system prompt.',
     ),
     time: localTime.optional().describe('The time of day, HH:MM (24-hour), if the user gave one'),
-    note: z.string().max(REMINDER_NOTE_MAX).optional().describe('Details worth repeating'),
+    note: reminderNote.optional().describe('Details worth repeating'),
   }),
 );
 const listRemindersInput = zodSchema(

@@ -243,6 +243,18 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
       expect(await refusal(alice, name, args), name).toContain('must contain a visible character');
     }
 
+    // A NUL character (which PostgreSQL cannot store in text) is the client's mistake, said as
+    // such, not an internal error; nothing is stored.
+    for (const [name, args] of [
+      ['set_reminder', { title: 'Dentist\u0000', date }],
+      ['set_reminder', { title: 'Dentist', date, note: 'bring\u0000the card' }],
+      ['search_documents', { query: 'quokka\u0000' }],
+      ['query_graph', { name: 'Minsu\u0000' }],
+    ] as const) {
+      expect(await refusal(alice, name, args), name).toContain('NUL');
+    }
+    expect((await admin('GET', '/reminders/alice')).reminders).toHaveLength(1);
+
     expect(await call(alice, 'cancel_reminder', { id: set.id })).toEqual({ cancelled: set.id });
     expect((await admin('GET', '/reminders/alice')).reminders).toEqual([]);
   });
