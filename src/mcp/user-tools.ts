@@ -13,8 +13,8 @@ import {
   describeReminder,
   isoDate,
   localTime,
-  reminderNote,
   REMINDER_TITLE_MAX,
+  reminderNote,
 } from '../tools/reminder-tools.ts';
 import { visibleText } from '../visible-text.ts';
 
