@@ -1,6 +1,7 @@
 import { resolveTimezone } from '../assistant/local-time.ts';
 import { AppError, notFound } from '../errors.ts';
 import type { Clock } from '../reminders/clock.ts';
+import { MAX_YEARS_AHEAD } from '../reminders/reminder-service.ts';
 import type {
   AutomationRecord,
   AutomationRepository,
@@ -38,6 +39,7 @@ export interface AutomationServiceOptions {
 }
 
 const NAME_CHARS = 60;
+const YEAR_MS = 365.25 * 24 * 3_600_000;
 const noAutomation = () => notFound('No such automation.');
 
 /** Automations as users and the assistant see them: set, list, change, pause, run now. */
@@ -178,11 +180,22 @@ export class AutomationService {
         `An automation runs at most every ${minimum} minutes (AUTOMATION_MIN_INTERVAL_MINUTES).`,
       );
     }
-    if (!nextOccurrence(schedule, timezone, now)) {
+    const first = nextOccurrence(schedule, timezone, now);
+    if (!first) {
       throw new AppError(
         'automation_in_the_past',
         422,
         `That time has passed (${timezone}): a one-time automation needs a time ahead.`,
+      );
+    }
+    // A first run in the year 9999 passes every other check, never runs, holds one of the
+    // user's places, and its time is no RFC 3339 date-time (year 10000 in a timezone west
+    // of UTC): beyond a lifetime a date is a typo, as for reminders.
+    if (first.getTime() - now.getTime() > MAX_YEARS_AHEAD * YEAR_MS) {
+      throw new AppError(
+        'automation_too_far_ahead',
+        422,
+        `The first run (${first.toISOString()}) is more than ${MAX_YEARS_AHEAD} years ahead: an automation starts within ${MAX_YEARS_AHEAD} years.`,
       );
     }
     return schedule;
