@@ -4,6 +4,7 @@ const { and, asc, eq, isNull, sql } = orm;
 
 import type { Db } from './database.ts';
 import { mcpAlwaysAllow, mcpServers, mcpServerUsers, toolApprovals } from './schema.ts';
+import { storableValue } from './storable-text.ts';
 
 export type McpServerRecord = typeof mcpServers.$inferSelect;
 export type NewMcpServer = typeof mcpServers.$inferInsert;
@@ -90,7 +91,10 @@ export class McpRepository {
    * the approved one (the administrator enabled it knowing its command or URL); a later one
    * with another fingerprint is only seen, which holds the server until it is approved.
    */
-  async recordListing(id: string, fingerprint: string, tools: unknown[]): Promise<void> {
+  async recordListing(id: string, fingerprint: string, listed: unknown[]): Promise<void> {
+    // The server's own text: a NUL in it would fail the write, and with it every chat that
+    // offers the server. The fingerprint is of what it listed, unchanged.
+    const tools = storableValue(listed);
     await this.#db
       .update(mcpServers)
       .set({
@@ -120,7 +124,12 @@ export class McpRepository {
   async recordFailure(id: string, reason: string | null, stderr: string | null): Promise<void> {
     await this.#db
       .update(mcpServers)
-      .set({ lastError: reason, lastStderr: stderr, lastErrorAt: reason ? new Date() : null })
+      .set({
+        lastError: reason,
+        // The server's stderr, its own bytes: a NUL would fail the write (the status unseen).
+        lastStderr: stderr === null ? null : storableValue(stderr),
+        lastErrorAt: reason ? new Date() : null,
+      })
       .where(eq(mcpServers.id, id));
   }
 

@@ -1,5 +1,6 @@
 import type { ModelMessage } from 'ai';
 import { orm } from './orm.ts';
+import { storableValue } from './storable-text.ts';
 
 const { eq } = orm;
 
@@ -30,25 +31,10 @@ export function turnRows(
  * (a backslash the text had is doubled, so its text is only looked at, never changed wrongly).
  */
 function storable(message: ModelMessage): ModelMessage {
-  return UNSTORABLE.test(JSON.stringify(message)) ? replaceUnstorable(message) : message;
+  return UNSTORABLE.test(JSON.stringify(message)) ? storableValue(message) : message;
 }
 
 const UNSTORABLE = /\\u(?:0000|d[89a-f])/i;
-
-/** Text as PostgreSQL can store it, in a text column or in JSON (see `storable`). */
-export const storableText = (text: string): string =>
-  text.replaceAll('\u0000', '\ufffd').toWellFormed();
-
-function replaceUnstorable<T>(value: T): T {
-  if (typeof value === 'string') return storableText(value) as T;
-  if (Array.isArray(value)) return value.map(replaceUnstorable) as T;
-  if (value && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k, replaceUnstorable(v)]),
-    ) as T;
-  }
-  return value;
-}
 
 /** Conversation history rows, always scoped by user. */
 export class MessageRepository {

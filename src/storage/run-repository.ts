@@ -1,8 +1,9 @@
 import type { ModelMessage } from 'ai';
 import { TurnLostError } from '../assistant/user-chat-lock.ts';
 import type { Db } from './database.ts';
-import { storableText, turnRows } from './message-repository.ts';
+import { turnRows } from './message-repository.ts';
 import { searchTerms } from './message-search.ts';
+import { storableText } from './storable-text.ts';
 
 export interface RunOutcome {
   status: 'completed' | 'failed' | 'interrupted';

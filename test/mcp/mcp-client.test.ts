@@ -551,4 +551,45 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
     const allowed = await call(aliceKey, 'GET', '/users/alice/mcp-servers');
     expect(allowed.body.servers.find((s: Json) => s.name === 'broken').allowed).toBe(true);
   });
+
+  it('takes a listing and stderr holding NUL characters, which PostgreSQL cannot store', async () => {
+    // A server's text is its own: a NUL in a tool's description (or its schema) must not fail
+    // the chat of every user who has it, nor hide from the administrator why it is down.
+    const nulFile = join(mkdtempSync(join(tmpdir(), 'parley-mcp-nul-')), 'description.txt');
+    writeFileSync(nulFile, 'Keeps\u0000 a note');
+    const nul = await addServer({
+      transport: 'stdio',
+      name: 'nul',
+      command: process.execPath,
+      args: [FAKE_MCP],
+      env: { FAKE_MCP_DESCRIPTION_FILE: nulFile },
+      trusted: true,
+    });
+    await switchOnly('alice', aliceKey, 'nul');
+    llm.enqueue(reply.text('Still answering.'));
+    const before = llm.chats.length;
+    const answer = parseChatStream(await (await chat(aliceKey, 'alice', 'hello')).text());
+    expect(answer.text).toBe('Still answering.');
+    expect(offered(llm, before)).toContain('nul__note');
+    const seen = (await call(ADMIN, 'GET', `/admin/mcp-servers/${nul.id}`)).body;
+    expect(seen.status.state).toBe('up');
+    expect(seen.tools.seen.find((t: Json) => t.name === 'note').description).toBe(
+      'Keeps\ufffd a note',
+    );
+
+    const dying = await addServer({
+      transport: 'stdio',
+      name: 'nul-stderr',
+      command: process.execPath,
+      args: ['-e', "process.stderr.write('bad\\u0000key\\n'); process.exit(3)"],
+    });
+    await switchOnly('alice', aliceKey, 'nul-stderr');
+    llm.enqueue(reply.text('Here.'));
+    await (await chat(aliceKey, 'alice', 'hello')).text();
+    await expect
+      .poll(async () => (await call(ADMIN, 'GET', `/admin/mcp-servers/${dying.id}`)).body.status, {
+        timeout: 10_000,
+      })
+      .toMatchObject({ state: 'down', stderr: 'bad\ufffdkey' });
+  });
 });
