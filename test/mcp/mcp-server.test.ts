@@ -356,6 +356,28 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
     expect((await post({ authorization }, { hello: 'there' })).status).toBe(400);
   });
 
+  it('answers a body that is not JSON, or none, with a JSON-RPC parse error', async () => {
+    // As JSON-RPC 2.0 and the OpenAPI description say (400, a JSON-RPC error), so an MCP
+    // client reads it as one, not as a REST route's {"detail": …}.
+    for (const body of ['{"jsonrpc": "2.0", "id": 1, "method": "tools/list"', '']) {
+      const response = await fetch(`${parley.url}/mcp`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${keys.alice}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+        },
+        body,
+      });
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(await response.json()).toEqual({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32700, message: expect.stringContaining('Parse error') },
+      });
+    }
+  });
+
   it('logs each call by its tool and outcome, never its arguments, results or the key', async () => {
     const calls = parley.logs.filter((line) => line.msg === 'mcp tool call');
     expect(calls.find((line) => line.mcp_tool === 'set_reminder' && line.outcome === 'ok')).toEqual(

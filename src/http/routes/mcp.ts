@@ -19,6 +19,9 @@ export interface McpDoorSettings extends UserToolSettings {
   allowedOrigins: readonly string[];
 }
 
+/** Fastify's failures to read the body as JSON. */
+const PARSE_ERRORS = new Set(['FST_ERR_CTP_INVALID_JSON_BODY', 'FST_ERR_CTP_EMPTY_JSON_BODY']);
+
 /** The request headers the MCP transport reads; the credential never reaches it. */
 const TRANSPORT_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id'];
 
@@ -65,6 +68,19 @@ export function registerMcpRoute(
           );
         }
       },
+      // A body that is not JSON (or none) is JSON-RPC's parse error here, as the transport's
+      // own 400 for a message that is no JSON-RPC: an MCP client reads it as an error
+      // response, where a REST route's {"detail": …} 422 would be no message it knows.
+      errorHandler: (error, request, reply) => {
+        if (PARSE_ERRORS.has(error.code)) {
+          return reply.code(400).send({
+            jsonrpc: '2.0',
+            error: { code: -32700, message: 'Parse error: the body is not a JSON message' },
+            id: null,
+          });
+        }
+        return app.errorHandler(error, request, reply);
+      },
       schema: {
         summary: 'Parley as an MCP server (Streamable HTTP): the caller’s own tools',
         description:
@@ -86,7 +102,11 @@ export function registerMcpRoute(
         response: {
           200: z.unknown().describe('The JSON-RPC response(s)'),
           202: z.null().describe('A notification or response was accepted'),
-          400: z.unknown().describe('Not a JSON-RPC message of MCP (a JSON-RPC error)'),
+          400: z
+            .unknown()
+            .describe(
+              'Not JSON (-32700, parse error) or not a JSON-RPC message of MCP: a JSON-RPC error',
+            ),
           406: z.unknown().describe('`Accept` must list application/json and text/event-stream'),
           ...errorResponses(...PER_USER, 413, 415, 422),
         },
