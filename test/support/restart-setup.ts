@@ -7,24 +7,31 @@ import {
   type FakeLlmServerOptions,
   startFakeLlmServer,
 } from './fake-llm-server.ts';
+import type { TestDatabaseOptions } from './postgres-server.ts';
+
+export interface RestartSetup {
+  llm: FakeLlmServer;
+  dataDir: string;
+  env: Record<string, string>;
+  cleanup: () => Promise<void>;
+}
 
 /**
- * What outlives one Parley process in a restart test: a fake model, an engine's storage and a
- * data directory, with the environment to start each process with. `cleanup` removes them
- * (after the processes are stopped).
+ * What outlives one Parley process in a test: a fake model, an engine's storage and a data
+ * directory, with the environment to start each process with. Restart tests start several
+ * processes on it; a suite of one process uses it the same way, so every suite gets its fake
+ * model, storage and data directory alike. `cleanup` removes them (after the processes are
+ * stopped). `storageOptions` choose the server engine's database (`pgvector: false`: a server
+ * role that may not create it).
  */
 export async function restartSetup(
   engine: Engine,
   env: Record<string, string> = {},
   llmOptions: FakeLlmServerOptions = {},
-): Promise<{
-  llm: FakeLlmServer;
-  dataDir: string;
-  env: Record<string, string>;
-  cleanup: () => Promise<void>;
-}> {
+  storageOptions: TestDatabaseOptions = {},
+): Promise<RestartSetup> {
   const llm = await startFakeLlmServer(llmOptions);
-  const storage = await engineEnv(engine);
+  const storage = await engineEnv(engine, storageOptions);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-restart-'));
   return {
     llm,
