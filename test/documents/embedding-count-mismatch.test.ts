@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -42,12 +40,11 @@ describe.each(ENGINES)(
   'an embeddings answer with fewer vectors than texts, on the %s engine',
   (engine) => {
     let llm: FakeLlmServer;
-    let storage: EngineEnv;
+    let setup: RestartSetup;
     let parley: RunningParley;
     let dataDir: string;
     const env = () => ({
-      LLM_BASE_URL: llm.url,
-      LLM_MAX_RETRIES: '0',
+      ...setup.env,
       EMBEDDINGS_PROVIDER: 'openai',
       EMBEDDINGS_BASE_URL: llm.url,
       EMBEDDINGS_MODEL: 'fake-embed',
@@ -55,7 +52,6 @@ describe.each(ENGINES)(
       EMBEDDINGS_RETRY_MS: String(RETRY_MS),
       CHUNK_MAX_TOKENS: '32',
       CHUNK_OVERLAP_TOKENS: '0',
-      ...storage.env,
     });
 
     const search = (query: string) => searchThroughChat(parley, llm, query);
@@ -67,9 +63,8 @@ describe.each(ENGINES)(
         .filter((input) => input.some((text) => text.includes('quokka')));
 
     beforeAll(async () => {
-      llm = await startFakeLlmServer({ embed });
-      storage = await engineEnv(engine);
-      dataDir = mkdtempSync(join(tmpdir(), 'parley-embedding-mismatch-'));
+      setup = await restartSetup(engine, {}, { embed });
+      ({ llm, dataDir } = setup);
       parley = await startParley({ dataDir, env: env() });
       const ready = await parley.waitForLog((line) => line.msg === 'database ready');
       expect(ready.vector).toBe(true);
@@ -80,9 +75,7 @@ describe.each(ENGINES)(
     });
     afterAll(async () => {
       await parley?.stop();
-      await llm?.close();
-      await storage?.cleanup();
-      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+      await setup?.cleanup();
     });
 
     it('saves nothing of the batch, logs the failure without the text, and embeds it when tried again', async () => {

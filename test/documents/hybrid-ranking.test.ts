@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type EngineEnv, engineEnv, VECTOR_SETUPS } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { VECTOR_SETUPS } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type SearchOutput, searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -29,7 +30,7 @@ const KOREA =
 
 describe.each(VECTOR_SETUPS)('hybrid ranking on $name', (setup) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let harness: RestartSetup;
   let parley: RunningParley;
   let hybrid = false;
 
@@ -60,17 +61,16 @@ describe.each(VECTOR_SETUPS)('hybrid ranking on $name', (setup) => {
   };
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer({ embed });
-    storage = await engineEnv(setup.engine, { pgvector: setup.pgvector });
+    harness = await restartSetup(setup.engine, {}, { embed }, { pgvector: setup.pgvector });
+    llm = harness.llm;
     parley = await startParley({
+      dataDir: harness.dataDir,
       env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
+        ...harness.env,
         EMBEDDINGS_PROVIDER: 'openai',
         EMBEDDINGS_BASE_URL: llm.url,
         EMBEDDINGS_MODEL: 'fake-embed',
         EMBEDDINGS_MAX_RETRIES: '0',
-        ...storage.env,
       },
     });
     // A PostgreSQL server without pgvector searches lexically, and the same user-visible
@@ -86,8 +86,7 @@ describe.each(VECTOR_SETUPS)('hybrid ranking on $name', (setup) => {
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await harness?.cleanup();
   });
 
   it('ranks the only chunk with the query’s words first, though its vector is not the nearest', async () => {

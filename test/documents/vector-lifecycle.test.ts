@@ -1,14 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import type { SearchOutput } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -41,7 +39,7 @@ const embed = (text: string) =>
 
 describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let dataDir: string;
   let parley: RunningParley;
   const keys: Record<string, string> = {};
@@ -80,16 +78,14 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
   const texts = (output: SearchOutput) => output.hits.map((hit) => hit.text);
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer({ embed });
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-vector-life-'));
+    setup = await restartSetup(engine, {}, { embed });
+    ({ llm, dataDir } = setup);
     parley = await startParley({
       dataDir,
       token: null,
       env: {
+        ...setup.env,
         API_TOKEN: ADMIN,
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
         EMBEDDINGS_PROVIDER: 'openai',
         EMBEDDINGS_BASE_URL: llm.url,
         EMBEDDINGS_MODEL: 'fake-embed',
@@ -98,7 +94,6 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
         CHUNK_OVERLAP_TOKENS: '0',
         QUERY_REWRITE_ENABLED: 'false',
         CRAG_ENABLED: 'false',
-        ...storage.env,
       },
     });
     for (const user of ['alice', 'bob']) {
@@ -113,9 +108,7 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
   }, 120_000);
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   it('finds an uploaded text by meaning once it is embedded', async () => {
@@ -162,7 +155,7 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
     // What is left in the database: bob's texts' vectors, and none without a chunk.
     await parley.stop();
     const database = await openDatabase(
-      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: storage.env.DATABASE_URL },
+      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: setup.env.DATABASE_URL },
       pino({ level: 'silent' }),
     );
     try {

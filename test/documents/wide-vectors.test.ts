@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type EngineEnv, engineEnv, VECTOR_SETUPS } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { VECTOR_SETUPS } from '../support/engines.ts';
+import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -16,21 +17,20 @@ const SETUPS = VECTOR_SETUPS.filter((setup) => setup.pgvector).flatMap((setup) =
 
 describe.each(SETUPS)('$dimension-dimension vectors on $name', ({ engine, dimension }) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer({ embeddingDimension: dimension });
-    storage = await engineEnv(engine);
+    setup = await restartSetup(engine, {}, { embeddingDimension: dimension });
+    llm = setup.llm;
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
+        ...setup.env,
         EMBEDDINGS_PROVIDER: 'openai',
         EMBEDDINGS_BASE_URL: llm.url,
         EMBEDDINGS_MODEL: 'fake-embed',
         EMBEDDINGS_MAX_RETRIES: '0',
-        ...storage.env,
       },
     });
   }, 120_000);
@@ -40,8 +40,7 @@ describe.each(SETUPS)('$dimension-dimension vectors on $name', ({ engine, dimens
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it('embeds the documents and searches them by vectors as well as by words', async () => {
