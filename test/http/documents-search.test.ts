@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type ChatStream, readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv, VECTOR_SETUPS } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES, VECTOR_SETUPS } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type Seed, seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -52,8 +50,7 @@ interface ToolOutput {
 
 describe.each(ENGINES)('search_documents on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
-  let dataDir: string;
+  let setup: RestartSetup;
   let parley: RunningParley;
 
   const ask = async (userId: string, message: string): Promise<ChatStream> =>
@@ -81,20 +78,11 @@ describe.each(ENGINES)('search_documents on the %s engine', (engine) => {
   };
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-docsearch-'));
-    await seed({ dataDir, databaseUrl: storage.env.DATABASE_URL }, { documents: DOCUMENTS });
-    parley = await startParley({
-      dataDir,
-      env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        EMBEDDINGS_PROVIDER: 'none',
-        RAG_SHOW_SOURCES: 'true',
-        ...storage.env,
-      },
-    });
+    setup = await restartSetup(engine, { EMBEDDINGS_PROVIDER: 'none', RAG_SHOW_SOURCES: 'true' });
+    const { dataDir, env } = setup;
+    llm = setup.llm;
+    await seed({ dataDir, databaseUrl: env.DATABASE_URL }, { documents: DOCUMENTS });
+    parley = await startParley({ dataDir, env });
     // Seeding, then starting Parley, opens the database twice: slow on a loaded machine.
   }, 120_000);
   afterEach(() => {
@@ -103,9 +91,7 @@ describe.each(ENGINES)('search_documents on the %s engine', (engine) => {
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   it('answers from the documents and ends the stream with the sources list', async () => {
@@ -173,8 +159,7 @@ describe.each(ENGINES)('search_documents on the %s engine', (engine) => {
 
 describe.each(VECTOR_SETUPS)('hybrid search, query rewriting and RAG_VERBOSE on $name', (setup) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
-  let dataDir: string;
+  let harness: RestartSetup;
   let parley: RunningParley;
   const KOREAN = DOCUMENTS[1]?.chunks?.[0] as string;
 
@@ -197,25 +182,23 @@ describe.each(VECTOR_SETUPS)('hybrid search, query rewriting and RAG_VERBOSE on 
       .flatMap((request) => (request.body as { input: string[] }).input);
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(setup.engine, { pgvector: setup.pgvector });
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-hybrid-'));
+    harness = await restartSetup(setup.engine, {}, {}, { pgvector: setup.pgvector });
+    const { dataDir } = harness;
+    llm = harness.llm;
     await seed(
-      { dataDir, databaseUrl: storage.env.DATABASE_URL },
+      { dataDir, databaseUrl: harness.env.DATABASE_URL },
       // The same text under two sources: embedded once.
       { documents: [...DOCUMENTS, { source: 'copies/seoul-again.txt', chunks: [KOREAN] }] },
     );
     parley = await startParley({
       dataDir,
       env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
+        ...harness.env,
         EMBEDDINGS_PROVIDER: 'openai',
         EMBEDDINGS_BASE_URL: llm.url,
         EMBEDDINGS_MODEL: 'fake-embed',
         QUERY_REWRITE_ENABLED: 'true',
         RAG_VERBOSE: 'true',
-        ...storage.env,
       },
     });
     // Seeding, then starting Parley, opens the database twice: slow on a loaded machine.
@@ -226,9 +209,7 @@ describe.each(VECTOR_SETUPS)('hybrid search, query rewriting and RAG_VERBOSE on 
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await harness?.cleanup();
   });
 
   if (setup.pgvector) {

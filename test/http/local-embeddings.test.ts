@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type EngineEnv, engineEnv, VECTOR_SETUPS } from '../support/engines.ts';
+import { VECTOR_SETUPS } from '../support/engines.ts';
 import { type Listening, listen } from '../support/fake-http.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import type { FakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
@@ -45,7 +45,7 @@ async function startModelHub() {
 describe.each(VECTOR_SETUPS)('the local embedding model on $name', (setup) => {
   let llm: FakeLlmServer;
   let hub: Awaited<ReturnType<typeof startModelHub>>;
-  let storage: EngineEnv;
+  let harness: RestartSetup;
   let dataDir: string;
   let parley: RunningParley;
 
@@ -53,12 +53,11 @@ describe.each(VECTOR_SETUPS)('the local embedding model on $name', (setup) => {
   const warnings = () => parley.logs.filter((line) => /cannot be loaded/.test(line.msg));
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
+    harness = await restartSetup(setup.engine, {}, {}, { pgvector: setup.pgvector });
+    ({ llm, dataDir } = harness);
     hub = await startModelHub();
-    storage = await engineEnv(setup.engine, { pgvector: setup.pgvector });
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-local-emb-'));
     await seed(
-      { dataDir, databaseUrl: storage.env.DATABASE_URL },
+      { dataDir, databaseUrl: harness.env.DATABASE_URL },
       {
         documents: [
           { source: 'seoul.txt', chunks: ['the seoul market is korean food'] },
@@ -69,12 +68,10 @@ describe.each(VECTOR_SETUPS)('the local embedding model on $name', (setup) => {
     parley = await startParley({
       dataDir,
       env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
+        ...harness.env,
         EMBEDDINGS_MODEL: MODEL,
         EMBEDDINGS_MODEL_HOST: hub.server?.origin,
         EMBEDDINGS_RETRY_MS: '500',
-        ...storage.env,
       },
     });
     // Seeding, then starting Parley, opens the database twice: slow on a loaded machine.
@@ -85,10 +82,8 @@ describe.each(VECTOR_SETUPS)('the local embedding model on $name', (setup) => {
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
     await hub?.server?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await harness?.cleanup();
   });
 
   if (setup.pgvector) {
