@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest, listedSources } from '../support/ingest-client.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -22,22 +23,14 @@ function letters(count: number): string {
 }
 
 describe.each(ENGINES)('a document with a very long word on the %s engine', (engine) => {
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
-    parley = await startParley({
-      env: {
-        ...storage.env,
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        EMBEDDINGS_PROVIDER: 'none',
-        CHUNK_MAX_TOKENS: '2048',
-      },
-    });
+    setup = await restartSetup(engine, { EMBEDDINGS_PROVIDER: 'none', CHUNK_MAX_TOKENS: '2048' });
+    llm = setup.llm;
+    parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
   }, 120_000);
   afterEach(() => {
     llm.assertNoUnexpected();
@@ -45,8 +38,7 @@ describe.each(ENGINES)('a document with a very long word on the %s engine', (eng
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it('ingests it, and finds it by its other words and by the start of the long word', async () => {

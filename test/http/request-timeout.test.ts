@@ -1,11 +1,12 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { file, leftoverUploads } from '../support/ingest-client.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { sendOverRawSocket } from '../support/raw-http.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -13,26 +14,18 @@ const TIMEOUT_MS = 1_500;
 
 // A client that stops sending must not hold a connection, or an upload's file, for ever.
 describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
-    parley = await startParley({
-      env: {
-        ...storage.env,
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        REQUEST_TIMEOUT_MS: String(TIMEOUT_MS),
-      },
-    });
+    setup = await restartSetup(engine, { REQUEST_TIMEOUT_MS: String(TIMEOUT_MS) });
+    llm = setup.llm;
+    parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it('answers a JSON body that stops arriving with 408 and closes the connection', async () => {
