@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type ChatStream,
@@ -9,8 +6,9 @@ import {
   readChatInLockstep,
   readUntil,
 } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { query } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -20,18 +18,16 @@ type Message = { role: string; content?: unknown; tool_call_id?: string };
 
 describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let dataDir: string;
   let parley: RunningParley;
   const env = () => ({
+    ...setup.env,
     API_TOKEN: TOKEN,
-    LLM_BASE_URL: llm.url,
     LLM_MODEL: 'fake-chat',
-    LLM_MAX_RETRIES: '0',
     LLM_CHUNK_TIMEOUT_MS: '2000',
     MESSAGE_MAX_CHARS: '2000',
     SSE_KEEPALIVE_MS: '300',
-    ...storage.env,
   });
   const chat = (body: Record<string, unknown>, signal?: AbortSignal) =>
     parley.fetch('/chat', {
@@ -48,9 +44,8 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     (llm.chats[index]?.body.messages ?? []).filter((m) => m.role !== 'system') as Message[];
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-chat-'));
+    setup = await restartSetup(engine);
+    ({ llm, dataDir } = setup);
     parley = await startParley({ dataDir, env: env() });
   });
   afterEach(() => {
@@ -59,9 +54,7 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   it('streams Korean text as exact SSE bytes, then both end events', async () => {
@@ -638,7 +631,7 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     await ask({ message: 'back', user_id: 'restart-leaver' }); // runs once the cut one is stored
     expect(await parley.stop()).toBe(0);
 
-    const target = { dataDir, databaseUrl: storage.env.DATABASE_URL };
+    const target = { dataDir, databaseUrl: setup.env.DATABASE_URL };
     const [run] = await query<Record<string, unknown>>(
       target,
       'SELECT user_id, status, model, input_tokens, output_tokens, tools_used, finished_at FROM chat_runs WHERE id = $1',

@@ -1,43 +1,38 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 describe.each(ENGINES)('an unexpected server-side failure on the %s engine', (engine) => {
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let dataDir: string;
   let parley: RunningParley;
   let llm: FakeLlmServer;
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-500-'));
+    setup = await restartSetup(engine, { LLM_MODEL: 'fake-chat' });
+    ({ llm, dataDir } = setup);
     // Break the schema under a stopped server (the embedded engine is locked while one runs):
     // a real fault, not a client mistake. Migrations do not recreate what they already ran.
     const database = await openDatabase(
-      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: storage.env.DATABASE_URL },
+      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: setup.env.DATABASE_URL },
       pino({ level: 'silent' }),
     );
     await database.db.$client.query('DROP TABLE chunks, documents');
     await database.close();
     parley = await startParley({
       dataDir,
-      env: { ...storage.env, LLM_BASE_URL: llm.url, LLM_MODEL: 'fake-chat', LLM_MAX_RETRIES: '0' },
+      env: setup.env,
     });
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   it('is a generic 500 with the request id; the cause and stack are only in the log', async () => {

@@ -1,21 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI, { type APIError } from 'openai';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { type ChatStream, readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import {
-  type FakeLlmServer,
-  type Reply,
-  reply,
-  startFakeLlmServer,
-} from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, type Reply, reply } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
 import { multipartBody } from '../support/multipart.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -26,7 +19,7 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
  */
 describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let parley: RunningParley;
   let dataDir: string;
   const user = 'private-user';
@@ -34,26 +27,21 @@ describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
     parley = await startParley({
       dataDir,
       env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
+        ...setup.env,
         LLM_CHUNK_TIMEOUT_MS: '1000',
         LOG_LEVEL: 'trace',
-        ...storage.env,
       },
     });
   };
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-log-'));
+    setup = await restartSetup(engine);
+    ({ llm, dataDir } = setup);
     await start();
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   /** Everything printed holds no secret marker; on failure, shows where one was. */
@@ -285,7 +273,7 @@ describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
     // and the database driver's error quotes that statement's parameters.
     await parley.stop();
     const database = await openDatabase(
-      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: storage.env.DATABASE_URL },
+      { ...parseConfig({}), DATA_DIR: dataDir, DATABASE_URL: setup.env.DATABASE_URL },
       pino({ level: 'silent' }),
     );
     await database.db.$client.query('ALTER TABLE chat_runs RENAME TO chat_runs_gone');

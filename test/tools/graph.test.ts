@@ -1,15 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import {
-  type ChatExchange,
-  type FakeLlmServer,
-  reply,
-  startFakeLlmServer,
-} from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type ChatExchange, type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'graph-test-token';
@@ -31,16 +24,14 @@ const addCall = (subject: string, relation: string, object: string) => ({
 
 describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let dataDir: string;
   let parley: RunningParley;
   const env = () => ({
+    ...setup.env,
     API_TOKEN: TOKEN,
-    LLM_BASE_URL: llm.url,
-    LLM_MAX_RETRIES: '0',
     GRAPH_ENABLED: 'true',
     GRAPH_PROMPT_MAX_CHARS: String(PROMPT_MAX_CHARS),
-    ...storage.env,
   });
   const chat = async (server: RunningParley, userId: string, message: string) =>
     readChat(
@@ -66,9 +57,8 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
   }
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-graph-'));
+    setup = await restartSetup(engine);
+    ({ llm, dataDir } = setup);
     parley = await startParley({ dataDir, env: env() });
   }, 120_000);
   afterEach(() => {
@@ -77,9 +67,7 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   it('stores a relation once, whatever its case, spacing or Unicode form', async () => {
