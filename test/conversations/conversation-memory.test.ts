@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   reply,
-  startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /** A memory decision asks for structured output; a chat does not. */
@@ -21,31 +21,29 @@ interface Memory {
 describe.each(ENGINES)('conversation memory and conversations on the %s engine', (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     llm.respond((body) => {
       if (!isDecision(body)) return reply.text('Noted.');
       const exchange = JSON.stringify(body.messages);
       const fact = exchange.includes('corgi') ? 'The user has a corgi.' : 'The user likes tea.';
       return reply.text(JSON.stringify({ remember: true, memory: fact }));
     });
-    storage = await engineEnv(engine);
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
+        ...setup.env,
         EMBEDDINGS_PROVIDER: 'none',
         CONV_RAG_ENABLED: 'true',
-        ...storage.env,
       },
     });
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   const chat = async (message: string) => {

@@ -1,13 +1,13 @@
 import { Marked, type Tokens } from 'marked';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ChatStream, readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   reply,
-  startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 interface Conversation {
@@ -39,20 +39,17 @@ const shown = (body: ChatCompletionRequest) =>
 describe.each(ENGINES)('conversations on the %s engine', (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
     // A server database writing dates day first: Parley must not depend on its DateStyle.
-    storage = await engineEnv(engine, { datestyle: 'SQL, DMY' });
-    parley = await startParley({
-      env: { LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0', ...storage.env },
-    });
+    setup = await restartSetup(engine, {}, {}, { datestyle: 'SQL, DMY' });
+    llm = setup.llm;
+    parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
   beforeEach(() => {
     llm.respond((body) => reply.text(`answer to ${lastQuestion(body)}`));

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   reply,
-  startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 interface Conversation {
@@ -25,31 +25,29 @@ const promptOf = (body: ChatCompletionRequest) =>
 describe.each(ENGINES)('conversation titles by the model on the %s engine', (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   /** What the model answers a title request with, by the question it titles. */
   const titles = new Map<string, ReturnType<typeof reply.text> | ReturnType<typeof reply.error>>();
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     llm.respond((body) => {
       if (!isTitleRequest(body)) return reply.text('Here is what I know.');
       const question = [...titles.keys()].find((q) => promptOf(body).includes(q));
       return (question && titles.get(question)) || reply.text('Untitled');
     });
-    storage = await engineEnv(engine);
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
+        ...setup.env,
         CONVERSATION_TITLES: 'model',
-        ...storage.env,
       },
     });
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   const chat = async (user: string, message: string) => {
