@@ -1,10 +1,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type Json, jsonCaller } from '../support/json-call.ts';
 import { multipartBody } from '../support/multipart.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const ADMIN = 'data-admin-token';
@@ -12,7 +13,7 @@ const ADMIN = 'data-admin-token';
 describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   const keys: Record<string, string> = {};
 
   const answer = jsonCaller(() => parley);
@@ -53,18 +54,17 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   };
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
+        ...setup.env,
         API_TOKEN: ADMIN,
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
         EMBEDDINGS_PROVIDER: 'none',
         CRAG_ENABLED: 'false',
         QUERY_REWRITE_ENABLED: 'false',
         MCP_CREDENTIALS_KEY: 'a'.repeat(64),
-        ...storage.env,
       },
       token: null,
     });
@@ -74,8 +74,7 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it("answers the admin routes' bad input with what to fix, never a 500", async () => {
@@ -264,9 +263,9 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
     );
     expect((await call(ADMIN, 'DELETE', '/admin/users/alice')).status).toBe(404);
 
-    if (storage.env.DATABASE_URL) {
+    if (setup.env.DATABASE_URL) {
       // Every table that names a user or an owner: nothing of alice's is left anywhere.
-      const client = new pg.Client({ connectionString: storage.env.DATABASE_URL });
+      const client = new pg.Client({ connectionString: setup.env.DATABASE_URL });
       await client.connect();
       try {
         const { rows: columns } = await client.query<{ table_name: string; column_name: string }>(

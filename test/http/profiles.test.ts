@@ -1,7 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /** Starting Parley took over 60 s while this machine was shared; a wait, not a speed check. */
@@ -10,7 +11,7 @@ const START_TIMEOUT_MS = 180_000;
 const TOKEN = 'profile-test-token';
 
 describe.each(ENGINES)('GET and PUT /users/{user_id}/profile on the %s engine', (engine) => {
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   const get = async (userId: string) => {
@@ -26,23 +27,21 @@ describe.each(ENGINES)('GET and PUT /users/{user_id}/profile on the %s engine', 
     });
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
+        ...setup.env,
         API_TOKEN: TOKEN,
         DEFAULT_TIMEZONE: 'Europe/Paris',
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        ...storage.env,
       },
     });
   }, START_TIMEOUT_MS);
   afterEach(() => llm.assertNoUnexpected());
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it('shows an unknown user the defaults, with DEFAULT_TIMEZONE', async () => {

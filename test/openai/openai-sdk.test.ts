@@ -2,8 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { type APIError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'openai-door-admin-token';
@@ -20,7 +21,7 @@ type Message = { role: string; content?: unknown };
 // The official SDK as the client: every contract case of issue 23, on both engines.
 describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let parley: RunningParley;
   /** Alice's own key (`pk_…`). */
   let aliceKey: string;
@@ -42,20 +43,19 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     });
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
+        ...setup.env,
         API_TOKEN: TOKEN,
-        LLM_BASE_URL: llm.url,
         LLM_MODEL: 'fake-chat',
-        LLM_MAX_RETRIES: '0',
         LLM_CHUNK_TIMEOUT_MS: '2000',
         MESSAGE_MAX_CHARS: '2000',
         VISION_ENABLED: 'true',
         VISION_MODEL_ID: 'fake-vision',
         VISION_BASE_URL: llm.url,
-        ...storage.env,
       },
     });
     const created = await admin('/admin/users', 'POST', { user_id: 'alice' });
@@ -68,8 +68,7 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it('lists and describes the one model, parley', async () => {

@@ -3,8 +3,9 @@ import { ChatOpenAI } from '@langchain/openai';
 import { APICallError, generateText, streamText } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { lockstep } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'other-clients-admin-token';
@@ -12,22 +13,21 @@ const TOKEN = 'other-clients-admin-token';
 // Clients nobody here wrote, pointed at Parley as their users would point them.
 describe.each(ENGINES)('LangChain and the AI SDK against Parley on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let parley: RunningParley;
   let key: string;
   const baseURL = () => `${parley.url}/v1`;
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
+        ...setup.env,
         API_TOKEN: TOKEN,
-        LLM_BASE_URL: llm.url,
         LLM_MODEL: 'fake-chat',
-        LLM_MAX_RETRIES: '0',
         LLM_CHUNK_TIMEOUT_MS: '2000',
-        ...storage.env,
       },
     });
     const created = await parley.fetch('/admin/users', {
@@ -43,8 +43,7 @@ describe.each(ENGINES)('LangChain and the AI SDK against Parley on the %s engine
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   describe("LangChain's ChatOpenAI", () => {
