@@ -1,18 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   type Reply,
   reply,
-  startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
 import { file, ingest, listedSources } from '../support/ingest-client.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 interface Memory {
@@ -35,7 +32,7 @@ const decision = (remember: boolean, memory = '', options: { delayMs?: number } 
  */
 describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let dataDir: string;
   let parley: RunningParley;
   /**
@@ -52,30 +49,21 @@ describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
   async function start(): Promise<RunningParley> {
     parley = await startParley({
       dataDir,
-      env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        EMBEDDINGS_PROVIDER: 'none',
-        CONV_RAG_ENABLED: 'true',
-        ...storage.env,
-      },
+      env: { ...setup.env, EMBEDDINGS_PROVIDER: 'none', CONV_RAG_ENABLED: 'true' },
     });
     return parley;
   }
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    ({ llm, dataDir } = setup);
     // Chat turns come from the queue; a decision arrives when the queue is empty.
     llm.respond((body) => (isDecision(body) ? decide(body) : undefined));
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-memory-'));
     await start();
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   /**

@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type FakeSearchServer, startFakeSearchServer } from '../support/fake-search-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 type ToolOutput = {
@@ -23,7 +21,7 @@ type ToolOutput = {
 describe.each(ENGINES)('the corrective web fallback on the %s engine', (engine) => {
   let llm: FakeLlmServer;
   let search: FakeSearchServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let dataDir: string;
   let parley: RunningParley | undefined;
 
@@ -32,27 +30,20 @@ describe.each(ENGINES)('the corrective web fallback on the %s engine', (engine) 
     await parley?.stop();
     parley = await startParley({
       dataDir,
-      env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        EMBEDDINGS_PROVIDER: 'none',
-        ...storage.env,
-        ...env,
-      },
+      env: { ...setup.env, ...env },
     });
     return parley;
   }
   const withSearch = { WEB_SEARCH_PROVIDER: 'searxng', SEARXNG_URL: '' };
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine, { EMBEDDINGS_PROVIDER: 'none' });
+    ({ llm, dataDir } = setup);
     search = await startFakeSearchServer('searxng');
     search.results([
       { title: 'Moon base news', url: 'https://example.org/moon', snippet: 'Opens in 2031.' },
     ]);
     withSearch.SEARXNG_URL = search.url;
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-crag-'));
   });
   afterEach(() => {
     llm.assertNoUnexpected();
@@ -61,10 +52,8 @@ describe.each(ENGINES)('the corrective web fallback on the %s engine', (engine) 
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
     await search?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   /** The model searches documents for each query in turn, then answers. */

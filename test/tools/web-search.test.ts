@@ -1,16 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import {
   type FakeFailure,
   type FakeSearchServer,
   type SearchProvider,
   startFakeSearchServer,
 } from '../support/fake-search-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const PROVIDERS: SearchProvider[] = ['searxng', 'tavily', 'brave'];
@@ -46,7 +44,7 @@ const envFor = (search: FakeSearchServer): Record<string, string> => {
 
 describe.each(ENGINES)('web_search on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let dataDir: string;
   let base: Record<string, string>;
   let parley: RunningParley | undefined;
@@ -59,17 +57,12 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
   }
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-web-search-'));
-    base = {
-      LLM_BASE_URL: llm.url,
-      LLM_MAX_RETRIES: '0',
+    setup = await restartSetup(engine, {
       WEB_SEARCH_MAX_RESULTS: '3',
       WEB_SEARCH_SNIPPET_CHARS: '100',
       WEB_SEARCH_TIMEOUT_MS: '500',
-      ...storage.env,
-    };
+    });
+    ({ llm, dataDir, env: base } = setup);
     for (const provider of PROVIDERS) searches.set(provider, await startFakeSearchServer(provider));
   });
   afterEach(() => {
@@ -80,9 +73,7 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
   afterAll(async () => {
     await parley?.stop();
     for (const search of searches.values()) await search.close();
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   /** Asks a question the model answers with one web_search call. */
