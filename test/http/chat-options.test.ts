@@ -2,8 +2,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChatStack, startChatStack } from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 describe.each([
@@ -117,28 +118,24 @@ describe.each(['0', '1'])('model failures with LLM_MAX_RETRIES=%s', (retries) =>
 
 describe.each(ENGINES)('a retried model call on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let parley: RunningParley | undefined;
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
+    setup = await restartSetup(engine);
+    llm = setup.llm;
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it('does not count the wait before a retry against LLM_CHUNK_TIMEOUT_MS', async () => {
     // The SDK waits ~2 s before its first retry; the chunk limit is 1 s.
     llm.enqueue(reply.error(503), reply.text('answered on the retry'));
     parley = await startParley({
-      env: {
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '1',
-        LLM_CHUNK_TIMEOUT_MS: '1000',
-        ...storage.env,
-      },
+      dataDir: setup.dataDir,
+      // One retry here, where the helper's environment has none.
+      env: { ...setup.env, LLM_MAX_RETRIES: '1', LLM_CHUNK_TIMEOUT_MS: '1000' },
     });
     const stream = await readChat(
       await parley.fetch('/chat', {

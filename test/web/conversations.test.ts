@@ -1,7 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { launchChromium, seriousViolations } from './browser.ts';
 
@@ -14,7 +15,7 @@ const ADDRESS = /#\/c\/([0-9a-f-]{36})$/;
  * role and name, as a screen-reader user finds them.
  */
 describe.each(ENGINES)('conversations in the web client, on the %s engine', (engine) => {
-  let database: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   let browser: Browser;
@@ -26,11 +27,9 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
 
   beforeAll(async () => {
     browser = await launchChromium();
-    llm = await startFakeLlmServer();
-    database = await engineEnv(engine);
-    parley = await startParley({
-      env: { ...database.env, API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0' },
-    });
+    setup = await restartSetup(engine, { API_TOKEN: TOKEN });
+    llm = setup.llm;
+    parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
     const created = await parley.fetch('/admin/users', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -49,8 +48,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
   afterAll(async () => {
     await browser?.close();
     await parley?.stop();
-    await llm?.close();
-    await database?.cleanup();
+    await setup?.cleanup();
   });
 
   const list = () => page.getByRole('navigation', { name: 'Conversations' });

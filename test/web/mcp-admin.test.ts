@@ -1,7 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { launchChromium } from './browser.ts';
 
@@ -14,7 +15,7 @@ const FAILING = "process.stderr.write('upstream token missing\\n'); process.exit
  * page says why, with its stderr.
  */
 describe.each(ENGINES)('MCP servers on the Admin page, on the %s engine', (engine) => {
-  let database: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   let browser: Browser;
@@ -22,12 +23,9 @@ describe.each(ENGINES)('MCP servers on the Admin page, on the %s engine', (engin
 
   beforeAll(async () => {
     browser = await launchChromium();
-    llm = await startFakeLlmServer();
-    database = await engineEnv(engine);
-    parley = await startParley({
-      token: TOKEN,
-      env: { ...database.env, API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0' },
-    });
+    setup = await restartSetup(engine, { API_TOKEN: TOKEN });
+    llm = setup.llm;
+    parley = await startParley({ dataDir: setup.dataDir, token: TOKEN, env: setup.env });
     const context = await browser.newContext({
       locale: 'en-US',
       viewport: { width: 1000, height: 900 },
@@ -41,8 +39,7 @@ describe.each(ENGINES)('MCP servers on the Admin page, on the %s engine', (engin
   afterAll(async () => {
     await browser?.close();
     await parley?.stop();
-    await llm?.close();
-    await database?.cleanup();
+    await setup?.cleanup();
   });
 
   it('adds a server showing its exact command, enables it, and says why it is down', async () => {

@@ -1,8 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { launchChromium } from './browser.ts';
 
@@ -18,7 +19,7 @@ const EVERYTHING = fileURLToPath(
  * allow"; the model is sent what the user chose.
  */
 describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (engine) => {
-  let database: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   let browser: Browser;
@@ -33,18 +34,9 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
 
   beforeAll(async () => {
     browser = await launchChromium();
-    llm = await startFakeLlmServer();
-    database = await engineEnv(engine);
-    parley = await startParley({
-      token: TOKEN,
-      env: {
-        ...database.env,
-        API_TOKEN: TOKEN,
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
-        MCP_CREDENTIALS_KEY: 'b'.repeat(64),
-      },
-    });
+    setup = await restartSetup(engine, { API_TOKEN: TOKEN, MCP_CREDENTIALS_KEY: 'b'.repeat(64) });
+    llm = setup.llm;
+    parley = await startParley({ dataDir: setup.dataDir, token: TOKEN, env: setup.env });
     const { key } = (await (await admin('POST', '/admin/users', { user_id: 'alice' })).json()) as {
       key: string;
     };
@@ -71,8 +63,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
   afterAll(async () => {
     await browser?.close();
     await parley?.stop();
-    await llm?.close();
-    await database?.cleanup();
+    await setup?.cleanup();
   });
 
   /** The answer's stream has ended (the page sends nothing while one streams). */
