@@ -4,10 +4,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseChatStream, readUntil } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type FakeMcpHttpServer, startFakeMcpHttpServer } from '../support/fake-mcp-server.ts';
 import { type Json, jsonCaller } from '../support/json-call.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -39,7 +40,7 @@ const offered = (llm: FakeLlmServer, index: number) =>
 
 describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let parley: RunningParley;
   let http: FakeMcpHttpServer;
   let aliceKey: string;
@@ -49,15 +50,15 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
 
   beforeAll(async () => {
     writeFileSync(descriptionFile, 'Keeps a note');
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     http = await startFakeMcpHttpServer();
-    storage = await engineEnv(engine);
     parley = await startParley({
+      dataDir: setup.dataDir,
       token: ADMIN,
       env: {
+        ...setup.env,
         API_TOKEN: ADMIN,
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
         EMBEDDINGS_PROVIDER: 'none',
         MCP_CREDENTIALS_KEY: KEY,
         MCP_CALL_TIMEOUT_MS: '1500',
@@ -67,7 +68,6 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
         METRICS_ENABLED: 'true',
         MCP_CALLS_PER_ANSWER: '2',
         MCP_DESCRIPTION_MAX_CHARS: '50',
-        ...storage.env,
       },
     });
     aliceKey = (await call(ADMIN, 'POST', '/admin/users', { user_id: 'alice' })).body.key;
@@ -75,9 +75,8 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
   }, 120_000);
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
     await http?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   const addServer = async (body: Json) => {

@@ -3,9 +3,9 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
 import { type HeaderProxy, startHeaderProxy } from '../support/header-proxy.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -64,21 +64,19 @@ function runScenario(url: string, scenario: string) {
 
 describe.each(ENGINES)('the MCP conformance suite against /mcp on the %s engine', (engine) => {
   let parley: RunningParley;
-  let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let proxy: HeaderProxy;
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
     proxy = await startHeaderProxy();
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
+        ...setup.env,
         API_TOKEN: 'conformance-admin-token',
-        LLM_BASE_URL: llm.url,
         EMBEDDINGS_PROVIDER: 'none',
         MCP_ALLOWED_ORIGINS: proxy.url,
-        ...storage.env,
       },
     });
     const created = await parley.fetch('/admin/users', {
@@ -92,8 +90,7 @@ describe.each(ENGINES)('the MCP conformance suite against /mcp on the %s engine'
   afterAll(async () => {
     await proxy?.close();
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it.each(SCENARIOS)('passes %s', async (scenario) => {

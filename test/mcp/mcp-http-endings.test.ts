@@ -6,9 +6,10 @@ import {
   startBrokenMcpHttpServer,
 } from '../support/broken-mcp-http-server.ts';
 import { parseChatStream } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type Json, jsonCaller } from '../support/json-call.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -37,27 +38,26 @@ describe.each(ENGINES)(
   (engine) => {
     let llm: FakeLlmServer;
     let mcp: BrokenMcpHttpServer;
-    let storage: EngineEnv;
+    let setup: RestartSetup;
     let parley: RunningParley;
     let key: string;
     let serverId: string;
     const call = jsonCaller(() => parley);
 
     beforeAll(async () => {
-      llm = await startFakeLlmServer();
+      setup = await restartSetup(engine);
+      llm = setup.llm;
       mcp = await startBrokenMcpHttpServer();
-      storage = await engineEnv(engine);
       parley = await startParley({
+        dataDir: setup.dataDir,
         token: ADMIN,
         env: {
+          ...setup.env,
           API_TOKEN: ADMIN,
-          LLM_BASE_URL: llm.url,
-          LLM_MAX_RETRIES: '0',
           EMBEDDINGS_PROVIDER: 'none',
           MCP_CALL_TIMEOUT_MS: String(CALL_TIMEOUT_MS),
           MCP_CALL_MAX_MS: '20000',
           MCP_CALLS_PER_ANSWER: '20',
-          ...storage.env,
         },
       });
       key = (await call(ADMIN, 'POST', '/admin/users', { user_id: 'ann' })).body.key;
@@ -77,9 +77,8 @@ describe.each(ENGINES)(
     });
     afterAll(async () => {
       await parley?.stop();
-      await llm?.close();
       await mcp?.close();
-      await storage?.cleanup();
+      await setup?.cleanup();
     });
 
     /** One chat where the model calls these tools at once, then answers; what came back. */

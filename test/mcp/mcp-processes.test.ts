@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseChatStream } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { jsonCaller } from '../support/json-call.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -36,26 +37,24 @@ const alive = (pid: number) => {
 
 describe.each(ENGINES)('stdio MCP server processes on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let parley: RunningParley;
   const call = jsonCaller(() => parley);
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it('ends a wrapped server with its wrapper when disabled and at shutdown', async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     parley = await startParley({
+      dataDir: setup.dataDir,
       token: ADMIN,
       env: {
+        ...setup.env,
         API_TOKEN: ADMIN,
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
         EMBEDDINGS_PROVIDER: 'none',
-        ...storage.env,
       },
     });
     const dir = mkdtempSync(join(tmpdir(), 'parley-mcp-pids-'));
