@@ -3,9 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type Engine, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES, type Engine } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -574,7 +575,7 @@ const isLast = (route: string) => {
 
 describe.each(ENGINES)('authorization of every route on the %s engine', (engine) => {
   let parley: RunningParley;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   const keys: Partial<Record<Caller, string>> = {};
   let fixture: Fixture;
@@ -635,21 +636,20 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
   };
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     llm.respond(() => reply.text('Hello there.'));
     clockFile = join(mkdtempSync(join(tmpdir(), 'parley-clock-')), 'now');
     writeFileSync(clockFile, new Date().toISOString());
     parley = await startParley({
+      dataDir: setup.dataDir,
       env: {
+        ...setup.env,
         API_TOKEN: ADMIN,
-        LLM_BASE_URL: llm.url,
-        LLM_MAX_RETRIES: '0',
         METRICS_ENABLED: 'true',
         EMBEDDINGS_PROVIDER: 'none',
         PARLEY_TEST_CLOCK_FILE: clockFile,
         TRUST_PROXY: 'loopback',
-        ...storage.env,
       },
       token: null,
     });
@@ -697,8 +697,7 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it("answers 404 to a key reaching another user's conversation under its own user", async () => {

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const run = promisify(execFile);
@@ -42,24 +42,19 @@ async function adminWith(env: Record<string, string>, ...args: string[]) {
 }
 
 describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
-  let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let parley: RunningParley;
   let port: string;
   const asUser = (key: string) => parley.fetch('/documents', { token: key });
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    storage = await engineEnv(engine);
-    parley = await startParley({
-      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, ...storage.env },
-    });
+    setup = await restartSetup(engine, { API_TOKEN: TOKEN });
+    parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
     port = new URL(parley.url).port;
   });
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it('creates a user and prints a key that works, lists users, gives and revokes keys', async () => {
