@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES } from '../support/engines.ts';
 import { failedJobs } from '../support/failed-jobs.ts';
 import {
   type FakeLangSmithServer,
   startFakeLangSmithServer,
 } from '../support/fake-langsmith-server.ts';
-import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { counted } from '../support/prometheus.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'jobs-admin-token';
@@ -26,33 +27,30 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * retried until it goes through, once; one whose process died mid-job is done by another.
  */
 describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let langsmith: FakeLangSmithServer;
   let parley: RunningParley;
   const env = () => ({
+    ...setup.env,
     API_TOKEN: TOKEN,
     METRICS_ENABLED: 'true',
-    LLM_BASE_URL: llm.url,
-    LLM_MAX_RETRIES: '0',
     LANGSMITH_API_KEY: LANGSMITH_KEY,
     LANGSMITH_ENDPOINT: langsmith.url,
     FEEDBACK_RETRY_MS: '200',
     JOB_LEASE_SECONDS: String(LEASE_SECONDS),
-    ...storage.env,
   });
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    llm = setup.llm;
     langsmith = await startFakeLangSmithServer({ apiKey: LANGSMITH_KEY });
-    parley = await startParley({ env: env() });
+    parley = await startParley({ dataDir: setup.dataDir, env: env() });
   }, 120_000);
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
     await langsmith?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   /** A chat (so there is a run to rate), then feedback on it; resolves with the feedback id. */

@@ -1,18 +1,15 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES } from '../support/engines.ts';
 import { failedJobs } from '../support/failed-jobs.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   type Reply,
   reply,
-  startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
 import { counted } from '../support/prometheus.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'memory-jobs-admin-token';
@@ -28,7 +25,7 @@ const isDecision = (body: ChatCompletionRequest) => body.response_format !== und
  * the model was deciding is decided by the next process once the lease has run out, once.
  */
 describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let dataDir: string;
   /** How the fake model answers a decision, by a word of the exchange. */
@@ -36,20 +33,18 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
   /** When each scripted decision was asked, by its word. */
   const asked: { word: string; at: number }[] = [];
   const env = () => ({
+    ...setup.env,
     API_TOKEN: TOKEN,
     METRICS_ENABLED: 'true',
-    LLM_BASE_URL: llm.url,
-    LLM_MAX_RETRIES: '0',
     EMBEDDINGS_PROVIDER: 'none',
     CONV_RAG_ENABLED: 'true',
     MEMORY_RETRY_MS: '1000',
     JOB_LEASE_SECONDS: String(LEASE_SECONDS),
-    ...storage.env,
   });
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
+    setup = await restartSetup(engine);
+    ({ llm, dataDir } = setup);
     llm.respond((body) => {
       if (!isDecision(body)) return undefined;
       const exchange = JSON.stringify(body.messages);
@@ -58,12 +53,9 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
       asked.push({ word: scripted[0], at: Date.now() });
       return scripted[1]();
     });
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-memory-jobs-'));
   }, 120_000);
   afterAll(async () => {
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   const decisionsAbout = (word: string) => asked.filter((a) => a.word === word);

@@ -1,15 +1,13 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
 import { makePdf } from '../support/make-pdf.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -73,13 +71,12 @@ function exitAfter(child: ChildProcess, signal: NodeJS.Signals, limitMs: number)
 }
 
 describe.each(ENGINES)('a SIGTERM during the embedding backfill, on the %s engine', (engine) => {
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let llm: FakeLlmServer;
   let dataDir: string;
   const running: RunningParley[] = [];
   const env = (extra: Record<string, string> = {}) => ({
-    ...storage.env,
-    LLM_BASE_URL: llm.url,
+    ...setup.env,
     EMBEDDINGS_PROVIDER: 'openai',
     EMBEDDINGS_BASE_URL: llm.url,
     EMBEDDINGS_MODEL: MODEL,
@@ -107,7 +104,7 @@ describe.each(ENGINES)('a SIGTERM during the embedding backfill, on the %s engin
   /** Read once every process has stopped (the embedded engine's data is locked while one runs). */
   const vectorCounts = async () => {
     const database = await openDatabase(
-      parseConfig({ DATA_DIR: dataDir, DATABASE_URL: storage.env.DATABASE_URL, DB_POOL_MAX: '1' }),
+      parseConfig({ DATA_DIR: dataDir, DATABASE_URL: setup.env.DATABASE_URL, DB_POOL_MAX: '1' }),
       pino({ level: 'silent' }),
     );
     try {
@@ -126,9 +123,8 @@ describe.each(ENGINES)('a SIGTERM during the embedding backfill, on the %s engin
   };
 
   beforeEach(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-shutdown-backfill-'));
+    setup = await restartSetup(engine);
+    ({ llm, dataDir } = setup);
   });
   afterEach(async () => {
     for (const parley of running.splice(0)) {
@@ -136,9 +132,7 @@ describe.each(ENGINES)('a SIGTERM during the embedding backfill, on the %s engin
         await parley.stop('SIGKILL');
       }
     }
-    await llm?.close();
-    await storage?.cleanup();
-    rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   it('exits within the grace period and a few seconds; the next start embeds every chunk exactly once', async () => {

@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   reply,
   startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const MAX_BYTES = 4096;
@@ -61,7 +62,7 @@ const analyzeThenRepeat = (body: ChatCompletionRequest) => {
 describe.each(ENGINES)('image understanding on the %s engine', (engine) => {
   let llm: FakeLlmServer;
   let visionLlm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   let temp: string;
   let dataDir: string;
   let parley: RunningParley;
@@ -101,18 +102,11 @@ describe.each(ENGINES)('image understanding on the %s engine', (engine) => {
   }
 
   beforeAll(async () => {
-    llm = await startFakeLlmServer();
-    visionLlm = await startFakeLlmServer({ apiKey: 'vision-secret' });
-    storage = await engineEnv(engine);
+    // Parley's own temporary files (TMPDIR) go here, where the test looks for leftovers.
     temp = mkdtempSync(join(tmpdir(), 'parley-vision-test-'));
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-vision-data-'));
-    base = {
-      LLM_BASE_URL: llm.url,
-      LLM_MAX_RETRIES: '0',
-      IMAGE_MAX_BYTES: String(MAX_BYTES),
-      TMPDIR: temp,
-      ...storage.env,
-    };
+    setup = await restartSetup(engine, { IMAGE_MAX_BYTES: String(MAX_BYTES), TMPDIR: temp });
+    ({ llm, dataDir, env: base } = setup);
+    visionLlm = await startFakeLlmServer({ apiKey: 'vision-secret' });
     parley = await startParley({ dataDir, env: visionEnv() });
   }, 180_000);
   afterEach(() => {
@@ -124,10 +118,8 @@ describe.each(ENGINES)('image understanding on the %s engine', (engine) => {
   });
   afterAll(async () => {
     await parley?.stop();
-    rmSync(dataDir, { recursive: true, force: true });
-    await llm?.close();
     await visionLlm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
     rmSync(temp, { recursive: true, force: true });
   });
 
