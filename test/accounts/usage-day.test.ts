@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -76,9 +73,7 @@ const INGESTED = { [-1]: 1 * MB, 0: 2 * MB, 1: 4 * MB } as Record<number, number
 
 describe.each(ENGINES)("usage's today is the user's day on the %s engine", (engine) => {
   let parley: RunningParley;
-  let llm: FakeLlmServer;
-  let storage: EngineEnv;
-  let dataDir: string;
+  let setup: RestartSetup;
   /** Every seeded run's instant and tokens; every user gets all of them. */
   const runs: { at: number; tokens: number }[] = [];
   /** Each user's ingestion per seeded day. */
@@ -87,9 +82,8 @@ describe.each(ENGINES)("usage's today is the user's day on the %s engine", (engi
 
   beforeAll(async () => {
     await clearOfMidnights();
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer();
-    dataDir = mkdtempSync(join(tmpdir(), 'parley-usage-day-'));
+    setup = await restartSetup(engine);
+    const { dataDir } = setup;
     const now = Date.now();
     let tokens = 1;
     for (const user of Object.keys(USERS) as (keyof typeof USERS)[]) {
@@ -106,7 +100,7 @@ describe.each(ENGINES)("usage's today is the user's day on the %s engine", (engi
       );
     }
     await seed(
-      { dataDir, databaseUrl: storage.env.DATABASE_URL },
+      { dataDir, databaseUrl: setup.env.DATABASE_URL },
       {
         ingestUsage: Object.entries(ingested).flatMap(([userId, days]) =>
           Object.entries(days).map(([day, bytes]) => ({ userId, day, bytes })),
@@ -126,12 +120,11 @@ describe.each(ENGINES)("usage's today is the user's day on the %s engine", (engi
     parley = await startParley({
       dataDir,
       env: {
+        ...setup.env,
         API_TOKEN: ADMIN,
-        LLM_BASE_URL: llm.url,
         EMBEDDINGS_PROVIDER: 'none',
         DEFAULT_TIMEZONE,
         TZ: 'UTC',
-        ...storage.env,
       },
       token: ADMIN,
     });
@@ -161,9 +154,7 @@ describe.each(ENGINES)("usage's today is the user's day on the %s engine", (engi
   }, SUITE_SPAN_MS + 180_000);
   afterAll(async () => {
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await setup?.cleanup();
   });
 
   const expectedTokens = (user: keyof typeof USERS) => {
@@ -214,7 +205,7 @@ describe.each(ENGINES)("usage's today is the user's day on the %s engine", (engi
       const retryAfter = Number(refused.headers.get('retry-after'));
       expect(retryAfter).toBeGreaterThanOrEqual(Math.floor((midnight - after) / 1000) - 2);
       expect(retryAfter).toBeLessThanOrEqual(Math.ceil((midnight - before) / 1000) + 2);
-      expect(llm.chats).toHaveLength(0);
+      expect(setup.llm.chats).toHaveLength(0);
     },
   );
 

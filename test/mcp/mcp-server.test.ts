@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import {
   StreamableHTTPClientTransport,
@@ -8,9 +5,9 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
-import { type FakeLlmServer, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { ENGINES } from '../support/engines.ts';
 import { multipartBody } from '../support/multipart.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -50,8 +47,7 @@ const INITIALIZE = {
 
 describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
   let parley: RunningParley;
-  let llm: FakeLlmServer;
-  let storage: EngineEnv;
+  let setup: RestartSetup;
   const keys: Record<string, string> = {};
   const clients: Client[] = [];
 
@@ -103,11 +99,11 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
   };
 
   beforeAll(async () => {
-    storage = await engineEnv(engine);
-    llm = await startFakeLlmServer(); // configured, never asked: no tool here needs the model
-    const dataDir = mkdtempSync(join(tmpdir(), 'parley-mcp-'));
+    // Its fake model is configured, never asked: no tool here needs the model.
+    setup = await restartSetup(engine);
+    const { dataDir } = setup;
     await seed(
-      { dataDir, databaseUrl: storage.env.DATABASE_URL },
+      { dataDir, databaseUrl: setup.env.DATABASE_URL },
       {
         documents: [
           {
@@ -130,12 +126,11 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
     parley = await startParley({
       dataDir,
       env: {
+        ...setup.env,
         API_TOKEN: ADMIN,
-        LLM_BASE_URL: llm.url,
         EMBEDDINGS_PROVIDER: 'none',
         CONV_RAG_ENABLED: 'true',
         MCP_ALLOWED_ORIGINS: ALLOWED_ORIGIN,
-        ...storage.env,
       },
     });
     for (const user of ['alice', 'bob']) {
@@ -161,8 +156,7 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
   afterAll(async () => {
     for (const client of clients) await client.close().catch(() => {});
     await parley?.stop();
-    await llm?.close();
-    await storage?.cleanup();
+    await setup?.cleanup();
   });
 
   it("lists a user's tools, with which of them change things", async () => {
