@@ -45,19 +45,22 @@ const USERS = Number(process.env.BENCH_USERS ?? 0);
 /** After a phase's last chat: a resumable run's last events are stored after `__done`. */
 const SETTLE_MS = 3_000;
 const IDLE_MS = 20_000;
+const WARM_SETTLE_MS = 30_000;
 
 interface Phase {
   instructions: number;
   wallMs: number;
 }
 
+/** The server's HOST (spawnParley sets it) and a user name, for vgdb's file names. */
+const VGDB_NAMES = { HOST: '127.0.0.1', USER: 'parley-bench', LOGNAME: 'parley-bench' };
+
 const outDir = join(tmpdir(), `parley-callgrind-${process.pid}`);
 
 async function contender(name: string, root: URL | undefined, resumable: boolean, tag: string) {
   const fake = await startFakeLlm({ tokens: 1, delayMs: DELAY_MS });
   const database = engine === 'server' ? await createTestDatabase() : undefined;
-  // Parley's own HOST setting is in the server's environment, and vgdb names its pipes by
-  // HOST: a prefix of our own keeps callgrind_control and the server agreeing.
+  // vgdb's pipes of each server under a prefix of this run's own (see VGDB_NAMES).
   const vgdbPrefix = join(tmpdir(), `parley-vgdb-${tag}-${process.pid}`);
   const server = await startServer({
     root,
@@ -76,12 +79,16 @@ async function contender(name: string, root: URL | undefined, resumable: boolean
       // renewed in time, as they are at full speed (their renewals are idle work, below).
       CHAT_TURN_TTL_SECONDS: '300',
       JOB_LEASE_SECONDS: '600',
+      ...VGDB_NAMES,
       ...(JSON.parse(process.env.BENCH_ENV ?? '{}') as Record<string, string>),
     },
   });
+  // vgdb finds the server by a file name that holds the user and HOST of each side's
+  // environment: both get the same.
   const control = (action: string) =>
     execFileSync('callgrind_control', [`--vgdb-prefix=${vgdbPrefix}`, action, String(server.pid)], {
       stdio: 'ignore',
+      env: { ...process.env, ...VGDB_NAMES },
     });
   let user = 0;
   const chats = async (tokens: number, count: number) => {
@@ -116,8 +123,10 @@ async function contender(name: string, root: URL | undefined, resumable: boolean
     name,
     async run() {
       // Warm-up: V8's tiers (counted by calls, not time) reached as in a long-running server.
-      await chats(1, 3 * PARALLEL);
-      await chats(TOKENS, PARALLEL);
+      await chats(1, 10 * PARALLEL);
+      await chats(TOKENS, 2 * PARALLEL);
+      // V8 compiles hot functions on background threads: let that finish outside the phases.
+      await sleep(WARM_SETTLE_MS);
       const idle = await measure(() => sleep(IDLE_MS));
       const one: Phase[] = [];
       const many: Phase[] = [];
@@ -136,7 +145,7 @@ async function contender(name: string, root: URL | undefined, resumable: boolean
 /** The `summary:` of the n-th dump (callgrind writes `<file>.<pid>.<n>`); waits for it. */
 async function readDump(pid: number, tag: string, n: number): Promise<number> {
   const file = `${outDir}-${tag}.${pid}.${n}`;
-  for (let tries = 0; tries < 600; tries++) {
+  for (let tries = 0; tries < 6_000; tries++) {
     try {
       const match = /^summary: (\d+)$/m.exec(readFileSync(file, 'utf8'));
       if (match) return Number(match[1]);
@@ -197,6 +206,8 @@ const ratio = (f: (r: typeof base, i: number) => number) =>
 const chatOf = (r: typeof base, i: number) => perChat(r.one[i] as Phase, r.idlePerMs);
 const tokenOf = (r: typeof base, i: number) =>
   perToken(r.one[i] as Phase, r.many[i] as Phase, r.idlePerMs);
+const rawChatOf = (r: typeof base, i: number) => perChat(r.one[i] as Phase);
+const rawTokenOf = (r: typeof base, i: number) => perToken(r.one[i] as Phase, r.many[i] as Phase);
 console.log(
-  `\n${ours.name} / ${base.name} (idle-corrected, mean of repeats): per chat ${ratio(chatOf).toFixed(3)}, per paced token ${ratio(tokenOf).toFixed(3)}`,
+  `\n${ours.name} / ${base.name}, mean of repeats: per chat ${ratio(rawChatOf).toFixed(3)}, per paced token ${ratio(rawTokenOf).toFixed(3)} (idle-corrected: ${ratio(chatOf).toFixed(3)}, ${ratio(tokenOf).toFixed(3)})`,
 );
