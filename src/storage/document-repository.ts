@@ -317,6 +317,19 @@ export class DocumentRepository {
   }
 }
 
+/** The id of an owner's source, visible or not (hidden rows have sources no upload can take). */
+async function documentId(
+  client: pg.PoolClient,
+  owner: string,
+  source: string,
+): Promise<string | undefined> {
+  const { rows } = await client.query<{ id: string }>(
+    'SELECT id FROM documents WHERE owner = $1 AND source = $2',
+    [owner, source],
+  );
+  return rows[0]?.id;
+}
+
 /**
  * Removes one source, its chunks and its postings. Returns the content hashes its chunks had
  * (for pruneOrphanVectors), or undefined when there is no such source.
@@ -326,11 +339,7 @@ async function removeDocument(
   owner: string,
   source: string,
 ): Promise<string[] | undefined> {
-  const found = await client.query<{ id: string }>(
-    'SELECT id FROM documents WHERE owner = $1 AND source = $2',
-    [owner, source],
-  );
-  const id = found.rows[0]?.id;
+  const id = await documentId(client, owner, source);
   if (id === undefined) return undefined;
   await removePostings(client, owner, id);
   const { rows } = await client.query<{ content_hash: string }>(
@@ -351,11 +360,7 @@ async function hideDocument(
   owner: string,
   source: string,
 ): Promise<string | undefined> {
-  const found = await client.query<{ id: string }>(
-    'SELECT id FROM documents WHERE owner = $1 AND source = $2',
-    [owner, source],
-  );
-  const id = found.rows[0]?.id;
+  const id = await documentId(client, owner, source);
   if (id === undefined) return undefined;
   await subtractFromStatistics(client, owner, id);
   await client.query('UPDATE documents SET kind = $2, source = $3 WHERE id = $1', [
