@@ -170,10 +170,7 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
 
     it('with PARLEY_WORKERS, keeps replacing workers while the database server is down', async () => {
       const env = await setup();
-      const closed = createServer();
-      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-      const port = (closed.address() as { port: number }).port;
-      await new Promise((resolve) => closed.close(resolve));
+      const port = await closedPort();
       const child = spawnParley({
         ...env,
         PORT: '0',
@@ -199,10 +196,7 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
 
     it('says in one line that nothing answers at DATABASE_URL, without its password', async () => {
       const env = await setup();
-      const closed = createServer();
-      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-      const port = (closed.address() as { port: number }).port;
-      await new Promise((resolve) => closed.close(resolve));
+      const port = await closedPort();
       const exit = await startToExit({
         ...env,
         DATABASE_URL: `postgres://postgres:pw-not-for-logs@127.0.0.1:${port}/parley`,
@@ -217,3 +211,12 @@ describe.each(ENGINES)('start-up failures on the %s engine', (engine) => {
     });
   }
 });
+
+/** A local port nothing listens on (taken, then let go): connecting to it is refused. */
+async function closedPort(): Promise<number> {
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = (closed.address() as { port: number }).port;
+  await new Promise((resolve) => closed.close(resolve));
+  return port;
+}
