@@ -93,7 +93,10 @@ const markerOf = (path: string) => `${path}.verified`;
  * A download in progress: ipull's file (the data so far, then its progress record) and ours
  * saying which URI and size it was started for. A partial is only resumed for the same
  * ones, so bytes of two different files (another model, or a file replaced upstream with
- * one of another size) are never joined.
+ * one of another size) are never joined. The URI is recorded as `shownUri` shows it: a
+ * presigned URL's signature would otherwise stay on disk with the partial (whoever reads the
+ * data directory could fetch the file with it), and a URL signed again for the same file
+ * still resumes.
  */
 const partialOf = (path: string) => ({ data: `${path}.ipull`, origin: `${path}.download.json` });
 
@@ -112,7 +115,9 @@ async function startedAs(
 ): Promise<boolean> {
   try {
     const origin = JSON.parse(await readFile(originPath, 'utf8')) as Record<string, unknown>;
-    return origin.uri === expected.uri && origin.size === expected.size;
+    // Records written before the URI was shown without its secrets hold it whole.
+    const sameUri = origin.uri === shownUri(expected.uri) || origin.uri === expected.uri;
+    return sameUri && origin.size === expected.size;
   } catch {
     return false;
   }
@@ -181,7 +186,7 @@ async function download(options: EnsureModelOptions): Promise<string> {
     await downloader.cancel({ deleteTempFile: true });
     downloader = await create();
   }
-  await writeFile(partial.origin, JSON.stringify(started));
+  await writeFile(partial.origin, JSON.stringify({ ...started, uri: shownUri(uri) }));
   resumedFrom = downloader.downloadedSize;
   options.onProgress?.(resumedFrom, downloader.totalSize, resumedFrom);
   logger.info(

@@ -133,6 +133,44 @@ describe('ensureModel', () => {
     expect(noneOverlaps(fetched, done, chunkSize)).toBe(true);
   });
 
+  it('keeps no presigned URL signature beside a partial download, and resumes when signed again', async () => {
+    const stalling = await server(model, { faultAt: CHUNK + 1_000_000, fault: 'stall' });
+    const dir = await tempDir();
+    const child = spawn(
+      process.execPath,
+      [
+        new URL('../support/model-download/download-child.ts', import.meta.url).pathname,
+        `${stalling.url}?X-Amz-Signature=first-signature-secret`,
+        dir,
+      ],
+      { stdio: ['ignore', 'ignore', 'inherit'] },
+    );
+    const exited = once(child, 'exit');
+    const { done, chunkSize } = await waitForSavedChunks(
+      join(dir, 'tiny.gguf.ipull'),
+      model.length,
+    );
+    child.kill('SIGKILL');
+    await exited;
+    // Whoever reads the data directory must not find a URL that fetches the private file.
+    for (const name of await readdir(dir)) {
+      expect(await readFile(join(dir, name), 'latin1'), name).not.toContain('signature-secret');
+    }
+
+    // The operator signs the URL again (presigned URLs expire): the same file, resumed.
+    const before = stalling.requests.length;
+    const { logger } = captureLogger();
+    const path = await ensureModel({
+      uri: `${stalling.url}?X-Amz-Signature=second-signature-secret`,
+      dir,
+      logger,
+    });
+    expect(Buffer.compare(await readFile(path), Buffer.from(model))).toBe(0);
+    expect(noneOverlaps(rangesFetched(stalling.requests.slice(before)), done, chunkSize)).toBe(
+      true,
+    );
+  });
+
   it('gives up on a stalled download and never trusts what it left behind', async () => {
     const { logger, lines } = captureLogger();
     const dir = await tempDir();
