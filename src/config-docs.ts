@@ -14,7 +14,7 @@ export interface SettingDoc {
 
 export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> = {
   HOST: {
-    doc: 'Address to listen on. Set `0.0.0.0` to serve other machines, with `API_TOKEN` set: without it Parley refuses to start (protected mode).',
+    doc: 'Address to listen on (an IPv6 address bare or in brackets, `::1` or `[::1]`). Set `0.0.0.0` to serve other machines, with `API_TOKEN` set: without it Parley refuses to start (protected mode).',
   },
   PORT: { doc: 'Port (0 picks a free one).' },
   LOG_LEVEL: { doc: '`fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.' },

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { isIPv6 } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import proxyaddr from '@fastify/proxy-addr';
@@ -116,9 +117,18 @@ const httpUrlOr = (fallback: string) =>
 
 const MIB = 1024 * 1024;
 
+/**
+ * An IPv6 address may be written as in a URL, `[::1]`: the listener and the loopback check
+ * take it bare (a bracketed one would be looked up as a host name, and fail).
+ */
+const listenHost = textOr('127.0.0.1').transform((host) => {
+  const bare = /^\[(.*)\]$/.exec(host.trim())?.[1];
+  return bare !== undefined && isIPv6(bare) ? bare : host;
+});
+
 export const configSchema = z.object({
   // Server
-  HOST: textOr('127.0.0.1'),
+  HOST: listenHost,
   PORT: integer(8000, 0, 65535),
   LOG_LEVEL: z.preprocess(
     emptyAsUndefined,
@@ -547,7 +557,12 @@ export function assertProtected(
 }
 
 export function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+  return (
+    host === 'localhost' ||
+    host === '::1' ||
+    host.startsWith('127.') ||
+    host.toLowerCase().startsWith('::ffff:127.')
+  );
 }
 
 /**

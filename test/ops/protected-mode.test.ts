@@ -63,6 +63,16 @@ describe.each(ENGINES)('protected mode on the %s engine', (engine) => {
     }
   });
 
+  it('takes an IPv6 loopback in brackets, as in a URL, and serves it without a token', async () => {
+    const parley = await startParley({ env: await env({ HOST: '[::1]' }) });
+    try {
+      const { port } = new URL(parley.url);
+      expect((await fetch(`http://[::1]:${port}/documents`)).status).toBe(200);
+    } finally {
+      await parley.stop();
+    }
+  });
+
   it('serves every interface without a token when PROTECTED_MODE=false, and warns', async () => {
     const parley = await startParley({
       env: await env({ HOST: '0.0.0.0', PROTECTED_MODE: 'false' }),
