@@ -85,6 +85,13 @@ async function run(argv: string[]): Promise<void> {
   }
 
   const config = parseConfig(readEnvironment());
+  if (!explicitUrl && config.PORT === 0) {
+    throw new UsageError(
+      'PORT=0 lets the system choose the port Parley listens on, so this command cannot know ' +
+        'it: name the server with --url http://127.0.0.1:<port> (the port is in its log line ' +
+        '"Parley is listening")',
+    );
+  }
   const host = ['0.0.0.0', '::', ''].includes(config.HOST) ? '127.0.0.1' : config.HOST;
   const base = explicitUrl ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
   const call = async (method: string, path: string, body?: unknown) => {

@@ -193,6 +193,13 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
       rmSync(dir, { recursive: true, force: true });
     }
 
+    // A server on a port the system chose: the command cannot guess it, and says how to name it.
+    const chosen = await admin('0', 'users');
+    expect(chosen.code).toBe(2);
+    expect(chosen.stderr).toContain('PORT=0 lets the system choose the port');
+    expect(chosen.stderr).toContain('--url');
+    expect((await admin('0', 'users', '--url', parley.url)).code).toBe(0);
+
     const down = await admin('1', 'users');
     expect(down.code).toBe(1);
     expect(down.stderr).toContain('Parley is not answering at http://127.0.0.1:1');
