@@ -116,6 +116,14 @@ export class DocumentService {
   }
 
   /**
+   * Removes what ingestions that died mid-write (a killed process, a lost database) left
+   * hidden; see DocumentRepository.deleteAbandoned. Returns how many documents they were.
+   */
+  deleteAbandonedWrites(): Promise<number> {
+    return this.#deps.documents.deleteAbandoned();
+  }
+
+  /**
    * Chunks an extracted document and stores it as a shared source (or a user's private one:
    * `privateTo`, searched by that user only), replacing any previous
    * version atomically (see DocumentRepository.replaceSource). Vectors follow in the

@@ -54,6 +54,9 @@ const PROGRESS_EVERY_MS = 10_000;
  * extracted in a child process (extraction/run-extraction.ts) and hands it to the document
  * store. The temporary file is removed whatever happens.
  */
+/** How often leftovers of crashed ingestions are looked for (they count as such after 1 h). */
+const SWEEP_EVERY_MS = 3_600_000;
+
 export class IngestionService {
   readonly #documents: DocumentService;
   readonly #settings: IngestionSettings;
@@ -61,6 +64,7 @@ export class IngestionService {
   readonly #slots: Slots;
   readonly #storing: Slots;
   readonly #extraction: ExtractionProcesses;
+  #sweep: NodeJS.Timeout | undefined;
 
   constructor(documents: DocumentService, settings: IngestionSettings, logger: Logger) {
     this.#documents = documents;
@@ -71,15 +75,32 @@ export class IngestionService {
     this.#extraction = new ExtractionProcesses(settings.limits);
   }
 
-  /** Empties the uploads folder: files left by a crash or a kill are removed here. */
+  /**
+   * Empties the uploads folder: files left by a crash or a kill are removed here. The rows a
+   * crashed ingestion left hidden are removed now and every hour after, in the background:
+   * without that they stayed until some later large upload (and take a user's storage).
+   */
   async start(): Promise<void> {
     await rm(this.#settings.uploadsDir, { recursive: true, force: true });
     await mkdir(this.#settings.uploadsDir, { recursive: true });
+    void this.#sweepAbandoned();
+    this.#sweep = setInterval(() => void this.#sweepAbandoned(), SWEEP_EVERY_MS);
+    this.#sweep.unref();
   }
 
   /** Stops the extraction processes (an upload still being read fails). */
   stop(): void {
+    clearInterval(this.#sweep);
     this.#extraction.close();
+  }
+
+  async #sweepAbandoned(): Promise<void> {
+    try {
+      const removed = await this.#documents.deleteAbandonedWrites();
+      if (removed > 0) this.#logger.info({ documents: removed }, 'abandoned uploads removed');
+    } catch (error) {
+      this.#logger.warn({ err: error }, 'abandoned uploads not removed yet');
+    }
   }
 
   async ingest(

@@ -61,7 +61,10 @@ const INDEX_WRITE_LOCK = 0x646f6373; // "docs"
  */
 export const WRITE_BATCH_CHUNKS = 128;
 
-/** A hidden row left this long is a crashed ingestion's: deleted by the next large one. */
+/**
+ * A hidden row left this long is a crashed ingestion's (a large one writes for minutes; on the
+ * server engine another replica may be writing one now, so a younger row is never taken).
+ */
 const ABANDONED_AFTER = '1 hour';
 
 /**
@@ -185,7 +188,6 @@ export class DocumentRepository {
     signal?: AbortSignal,
   ): Promise<number> {
     if (chunks.length <= this.#batchChunks) return this.#replaceAtOnce(document, chunks, signal);
-    await this.#deleteAbandoned();
     const staged = await this.#db.$client.query<{ id: string }>(
       `INSERT INTO documents (source, owner, kind) VALUES ($1, $2, $3) RETURNING id`,
       [hiddenSource(randomUUID()), document.owner, HIDDEN],
@@ -228,7 +230,7 @@ export class DocumentRepository {
       if (replaced !== undefined) await this.#deleteHidden(replaced);
       return chunks.length;
     } finally {
-      // Left behind if this fails too (the database gone): #deleteAbandoned removes it later.
+      // Left behind if this fails too (the database gone): deleteAbandoned removes it later.
       if (!visible) await this.#deleteHidden(id).catch(() => {});
     }
   }
@@ -298,13 +300,17 @@ export class DocumentRepository {
     await this.#db.$client.query('DELETE FROM documents WHERE id = $1', [documentId]);
   }
 
-  /** Hidden rows a crash (or a lost connection) left behind. */
-  async #deleteAbandoned(): Promise<void> {
+  /**
+   * Deletes the hidden rows a crash (or a lost connection) left behind, a batch a transaction;
+   * returns how many documents they were.
+   */
+  async deleteAbandoned(): Promise<number> {
     const { rows } = await this.#db.$client.query<{ id: string }>(
       `SELECT id FROM documents WHERE kind = $1 AND created_at < now() - $2::interval`,
       [HIDDEN, ABANDONED_AFTER],
     );
     for (const row of rows) await this.#deleteHidden(row.id);
+    return rows.length;
   }
 
   /** BM25 over the chunks the owners may see, best first (see lexical-index.ts). */
