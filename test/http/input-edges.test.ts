@@ -170,6 +170,26 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
     expect(titles.conversations.map((c) => c.title)).toEqual(['']);
   });
 
+  it('refuses a user id with nothing visible, or with half of a surrogate pair', async () => {
+    for (const id of INVISIBLE) {
+      for (const [method, path, body, loc] of [
+        ['POST', '/chat', { user_id: id, message: 'Hi' }, ['body', 'user_id']],
+        ['POST', `/reset?user_id=${encodeURIComponent(id)}`, undefined, ['query', 'user_id']],
+        ['GET', `/users/${encodeURIComponent(id)}/conversations`, undefined, ['path', 'user_id']],
+      ] as const) {
+        const { status, body: error } = await send(method, path, body);
+        expect(status, `${method} ${path} ${JSON.stringify(body)}`).toBe(422);
+        expect(error.detail).toEqual([
+          expect.objectContaining({ loc, msg: 'must contain a visible character' }),
+        ]);
+      }
+    }
+    // Only JSON can carry half of an emoji (a URL's bad UTF-8 is read as U+FFFD). Stored, it
+    // would become U+FFFD: 'a\ud83d' and 'a\ud83e' would be one user.
+    await expect422('POST', '/chat', { user_id: 'a\ud83d', message: 'Hi' }, ['body', 'user_id']);
+    expect(stack.llm.requests).toHaveLength(0);
+  });
+
   it("answers the model's tool call of invisible text with a tool error and stores nothing", async () => {
     const [text] = INVISIBLE as [string];
     const calls = [
