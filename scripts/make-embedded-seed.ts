@@ -25,6 +25,7 @@ try {
       DATA_DIR: dir,
       DATABASE_URL: undefined,
       DB_POOL_MAX: 1,
+      DB_POOL_WAIT_MS: 60_000,
       EMBEDDED_DB_SHARED_BUFFERS: '16MB',
     },
     pino({ level: 'warn' }),

@@ -71,7 +71,10 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     doc: '`postgres://…` to use a PostgreSQL server instead of the embedded one.',
   },
   DB_POOL_MAX: {
-    doc: 'Connections to a PostgreSQL server (the embedded engine has one). Under load a query waits up to 60 s for a free one rather than failing; a server that takes more than 5 s to accept a new connection counts as unavailable (503 / `database_unavailable`).',
+    doc: 'Connections to a PostgreSQL server (the embedded engine has one). Under load a query waits up to `DB_POOL_WAIT_MS` for a free one rather than failing; a server that takes more than 5 s to accept a new connection counts as unavailable (503 / `database_unavailable`).',
+  },
+  DB_POOL_WAIT_MS: {
+    doc: 'The longest a query waits for a free pooled connection (both engines). Past it the request gets 503 `busy` with `Retry-After: 5`: Parley is busy, the database is fine. Also bounds opening a connection, with the 5 s above on a PostgreSQL server. 100–600000.',
   },
   CHAT_TURN_TTL_SECONDS: {
     doc: "With `DATABASE_URL`: the longest a replica that died holding a user's chat turn keeps that user waiting (see Running several replicas). 2–300.",

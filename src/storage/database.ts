@@ -38,8 +38,6 @@ export interface Database {
 
 const MIGRATIONS_FOLDER = new URL('./migrations', import.meta.url).pathname;
 
-/** Longest a query waits for a pooled connection. */
-const POOL_WAIT_MS = 60_000;
 /** Longest opening a connection to a PostgreSQL server may take before it counts as down. */
 const CONNECT_TIMEOUT_MS = 5_000;
 
@@ -56,7 +54,10 @@ class ServerClient extends pg.Client {
  * schema, so everything above this file is engine-agnostic.
  */
 export async function openDatabase(
-  config: Pick<Config, 'DATA_DIR' | 'DATABASE_URL' | 'DB_POOL_MAX' | 'EMBEDDED_DB_SHARED_BUFFERS'>,
+  config: Pick<
+    Config,
+    'DATA_DIR' | 'DATABASE_URL' | 'DB_POOL_MAX' | 'DB_POOL_WAIT_MS' | 'EMBEDDED_DB_SHARED_BUFFERS'
+  >,
   logger: Logger,
 ): Promise<Database> {
   const embedded = config.DATABASE_URL
@@ -81,7 +82,7 @@ export async function openDatabase(
     // holds its connection for a whole event-loop turn), not a sign that the database is gone:
     // failing there lost answers already streamed (bench/RESULTS.md). An unreachable server is
     // caught by ServerClient's own, short, connect timeout.
-    connectionTimeoutMillis: POOL_WAIT_MS,
+    connectionTimeoutMillis: config.DB_POOL_WAIT_MS,
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its server must not crash the process; the next query reconnects.
