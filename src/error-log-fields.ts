@@ -1,4 +1,5 @@
 import { AppError } from './errors.ts';
+import { PoolWaitTimeout } from './storage/database-errors.ts';
 
 /**
  * What of an error may be logged: its kind, codes, statuses and causes, never its text.
@@ -27,6 +28,8 @@ export interface ErrorLogFields {
   url?: string;
   /** The upstream's own error type and code (OpenAI-style error bodies), not its message. */
   upstream?: { type?: string; code?: string | number };
+  /** A wait for a pooled database connection that timed out: the pool's numbers then. */
+  pool?: { waiting: number; size: number; wait_ms: number };
   /** Stack frames, without the first line (which repeats the message). */
   frames?: string;
   cause?: ErrorLogFields;
@@ -49,6 +52,9 @@ export function errorLogFields(error: unknown, depth = 0): ErrorLogFields {
     if (typeof e[key] === 'string') fields[key] = e[key];
   }
   if (typeof e.url === 'string' && URL.canParse(e.url)) fields.url = new URL(e.url).origin;
+  if (error instanceof PoolWaitTimeout) {
+    fields.pool = { waiting: error.waiting, size: error.poolSize, wait_ms: error.waitMs };
+  }
   const upstream = upstreamCodes(e.data);
   if (upstream) fields.upstream = upstream;
   // Where it happened, except for an upstream's HTTP answer or a socket error, whose place

@@ -540,7 +540,7 @@ export async function main(config: Config): Promise<void> {
     failedJobs: new FailedJobRepository(db),
     backups: { dir: backupsDir, write: database.backup },
     logger,
-    ping: () => database.ping(),
+    checkDatabase: () => database.check(),
     modelStatus: () => model.status(),
     chats,
     chatSettings: {

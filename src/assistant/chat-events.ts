@@ -55,6 +55,8 @@ export type ChatErrorCode =
   | 'model_timeout'
   | 'model_bad_response'
   | 'database_unavailable'
+  /** Every pooled database connection stayed in use for DB_POOL_WAIT_MS: try again shortly. */
+  | 'busy'
   | 'shutting_down'
   | 'turn_lost'
   /** A resumable run's answer took longer than ANSWER_MAX_SECONDS. */

@@ -1,7 +1,7 @@
 import { APICallError, NoContentGeneratedError, RetryError } from 'ai';
 import { ModelNotConfiguredError } from '../models/chat-model.ts';
 import { ModelDownloadingError } from '../models/model-status.ts';
-import { isDatabaseUnavailable } from '../storage/database-errors.ts';
+import { BUSY, isDatabaseUnavailable, poolWaitTimeout } from '../storage/database-errors.ts';
 import type { ChatErrorCode } from './chat-events.ts';
 
 /**
@@ -22,6 +22,7 @@ export function describeChatError(thrown: unknown): {
   }
   // After its retries, the AI SDK throws a RetryError that holds the last failure.
   const error = RetryError.isInstance(thrown) ? thrown.lastError : thrown;
+  if (poolWaitTimeout(error)) return { code: BUSY.code, message: BUSY.message };
   // A refused model server carries the same socket codes as a refused database.
   if (!fromModelCall(error) && isDatabaseUnavailable(error)) {
     return {

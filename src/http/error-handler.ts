@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError } from '../errors.ts';
-import { isDatabaseUnavailable } from '../storage/database-errors.ts';
+import { BUSY, isDatabaseUnavailable, poolWaitTimeout } from '../storage/database-errors.ts';
 import { afterBodyOverLimit } from './over-limit.ts';
 import { toValidationDetails } from './validation-errors.ts';
 
@@ -27,6 +27,15 @@ export function installErrorHandling(app: FastifyInstance): void {
         reply.header('retry-after', String(error.retryAfterSeconds));
       }
       return reply.code(error.status).send({ detail: error.message });
+    }
+    const busy = poolWaitTimeout(error);
+    if (busy) {
+      // The database answers; Parley's connections were all in use for DB_POOL_WAIT_MS.
+      request.log.warn(busy.logFields(), 'database pool wait timed out: Parley is busy');
+      return reply
+        .code(503)
+        .header('retry-after', String(BUSY.retryAfterSeconds))
+        .send({ detail: BUSY.message, code: BUSY.code });
     }
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: error }, 'database unavailable');

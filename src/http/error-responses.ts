@@ -36,7 +36,12 @@ const schemas = {
   500: z
     .object({ detail: z.string(), request_id: z.string().optional() })
     .describe('Unexpected failure; quote the request_id when reporting it'),
-  503: message('The database is unavailable; try again shortly'),
+  503: z
+    .object({ detail: z.string(), code: z.literal('busy').optional() })
+    .describe(
+      'The database is unavailable; or, with code `busy` and `Retry-After`, Parley is busy ' +
+        '(every database connection in use): try again shortly',
+    ),
 } as const;
 
 export type ErrorStatus = keyof typeof schemas;

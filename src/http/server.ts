@@ -23,6 +23,7 @@ import type { Metrics } from '../metrics/metrics.ts';
 import type { ModelStatus } from '../models/model-status.ts';
 import type { ProfileService } from '../reminders/profile-service.ts';
 import type { ReminderService } from '../reminders/reminder-service.ts';
+import type { DatabaseState } from '../storage/database.ts';
 import type { UserDataRepository } from '../storage/user-data-repository.ts';
 import { APP_VERSION } from '../version.ts';
 import type { App } from './app-types.ts';
@@ -75,7 +76,8 @@ export interface HttpDependencies {
   /** The web client's sessions (a cookie made from a key), and how long one lasts. */
   web?: { sessions: WebSessions; lifetimeMs: number; files: WebClientFiles | undefined };
   logger: FastifyBaseLogger;
-  ping: () => Promise<boolean>;
+  /** The database's state for /health. */
+  checkDatabase: () => Promise<DatabaseState>;
   /** The chat model's state for /health (the embedded model's first download). */
   modelStatus: () => ModelStatus;
   chats: ChatService;
@@ -204,7 +206,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
   app.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () =>
     app.swagger(),
   );
-  registerHealthRoutes(app, deps.ping, deps.modelStatus);
+  registerHealthRoutes(app, deps.checkDatabase, deps.modelStatus);
   registerChatRoutes(app, deps.chats, deps.conversations, deps.chatSettings);
   if (deps.chatSettings.runs) {
     registerRunRoutes(app, deps.chatSettings.runs, deps.chatSettings.keepAliveMs);

@@ -8,7 +8,7 @@ import type { GraphService } from '../graph/graph-service.ts';
 import { TERM_MAX_CHARS } from '../graph/term-key.ts';
 import type { ConversationMemory } from '../memory/conversation-memory.ts';
 import { MAX_YEARS_AHEAD, type ReminderService } from '../reminders/reminder-service.ts';
-import { isDatabaseUnavailable } from '../storage/database-errors.ts';
+import { BUSY, isDatabaseUnavailable, poolWaitTimeout } from '../storage/database-errors.ts';
 import {
   describeReminder,
   isoDate,
@@ -267,6 +267,12 @@ function runner(timeoutMs: number, logger: ToolLogger) {
       if (cancelled.aborted) {
         outcome = 'cancelled';
         return failure('The call was cancelled.');
+      }
+      const busy = poolWaitTimeout(error);
+      if (busy) {
+        outcome = BUSY.code;
+        logger.warn({ ...busy.logFields(), mcp_tool: tool }, 'database pool wait timed out');
+        return failure(BUSY.message);
       }
       if (isDatabaseUnavailable(error)) {
         outcome = 'database_unavailable';

@@ -44,7 +44,7 @@ export class InvalidRequest extends AppError {
 
 /**
  * The status a non-streamed completion answers when the assistant failed: the model or the
- * database not there (503, try again later) or a failure of the answer itself (500). The SDKs
+ * database not there, or Parley busy (503, try again later) or a failure of the answer itself (500). The SDKs
  * retry both.
  */
 export function chatErrorStatus(code: ChatErrorCode): 500 | 503 {
@@ -53,6 +53,7 @@ export function chatErrorStatus(code: ChatErrorCode): 500 | 503 {
     case 'model_downloading':
     case 'model_unreachable':
     case 'database_unavailable':
+    case 'busy':
     case 'shutting_down':
     case 'turn_lost':
       return 503;

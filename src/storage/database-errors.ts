@@ -22,7 +22,6 @@ const UNREACHABLE_CODES = new Set([
 
 const UNREACHABLE_MESSAGES = [
   'Connection terminated',
-  'timeout exceeded when trying to connect',
   'Client has encountered a connection error',
   'Cannot use a pool after calling end',
 ];
@@ -34,6 +33,57 @@ export function isDatabaseUnavailable(error: unknown): boolean {
       (typeof code === 'string' && UNREACHABLE_CODES.has(code)) ||
       (typeof message === 'string' && UNREACHABLE_MESSAGES.some((m) => message.includes(m))),
   );
+}
+
+/**
+ * A query waited DB_POOL_WAIT_MS for a pooled connection and gave up (priority-pool.ts turns
+ * pg-pool's timeout into this): every connection was in use, so Parley is busy; the database
+ * itself answers. Clients get 503 `busy` with Retry-After, not `database_unavailable`.
+ */
+export class PoolWaitTimeout extends Error {
+  /** Names the cause in every log line that carries this error. */
+  readonly code = 'pool_wait_timeout';
+  /** Queries still waiting for a connection when this one gave up. */
+  readonly waiting: number;
+  readonly poolSize: number;
+  readonly waitMs: number;
+
+  constructor(pool: { waiting: number; poolSize: number; waitMs: number }) {
+    super('timed out waiting for a pooled database connection');
+    this.name = 'PoolWaitTimeout';
+    this.waiting = pool.waiting;
+    this.poolSize = pool.poolSize;
+    this.waitMs = pool.waitMs;
+  }
+
+  /** The log line's fields: the cause and the pool's numbers, nothing of the request. */
+  logFields() {
+    return {
+      cause: this.code,
+      code: BUSY.code,
+      waiting: this.waiting,
+      pool_size: this.poolSize,
+      wait_ms: this.waitMs,
+    };
+  }
+}
+
+/** What a client is told when its query could not get a connection in time. */
+export const BUSY = {
+  code: 'busy',
+  message: 'Parley is busy; try again in a few seconds.',
+  // A burst of uploads and chats clears in seconds; a client that waits longer only loses time.
+  retryAfterSeconds: 5,
+} as const;
+
+/** The pool wait timeout behind an error (Drizzle wraps the driver's), if that is what it is. */
+export function poolWaitTimeout(error: unknown): PoolWaitTimeout | undefined {
+  let found: PoolWaitTimeout | undefined;
+  someCause(error, (current) => {
+    if (current instanceof PoolWaitTimeout) found = current;
+    return found !== undefined;
+  });
+  return found;
 }
 
 /** A row names another that does not exist (Postgres 23503, foreign_key_violation). */

@@ -2,6 +2,7 @@ import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import { poolWaitTimeout } from './database-errors.ts';
 import { startEmbeddedEngine } from './embedded-engine.ts';
 import { migrator, nodePostgres } from './orm.ts';
 import { PriorityPool } from './priority-pool.ts';
@@ -17,6 +18,8 @@ const { migrate } = migrator;
 
 export type Db = NodePgDatabase<typeof schema> & { $client: PriorityPool };
 
+export type DatabaseState = 'ok' | 'busy' | 'unreachable';
+
 export interface Database {
   readonly db: Db;
   readonly engine: 'embedded' | 'server';
@@ -31,8 +34,12 @@ export interface Database {
    * to `path` while serving; resolves with its size. A PostgreSQL server has pg_dump.
    */
   readonly backup: ((path: string) => Promise<number>) | undefined;
-  /** True when the database answers a trivial query within the timeout. */
-  ping(timeoutMs?: number): Promise<boolean>;
+  /**
+   * `ok` when the database answers a trivial query within the timeout; `busy` when that query
+   * is still waiting for a pooled connection, every one in use (the database answers them);
+   * `unreachable` otherwise.
+   */
+  check(timeoutMs?: number): Promise<DatabaseState>;
   close(): Promise<void>;
 }
 
@@ -127,7 +134,7 @@ export async function openDatabase(
       capabilities,
       serializeStartup,
       backup: embedded && ((path) => embedded.backup(path)),
-      ping: async (timeoutMs = 2_000) => !engineDown && (await ping(pool, timeoutMs)),
+      check: async (timeoutMs = 2_000) => (engineDown ? 'unreachable' : check(pool, timeoutMs)),
       close,
     };
   } catch (error) {
@@ -169,14 +176,33 @@ async function ensureVectorExtension(pool: pg.Pool, logger: Logger): Promise<boo
   }
 }
 
-async function ping(pool: pg.Pool, timeoutMs: number): Promise<boolean> {
+async function check(pool: PriorityPool, timeoutMs: number): Promise<DatabaseState> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
+  let connected = false;
+  const timeout = new Promise<DatabaseState>((resolve) => {
+    // Still waiting behind queries that hold every connection: busy. Still opening a
+    // connection, or connected and not answered: unreachable.
+    timer = setTimeout(
+      () => resolve(!connected && pool.saturated ? 'busy' : 'unreachable'),
+      timeoutMs,
+    );
   });
-  const answer = pool.query('SELECT 1').then(
-    () => true,
-    () => false,
+  // Ahead of the queries already waiting: a burst of them must not read as an outage.
+  const answer = pool.connectFirst().then(
+    async (client): Promise<DatabaseState> => {
+      connected = true;
+      let broken: Error | undefined;
+      try {
+        await client.query('SELECT 1');
+        return 'ok';
+      } catch (error) {
+        broken = error as Error;
+        return 'unreachable';
+      } finally {
+        client.release(broken);
+      }
+    },
+    (error): DatabaseState => (poolWaitTimeout(error) ? 'busy' : 'unreachable'),
   );
   try {
     return await Promise.race([answer, timeout]);

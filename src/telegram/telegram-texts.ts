@@ -181,6 +181,7 @@ const KOREAN_CHAT_ERRORS: Record<ChatErrorCode, string> = {
   model_timeout: '모델이 답하는 데 너무 오래 걸렸습니다.',
   model_bad_response: '모델 서버가 읽을 수 없는 응답을 보냈습니다.',
   database_unavailable: '데이터베이스를 사용할 수 없습니다. 잠시 후 다시 시도해 주세요.',
+  busy: '지금 요청이 많아 바쁩니다. 잠시 후 다시 시도해 주세요.',
   shutting_down: '서비스가 다시 시작되는 중입니다. 잠시 후 메시지를 다시 보내 주세요.',
   turn_lost:
     '이 답은 저장되지 않았습니다. 서버가 멈춘 사이 다음 메시지에 먼저 답했습니다. 이 메시지를 다시 보내 주세요.',

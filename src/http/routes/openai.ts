@@ -15,7 +15,7 @@ import {
 import { collectCompletion } from '../../openai/completion-body.ts';
 import { completionChunkEncoder } from '../../openai/completion-chunks.ts';
 import { chatErrorStatus, InvalidRequest, openAiError } from '../../openai/openai-error.ts';
-import { isDatabaseUnavailable } from '../../storage/database-errors.ts';
+import { BUSY, isDatabaseUnavailable, poolWaitTimeout } from '../../storage/database-errors.ts';
 import { imageMaxChars } from '../../vision/decode-image.ts';
 import type { App } from '../app-types.ts';
 import { abortWithExchange, disposeAfter } from '../chat-abort.ts';
@@ -225,6 +225,7 @@ function registerCompletions(app: App, chats: ChatService, settings: ChatRouteSe
         const result = await collectCompletion(events, meta);
         if (result.ok) return reply.send(result.body);
         const status = result.code ? chatErrorStatus(result.code) : (500 as const);
+        if (result.code === BUSY.code) reply.header('retry-after', String(BUSY.retryAfterSeconds));
         return reply
           .code(status)
           .send(openAiError(status, result.message, { code: result.code ?? null }));
@@ -275,6 +276,14 @@ function answerError(
     const param = error instanceof InvalidRequest ? error.param : null;
     const code = error.status === 429 ? 'rate_limit_exceeded' : error.code;
     return reply.code(error.status).send(openAiError(error.status, error.message, { param, code }));
+  }
+  const busy = poolWaitTimeout(error);
+  if (busy) {
+    request.log.warn(busy.logFields(), 'database pool wait timed out: Parley is busy');
+    return reply
+      .code(503)
+      .header('retry-after', String(BUSY.retryAfterSeconds))
+      .send(openAiError(503, BUSY.message, { code: BUSY.code }));
   }
   if (isDatabaseUnavailable(error)) {
     request.log.warn({ err: error }, 'database unavailable');

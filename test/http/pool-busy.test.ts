@@ -1,0 +1,185 @@
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type Engine } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+/**
+ * A query that cannot get a pooled connection within DB_POOL_WAIT_MS means Parley is busy, not
+ * that the database is down: the client is told to try again (503 `busy`, Retry-After), the log
+ * names the pool, and /health stays 200, since taking a busy replica out of rotation helps no one.
+ */
+const BUSY = { detail: 'Parley is busy; try again in a few seconds.', code: 'busy' };
+
+const json = (body: unknown): RequestInit => ({
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
+/** Another client holds the history table, so a chat's read of it keeps the pool's connection. */
+async function lockMessages(databaseUrl: string) {
+  const blocker = new pg.Client({ connectionString: databaseUrl });
+  // A failed test leaves it open; the suite then drops the database under it.
+  blocker.on('error', () => {});
+  await blocker.connect();
+  await blocker.query('BEGIN');
+  await blocker.query('LOCK TABLE messages IN ACCESS EXCLUSIVE MODE');
+  return async () => {
+    await blocker.query('COMMIT');
+    await blocker.end();
+  };
+}
+
+/** Waits until a session of this database waits for a lock: the chat holds its connection. */
+async function waitForLockWaiter(databaseUrl: string) {
+  const watcher = new pg.Client({ connectionString: databaseUrl });
+  await watcher.connect();
+  try {
+    await expect
+      .poll(
+        async () =>
+          (
+            await watcher.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0].n,
+        { timeout: 10_000 },
+      )
+      .toBeGreaterThan(0);
+  } finally {
+    await watcher.end();
+  }
+}
+
+describe.each(ENGINES)(
+  'a request that waits too long for a connection on the %s engine',
+  (engine: Engine) => {
+    let setup: RestartSetup;
+    let parley: RunningParley;
+    beforeAll(async () => {
+      // The embedded engine's pool always has one connection; a server's is made as small.
+      setup = await restartSetup(engine, {
+        DB_POOL_MAX: '1',
+        DB_POOL_WAIT_MS: engine === 'server' ? '1000' : '100',
+      });
+      parley = await startParley({ env: setup.env, dataDir: setup.dataDir });
+    });
+    afterAll(async () => {
+      await parley?.stop();
+      await setup?.cleanup();
+    });
+
+    it('gets 503 busy with Retry-After, and Parley serves normally once the pressure is gone', async () => {
+      let busy: Response | undefined;
+      if (engine === 'server') {
+        const databaseUrl = setup.env.DATABASE_URL as string;
+        const release = await lockMessages(databaseUrl);
+        setup.llm.enqueue(reply.text('waited answer'));
+        const waiting = parley.fetch('/chat', json({ message: 'hello', user_id: 'holder' }));
+        await waitForLockWaiter(databaseUrl);
+        busy = await parley.fetch('/documents');
+        // Busy is not down: a load balancer must keep this replica.
+        const health = await parley.fetch('/health');
+        expect(health.status).toBe(200);
+        expect(await health.json()).toMatchObject({ status: 'ok', database: 'busy' });
+        // The OpenAI-compatible door says the same in OpenAI's shape.
+        const completion = await parley.fetch(
+          '/v1/chat/completions',
+          json({ model: 'parley', messages: [{ role: 'user', content: 'hi' }], user: 'other' }),
+        );
+        expect(completion.status).toBe(503);
+        expect(completion.headers.get('retry-after')).toBe('5');
+        expect(await completion.json()).toEqual({
+          error: { message: BUSY.detail, type: 'server_error', param: null, code: 'busy' },
+        });
+        await release();
+        // The chat that held the connection is answered as if nothing happened.
+        const held = await readChat(await waiting);
+        expect(held.error).toBeUndefined();
+        expect(held.text).toBe('waited answer');
+      } else {
+        // Nothing outside Parley can reach the embedded engine: a burst of requests on its one
+        // connection makes some wait longer than the 100 ms allowed.
+        for (let round = 0; round < 10 && !busy; round++) {
+          const answers = await Promise.all(
+            Array.from({ length: 200 }, () => parley.fetch('/documents')),
+          );
+          for (const answer of answers) {
+            if (answer.status === 200) await answer.body?.cancel();
+            else if (!busy) busy = answer;
+            else expect(await answer.json()).toEqual(BUSY);
+          }
+        }
+      }
+      if (!busy) throw new Error('no request had to wait long enough');
+      expect(busy.status).toBe(503);
+      expect(busy.headers.get('retry-after')).toBe('5');
+      expect(await busy.json()).toEqual(BUSY);
+      const line = await parley.waitForLog((l) => l.cause === 'pool_wait_timeout');
+      expect(line).toMatchObject({
+        code: 'busy',
+        pool_size: 1,
+        wait_ms: engine === 'server' ? 1000 : 100,
+        waiting: expect.any(Number),
+      });
+
+      // The pressure is gone: everything is served again.
+      expect((await parley.fetch('/documents')).status).toBe(200);
+      const health = await parley.fetch('/health');
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ status: 'ok', database: 'ok' });
+    }, 60_000);
+  },
+);
+
+// Only a PostgreSQL server can be held from outside (a lock) at the moment a started answer
+// needs the database again; on the embedded engine that moment cannot be chosen.
+describe('a chat whose stream started, on the server engine', () => {
+  let setup: RestartSetup;
+  let parley: RunningParley;
+  let releases: Array<() => Promise<void>> = [];
+  beforeAll(async () => {
+    setup = await restartSetup('server', { DB_POOL_MAX: '1', DB_POOL_WAIT_MS: '1000' });
+    parley = await startParley({ env: setup.env, dataDir: setup.dataDir });
+  });
+  afterEach(async () => {
+    for (const release of releases) await release();
+    releases = [];
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await setup?.cleanup();
+  });
+
+  it('ends with a busy error event when storing the answer cannot get a connection', async () => {
+    const databaseUrl = setup.env.DATABASE_URL as string;
+    let letAnswer: () => void = () => {};
+    const answering = new Promise<void>((resolve) => {
+      letAnswer = resolve;
+    });
+    setup.llm.enqueue(reply.text('late answer', { pace: () => answering }));
+    const started = parley.fetch('/chat', json({ message: 'first', user_id: 'streamer' }));
+    await expect.poll(() => setup.llm.chats.length, { timeout: 10_000 }).toBe(1);
+
+    // Another chat now holds the only connection, waiting for the history table.
+    const release = await lockMessages(databaseUrl);
+    releases.push(release);
+    setup.llm.enqueue(reply.text('second answer'));
+    const holder = parley.fetch('/chat', json({ message: 'second', user_id: 'holder' }));
+    await waitForLockWaiter(databaseUrl);
+
+    letAnswer();
+    const stream = await readChat(await started);
+    expect(stream.error).toEqual({ code: 'busy', message: BUSY.detail });
+    expect(stream.ended).toBe(true);
+
+    releases = [];
+    await release();
+    const after = await readChat(await holder);
+    expect(after.text).toBe('second answer');
+  }, 60_000);
+});
