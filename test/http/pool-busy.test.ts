@@ -1,10 +1,10 @@
-import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type Engine } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { lockMessages, waitForLockWaiter } from '../support/table-lock.ts';
 
 /**
  * A query that cannot get a pooled connection within DB_POOL_WAIT_MS means Parley is busy, not
@@ -18,42 +18,6 @@ const json = (body: unknown): RequestInit => ({
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify(body),
 });
-
-/** Another client holds the history table, so a chat's read of it keeps the pool's connection. */
-async function lockMessages(databaseUrl: string) {
-  const blocker = new pg.Client({ connectionString: databaseUrl });
-  // A failed test leaves it open; the suite then drops the database under it.
-  blocker.on('error', () => {});
-  await blocker.connect();
-  await blocker.query('BEGIN');
-  await blocker.query('LOCK TABLE messages IN ACCESS EXCLUSIVE MODE');
-  return async () => {
-    await blocker.query('COMMIT');
-    await blocker.end();
-  };
-}
-
-/** Waits until a session of this database waits for a lock: the chat holds its connection. */
-async function waitForLockWaiter(databaseUrl: string) {
-  const watcher = new pg.Client({ connectionString: databaseUrl });
-  await watcher.connect();
-  try {
-    await expect
-      .poll(
-        async () =>
-          (
-            await watcher.query(
-              `SELECT count(*)::int AS n FROM pg_stat_activity
-                WHERE datname = current_database() AND wait_event_type = 'Lock'`,
-            )
-          ).rows[0].n,
-        { timeout: 10_000 },
-      )
-      .toBeGreaterThan(0);
-  } finally {
-    await watcher.end();
-  }
-}
 
 describe.each(ENGINES)(
   'a request that waits too long for a connection on the %s engine',
