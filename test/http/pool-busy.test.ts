@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { readChat } from '../support/chat-stream.ts';
+import { parseChatStream, readChat } from '../support/chat-stream.ts';
 import { ENGINES, type Engine } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
@@ -102,48 +102,85 @@ describe.each(ENGINES)(
 
 // Only a PostgreSQL server can be held from outside (a lock) at the moment a started answer
 // needs the database again; on the embedded engine that moment cannot be chosen.
-describe('a chat whose stream started, on the server engine', () => {
+describe('an answer whose stream started, on the server engine', () => {
   let setup: RestartSetup;
   let parley: RunningParley;
-  let releases: Array<() => Promise<void>> = [];
+  let release: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     setup = await restartSetup('server', { DB_POOL_MAX: '1', DB_POOL_WAIT_MS: '1000' });
     parley = await startParley({ env: setup.env, dataDir: setup.dataDir });
   });
   afterEach(async () => {
-    for (const release of releases) await release();
-    releases = [];
+    await release?.();
+    release = undefined;
   });
   afterAll(async () => {
     await parley?.stop();
     await setup?.cleanup();
   });
 
-  it('ends with a busy error event when storing the answer cannot get a connection', async () => {
+  /**
+   * Starts an answer (its model reply held), lets another chat take the only connection and
+   * wait on the history table, then lets the answer finish: storing it cannot get a connection.
+   * Resolves with the answer's whole stream, once the other chat was answered.
+   */
+  async function answerWhileBusy(start: () => Promise<Response>, holder: string) {
     const databaseUrl = setup.env.DATABASE_URL as string;
     let letAnswer: () => void = () => {};
     const answering = new Promise<void>((resolve) => {
       letAnswer = resolve;
     });
+    const chats = setup.llm.chats.length;
     setup.llm.enqueue(reply.text('late answer', { pace: () => answering }));
-    const started = parley.fetch('/chat', json({ message: 'first', user_id: 'streamer' }));
-    await expect.poll(() => setup.llm.chats.length, { timeout: 10_000 }).toBe(1);
+    const started = start();
+    await expect.poll(() => setup.llm.chats.length, { timeout: 10_000 }).toBe(chats + 1);
 
-    // Another chat now holds the only connection, waiting for the history table.
-    const release = await lockMessages(databaseUrl);
-    releases.push(release);
-    setup.llm.enqueue(reply.text('second answer'));
-    const holder = parley.fetch('/chat', json({ message: 'second', user_id: 'holder' }));
+    const unlock = await lockMessages(databaseUrl);
+    release = unlock;
+    setup.llm.enqueue(reply.text('held answer'));
+    const holding = parley.fetch('/chat', json({ message: 'hold', user_id: holder }));
     await waitForLockWaiter(databaseUrl);
 
     letAnswer();
-    const stream = await readChat(await started);
+    const raw = await (await started).text();
+    release = undefined;
+    await unlock();
+    // The chat that held the connection is answered as if nothing happened.
+    expect((await readChat(await holding)).text).toBe('held answer');
+    return raw;
+  }
+
+  it('/chat ends with a busy error event when storing the answer cannot get a connection', async () => {
+    const raw = await answerWhileBusy(
+      () => parley.fetch('/chat', json({ message: 'first', user_id: 'streamer' })),
+      'holder-1',
+    );
+    const stream = parseChatStream(raw);
     expect(stream.error).toEqual({ code: 'busy', message: BUSY.detail });
     expect(stream.ended).toBe(true);
+  }, 60_000);
 
-    releases = [];
-    await release();
-    const after = await readChat(await holder);
-    expect(after.text).toBe('second answer');
+  it('a streamed completion ends with an OpenAI error chunk of code busy', async () => {
+    const raw = await answerWhileBusy(
+      () =>
+        parley.fetch(
+          '/v1/chat/completions',
+          json({
+            model: 'parley',
+            stream: true,
+            user: 'v1-streamer',
+            messages: [{ role: 'user', content: 'first' }],
+          }),
+        ),
+      'holder-2',
+    );
+    const error = raw
+      .split('\n\n')
+      .filter((event) => event.startsWith('data: {"error"'))
+      .map((event) => JSON.parse(event.slice('data: '.length)));
+    expect(error).toEqual([
+      { error: { message: BUSY.detail, type: 'server_error', param: null, code: 'busy' } },
+    ]);
+    expect(raw.trimEnd().endsWith('data: [DONE]')).toBe(true);
   }, 60_000);
 });
