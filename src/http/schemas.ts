@@ -33,6 +33,18 @@ export const userIdSchema = wellFormed(
   ),
 ).describe('Identifies the user whose data the request reads or changes.');
 
+/**
+ * A user id as earlier versions took it, visible or not: the administrator's routes for an
+ * existing user (export, limits, keys, deletion) take it, so a user whose id shows nothing,
+ * stored before such ids were refused, can still be exported and deleted.
+ */
+export const storedUserIdSchema = z
+  .string()
+  .min(1, { message: 'must not be empty' })
+  .max(USER_ID_MAX_CHARS, { message: `must be at most ${USER_ID_MAX_CHARS} characters` })
+  .regex(NO_CONTROL_CHARACTERS, { message: 'must not contain control characters' })
+  .describe('Identifies the user whose data the request reads or changes.');
+
 export const sourceSchema = wellFormed(
   z
     .string()

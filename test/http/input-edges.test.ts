@@ -184,6 +184,12 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
         ]);
       }
     }
+    // A user stored with such an id by an earlier version can still be exported and deleted.
+    const blank = encodeURIComponent(INVISIBLE[0] as string);
+    expect((await stack.parley.fetch(`/users/${blank}/export`)).status).toBe(200);
+    expect(
+      (await stack.parley.fetch(`/admin/users/${blank}`, { method: 'DELETE' })).status,
+    ).not.toBe(422);
     // Only JSON can carry half of an emoji (a URL's bad UTF-8 is read as U+FFFD). Stored, it
     // would become U+FFFD: 'a\ud83d' and 'a\ud83e' would be one user.
     await expect422('POST', '/chat', { user_id: 'a\ud83d', message: 'Hi' }, ['body', 'user_id']);

@@ -6,9 +6,9 @@ import { exportUserData } from '../../accounts/user-export.ts';
 import type { UserDataRepository } from '../../storage/user-data-repository.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses, PER_USER } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { storedUserIdSchema } from '../schemas.ts';
 
-const params = z.object({ user_id: userIdSchema });
+const params = z.object({ user_id: storedUserIdSchema });
 
 /** A user's own view of their account: usage against the limits, and all their data. */
 export function registerAccountRoutes(

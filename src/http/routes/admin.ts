@@ -5,7 +5,7 @@ import { requireAdmin } from '../../accounts/principal.ts';
 import type { FailedJob } from '../../storage/failed-job-repository.ts';
 import type { App } from '../app-types.ts';
 import { errorResponses } from '../error-responses.ts';
-import { userIdSchema } from '../schemas.ts';
+import { storedUserIdSchema, userIdSchema } from '../schemas.ts';
 
 const ADMIN_ERRORS = [401, 403, 503] as const;
 const limitsSchema = z.object(
@@ -39,7 +39,7 @@ const userSchema = z.object({
   ),
   keys: z.array(keySchema),
 });
-const userParams = z.object({ user_id: userIdSchema });
+const userParams = z.object({ user_id: storedUserIdSchema });
 const failedJobSchema = z.object({
   kind: z.enum(['feedback_forward', 'memory_decision', 'conversation_title', 'reminder_notice']),
   id: z.string().describe('The row: a feedback_id, a run_id, or reminder id / notice'),
