@@ -14,7 +14,7 @@ import { detectImageType } from '../vision/image-type.ts';
 import { AnswerStream, type DraftSupport } from './answer-stream.ts';
 import type { Incoming } from './incoming.ts';
 import { overLimitText, sendReply } from './send-reply.ts';
-import type { TelegramApi } from './telegram-api.ts';
+import { callFailure, type TelegramApi } from './telegram-api.ts';
 import { chatErrorText, type Language, textsFor } from './telegram-texts.ts';
 
 export interface ChatDoorDependencies {
@@ -153,7 +153,18 @@ export class ChatDoor {
         receivedAt: incoming.receivedAt,
         errorText: (error) => chatErrorText(language, error),
       });
-      const sent = await stream.run(this.#asking(eventsOf(numbered), chatId, language, log));
+      let sent: Awaited<ReturnType<AnswerStream['run']>>;
+      try {
+        sent = await stream.run(this.#asking(eventsOf(numbered), chatId, language, log));
+      } catch (error) {
+        // Part of the answer may be on the screen: a failure line after it would be a second
+        // message out of place. Logged; the answer is stored whatever the chat shows.
+        log.error(
+          { err: error, status: callFailure(error)?.status },
+          'Telegram answer not delivered',
+        );
+        return;
+      }
       log.info(
         { runId: sent.runId, firstUpdateMs: sent.firstUpdateMs, drafts: this.#drafts.enabled },
         'Telegram answer sent',

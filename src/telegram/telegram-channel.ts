@@ -1,5 +1,6 @@
 import type { CallbackQuery, Message, PhotoSize, Update } from 'grammy/types';
 import type { Logger } from 'pino';
+import { describeChatError } from '../assistant/describe-chat-error.ts';
 import { KeyedMutex } from '../assistant/keyed-mutex.ts';
 import type { Clock } from '../reminders/clock.ts';
 import { hashLinkCode } from '../reminders/link-code.ts';
@@ -11,7 +12,7 @@ import type { Incoming } from './incoming.ts';
 import type { ReminderDoor } from './reminder-door.ts';
 import { sendReply } from './send-reply.ts';
 import { callFailure, isNotModified, type TelegramApi } from './telegram-api.ts';
-import { type Language, languageOf, textsFor } from './telegram-texts.ts';
+import { chatErrorText, type Language, languageOf, textsFor } from './telegram-texts.ts';
 
 export interface TelegramChannelDependencies {
   telegram: TelegramApi;
@@ -88,6 +89,7 @@ export class TelegramChannel {
         await this.#handle(update, receivedAt, log);
       } catch (error) {
         log.error({ err: error, status: callFailure(error)?.status }, 'Telegram update failed');
+        await this.#tellFailure(update.message, error);
       } finally {
         release();
       }
@@ -238,6 +240,17 @@ export class TelegramChannel {
           log.warn({ err: error, status: callFailure(error)?.status }, 'choice not shown');
         });
     }
+  }
+
+  /**
+   * A message whose handling failed before any answer was shown (the database busy or gone,
+   * a lock that timed out) is told so, as /chat's client would be: silence reads as ignored.
+   * A failure while an answer streams is shown by the answer itself (chat-door.ts).
+   */
+  async #tellFailure(message: Message | undefined, error: unknown): Promise<void> {
+    if (message?.chat.type !== 'private') return;
+    const language = languageOf(message.from?.language_code);
+    await this.reply(message.chat.id, chatErrorText(language, describeChatError(error)));
   }
 
   reply(chatId: number, text: string): Promise<void> {

@@ -5,13 +5,18 @@ import { expect } from 'vitest';
  * Another client holds the history table, so a chat that reads it keeps the pool's connection
  * meanwhile: how a test makes Parley busy (DB_POOL_MAX=1) on a PostgreSQL server it cannot see.
  */
-export async function lockMessages(databaseUrl: string) {
+export function lockMessages(databaseUrl: string) {
+  return lockTable(databaseUrl, 'messages');
+}
+
+/** Another client holds `table` (no reads either) until the returned function is called. */
+export async function lockTable(databaseUrl: string, table: string) {
   const blocker = new pg.Client({ connectionString: databaseUrl });
   // A failed test leaves it open; the suite then drops the database under it.
   blocker.on('error', () => {});
   await blocker.connect();
   await blocker.query('BEGIN');
-  await blocker.query('LOCK TABLE messages IN ACCESS EXCLUSIVE MODE');
+  await blocker.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
   return async () => {
     await blocker.query('COMMIT');
     await blocker.end();
