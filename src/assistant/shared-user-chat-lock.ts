@@ -16,10 +16,10 @@ export interface ChatTurnQueue {
    */
   tryTake(userId: string, ticket: number, holder: string, ttlMs: number): Promise<boolean>;
   /**
-   * Keeps every ticket and turn of `holder` alive and clears other holders' dead ones;
-   * returns the tickets of `holder` that still exist.
+   * Keeps these tickets of `holder` (and the turns they hold) alive and clears other holders'
+   * dead ones; returns those of the tickets that still exist.
    */
-  heartbeat(holder: string, ttlMs: number): Promise<number[]>;
+  heartbeat(holder: string, tickets: readonly number[], ttlMs: number): Promise<number[]>;
   /** Leaves the queue (and gives the turn back, if held). */
   leave(userId: string, ticket: number): Promise<void>;
 }
@@ -32,6 +32,9 @@ export interface SharedUserChatLockOptions {
   /** First and longest pause between two tries while another replica's chat runs. */
   pollMs?: { min: number; max: number };
 }
+
+/** Pauses between tries to leave the queue after a failed leave, doubling. */
+const LEAVE_RETRY_MS = { min: 250, max: 5_000 };
 
 /**
  * Serialises one user's chats across replicas sharing a PostgreSQL server. A chat takes a
@@ -105,8 +108,11 @@ export class SharedUserChatLock implements UserChatLock {
     await this.#queue.leave(userId, ticket).catch((error: unknown) => {
       this.#logger.warn(
         { err: error, userId, ttlMs: this.#ttlMs },
-        'could not leave the chat queue; the user waits until the ticket expires',
+        'could not leave the chat queue yet; trying again',
       );
+      // The database busy or gone for a moment: tried again in the background until it
+      // answers or the ticket, no longer refreshed, has expired anyway.
+      void this.#leaveLater(userId, ticket);
     });
     if (this.#tickets.size === 0) {
       clearInterval(this.#heartbeat);
@@ -116,11 +122,26 @@ export class SharedUserChatLock implements UserChatLock {
     if (line?.remove(ticket) === 0) this.#lines.delete(userId);
   }
 
+  async #leaveLater(userId: string, ticket: number): Promise<void> {
+    const giveUpAt = performance.now() + this.#ttlMs;
+    for (let pause = LEAVE_RETRY_MS.min; performance.now() + pause < giveUpAt; ) {
+      await delay(pause, undefined, { ref: false });
+      try {
+        await this.#queue.leave(userId, ticket);
+        this.#logger.info({ userId }, 'left the chat queue after all');
+        return;
+      } catch {
+        pause = Math.min(pause * 2, LEAVE_RETRY_MS.max);
+      }
+    }
+  }
+
   async #beat(): Promise<void> {
-    // Only tickets taken before the refresh: a newer one may not be visible to it yet.
+    // Only tickets taken before the refresh: a newer one may not be visible to it yet. A
+    // ticket whose leave failed is not among them: it expires instead of being kept forever.
     const held = [...this.#tickets];
     try {
-      const alive = new Set(await this.#queue.heartbeat(this.#holder, this.#ttlMs));
+      const alive = new Set(await this.#queue.heartbeat(this.#holder, held, this.#ttlMs));
       for (const ticket of held) {
         // Only when this process stalled past the TTL: another replica may have taken over.
         if (!alive.has(ticket) && this.#tickets.has(ticket)) {

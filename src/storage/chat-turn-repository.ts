@@ -54,7 +54,7 @@ export class ChatTurnRepository implements ChatTurnQueue {
    * Also clears what dead replicas left behind (their tickets, and turns they held), for
    * users who do not chat again: the tables stay as small as the chats running now.
    */
-  async heartbeat(holder: string, ttlMs: number): Promise<number[]> {
+  async heartbeat(holder: string, tickets: readonly number[], ttlMs: number): Promise<number[]> {
     const { rows } = await this.#db.$client.query<{ id: string }>(
       `WITH dead AS (
          DELETE FROM chat_turns
@@ -65,10 +65,12 @@ export class ChatTurnRepository implements ChatTurnQueue {
           WHERE holder <> $1 AND heartbeat_at < now() - make_interval(secs => $2)
        ),
        held AS (
-         UPDATE chat_turn_locks SET heartbeat_at = now() WHERE holder = $1
+         UPDATE chat_turn_locks SET heartbeat_at = now()
+          WHERE holder = $1 AND ticket = ANY($3::bigint[])
        )
-       UPDATE chat_turns SET heartbeat_at = now() WHERE holder = $1 RETURNING id`,
-      [holder, ttlMs / 1000],
+       UPDATE chat_turns SET heartbeat_at = now()
+        WHERE holder = $1 AND id = ANY($3::bigint[]) RETURNING id`,
+      [holder, ttlMs / 1000, tickets],
     );
     return rows.map((row) => Number(row.id));
   }

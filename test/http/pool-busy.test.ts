@@ -107,7 +107,12 @@ describe('an answer whose stream started, on the server engine', () => {
   let parley: RunningParley;
   let release: (() => Promise<void>) | undefined;
   beforeAll(async () => {
-    setup = await restartSetup('server', { DB_POOL_MAX: '1', DB_POOL_WAIT_MS: '1000' });
+    // A turn left with the database busy must not wait for this to pass (see below).
+    setup = await restartSetup('server', {
+      DB_POOL_MAX: '1',
+      DB_POOL_WAIT_MS: '1000',
+      CHAT_TURN_TTL_SECONDS: '300',
+    });
     parley = await startParley({ env: setup.env, dataDir: setup.dataDir });
   });
   afterEach(async () => {
@@ -158,6 +163,21 @@ describe('an answer whose stream started, on the server engine', () => {
     const stream = parseChatStream(raw);
     expect(stream.error).toEqual({ code: 'busy', message: BUSY.detail });
     expect(stream.ended).toBe(true);
+  }, 60_000);
+
+  it("gives the user's turn back once the pressure is gone, not when the turn expires", async () => {
+    await answerWhileBusy(
+      () => parley.fetch('/chat', json({ message: 'first', user_id: 'returning' })),
+      'holder-3',
+    );
+    // Giving the turn back failed with the pool busy too; the next chat must not wait the
+    // 300 s of CHAT_TURN_TTL_SECONDS for it.
+    setup.llm.enqueue(reply.text('second answer'));
+    const again = await parley.fetch('/chat', {
+      ...json({ message: 'again', user_id: 'returning' }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    expect((await readChat(again)).text).toBe('second answer');
   }, 60_000);
 
   it('a streamed completion ends with an OpenAI error chunk of code busy', async () => {

@@ -9,8 +9,8 @@ describe('a Telegram answer that cannot store itself because Parley is busy', ()
   let stack: TelegramStack;
   beforeAll(async () => {
     stack = await startTelegramStack('server', { DB_POOL_MAX: '1', DB_POOL_WAIT_MS: '1000' });
-    // One user each: the user whose answer failed keeps their turn until CHAT_TURN_TTL_SECONDS
-    // ends, since releasing it needs the database too.
+    // One user each: the user whose answer failed gets their turn back only once the database
+    // answers again (releasing it needs the database too).
     await stack.link('erin', 701);
     await stack.link('jiwoo', 702);
   }, 240_000);
