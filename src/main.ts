@@ -538,7 +538,7 @@ export async function main(config: Config): Promise<void> {
     limits,
     userData,
     failedJobs: new FailedJobRepository(db),
-    backups: { dir: backupsDir, write: database.backup },
+    backups: { dir: backupsDir, copy: database.backup },
     logger,
     checkDatabase: () => database.check(),
     modelStatus: () => model.status(),

@@ -7,9 +7,10 @@ import { ConfigError, parseConfig, readEnvironment } from '../config.ts';
 import { restoreBackup } from './restore-backup.ts';
 
 /**
- * No time limit on an answer: the server builds a backup whole before its first byte, which
- * takes minutes for a large embedded database (fetch's own 300 s made the command say that
- * Parley was not answering while it was). A server that is not there still fails at once.
+ * No time limit on an answer: the server copies the database's files before a backup's first
+ * byte, and sends it as fast as it compresses, both slow for a large embedded database (fetch's
+ * own 300 s made the command say that Parley was not answering while it was). A server that is
+ * not there still fails at once.
  */
 const PATIENT = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
 /** Connection errors that mean nothing listens at the address (or the name is unknown). */

@@ -30,8 +30,9 @@ export interface Database {
    */
   readonly serializeStartup: StartupSerializer;
   /**
-   * The embedded engine only: writes a consistent copy of the data directory (a gzipped tar)
-   * to `path` while serving; resolves with its size. A PostgreSQL server has pg_dump.
+   * The embedded engine only: copies the data directory, consistent, to `path` (new, on the
+   * same disk) while serving; resolves with how long the engine was held, in ms. A PostgreSQL
+   * server has pg_dump.
    */
   readonly backup: ((path: string) => Promise<number>) | undefined;
   /**

@@ -18,8 +18,8 @@ export interface EmbeddedEngine {
   /** Resolves with the reason if PGlite itself stops working (it then serves nothing more). */
   failed: Promise<string>;
   /**
-   * Writes a consistent copy of the data directory, a gzipped tar, to `path` while the engine
-   * serves (see pglite-worker.ts); resolves with its size.
+   * Copies the data directory to `path` (new, on the same disk), consistent, while the engine
+   * serves (see pglite-worker.ts); resolves with how long the engine was held, in ms.
    */
   backup(path: string): Promise<number>;
   stop(): Promise<void>;
@@ -73,8 +73,8 @@ export async function startEmbeddedEngine(
           const onMessage = (message: PgliteWorkerMessage) => {
             if (!('id' in message) || message.id !== id) return;
             worker.off('message', onMessage);
-            if (message.type === 'backup-done') resolve(message.bytes);
-            else reject(new Error(`the backup failed: ${message.message}`));
+            if (message.type === 'backup-done') resolve(message.pausedMs);
+            else reject(new Error(message.message));
           };
           worker.on('message', onMessage);
         });

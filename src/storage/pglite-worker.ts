@@ -1,6 +1,6 @@
-import { writeFile } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
+import { copyDataDir } from './copy-data-dir.ts';
 import { pgliteOptions } from './pglite-options.ts';
 import { PgliteSessionServer } from './pglite-session-server.ts';
 
@@ -19,7 +19,7 @@ export interface PgliteWorkerData {
   sharedBuffers: string;
 }
 
-/** Asks the worker for a backup of the data directory, written as a gzipped tar to `path`. */
+/** Asks the worker to copy the data directory to `path` (new, on the same disk) for a backup. */
 export interface BackupRequest {
   type: 'backup';
   id: number;
@@ -28,7 +28,8 @@ export interface BackupRequest {
 
 export type PgliteWorkerMessage =
   | { type: 'ready' }
-  | { type: 'backup-done'; id: number; bytes: number }
+  /** `pausedMs`: how long the database answered nothing while its files were copied. */
+  | { type: 'backup-done'; id: number; pausedMs: number }
   | { type: 'backup-failed'; id: number; message: string }
   | { type: 'failed'; message: string }
   /** PGlite stopped working while serving; it answers no more connections. */
@@ -70,20 +71,24 @@ function isBackupRequest(message: unknown): message is BackupRequest {
 }
 
 /**
- * A live backup: PGlite copies its data directory's files in one synchronous pass, between two
- * protocol messages of the session it serves, so no statement runs during the copy. What it
- * copies is what a crash at that moment would leave: every committed transaction is in the
- * write-ahead log, and opening the copy replays it (a transaction still open is rolled back).
+ * A live backup's copy: the data directory's files are copied while PGlite's session is held
+ * (the lock every protocol message of pglite-session-server.ts takes), so no statement runs
+ * during the copy. PGlite writes straight through to these files (its NodeFS has nothing to
+ * sync), so what is copied is what a crash at that moment would leave: every committed
+ * transaction is in the write-ahead log, and opening the copy replays it (a transaction still
+ * open is rolled back). The archive is made from the copy afterwards, with the database free.
  */
 async function backup(
   db: PGlite,
   request: BackupRequest,
 ): Promise<Extract<PgliteWorkerMessage, { id: number }>> {
   try {
-    const archive = await db.dumpDataDir('gzip');
-    const bytes = new Uint8Array(await archive.arrayBuffer());
-    await writeFile(request.path, bytes, { mode: 0o600 });
-    return { type: 'backup-done', id: request.id, bytes: bytes.byteLength };
+    const pausedMs = await db.runExclusive(async () => {
+      const started = performance.now();
+      copyDataDir(dataDir, request.path);
+      return Math.round(performance.now() - started);
+    });
+    return { type: 'backup-done', id: request.id, pausedMs };
   } catch (error) {
     return { type: 'backup-failed', id: request.id, message: describe(error) };
   }

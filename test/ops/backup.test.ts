@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -83,6 +83,11 @@ describe('a live backup of the embedded engine during a chat load', () => {
     const backupStarted = performance.now();
     const { stdout } = await admin(live, 'backup', archive);
     expect(stdout).toContain(`Backup written to ${archive}`);
+    // The database was held only while its files were copied, and the operator is told how long.
+    const taken = live.logs.find((line) => line.msg === 'backup taken');
+    expect(taken).toMatchObject({ pausedMs: expect.any(Number) });
+    // The copy it was sent from is not kept once sent.
+    await waitUntil(() => readdirSync(join(live.dataDir, 'backups')).length === 0);
     const afterBackup = acknowledged.size;
     await waitUntil(() => acknowledged.size >= afterBackup + 6); // the load went on meanwhile
     loading = false;
@@ -149,6 +154,108 @@ describe('a live backup of the embedded engine during a chat load', () => {
       ).toBe(true);
     } finally {
       await restarted.stop();
+    }
+  });
+
+  it('still restores a backup made before backups were streamed (PGlite dumpDataDir)', async () => {
+    const env = { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, LLM_MAX_RETRIES: '0' };
+    const dataDir = dir('parley-backup-old-');
+    const old = await startParley({ dataDir, env });
+    let runId: string | undefined;
+    try {
+      const stream = await readChat(
+        await old.fetch('/chat', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ user_id: 'ann', message: 'a note kept in the old format' }),
+        }),
+      );
+      runId = stream.runId;
+    } finally {
+      await old.stop();
+    }
+    // Exactly what GET /admin/backup wrote until now: PGlite's own gzipped tar of the data dir.
+    const db = await PGlite.create(join(dataDir, 'pg'), pgliteOptions('16MB'));
+    const archive = join(dir('parley-backup-old-file-'), 'old.tar.gz');
+    try {
+      const dump = await db.dumpDataDir('gzip');
+      writeFileSync(archive, new Uint8Array(await dump.arrayBuffer()));
+    } finally {
+      await db.close();
+    }
+
+    const restored = join(dir('parley-backup-old-restored-'), 'data');
+    const { stdout } = await admin(undefined, 'restore', archive, restored);
+    expect(stdout).toContain(`Restored into ${restored}`);
+    parley = await startParley({ dataDir: restored, env });
+    const response = await parley.fetch('/users/ann/history?limit=10');
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { turns: { run_id: string }[] };
+    expect(body.turns.map((turn) => turn.run_id)).toContain(runId);
+    await parley.stop();
+    parley = undefined;
+  });
+
+  it('removes the copy it sends from when the client leaves mid-download', async () => {
+    const dataDir = dir('parley-backup-left-');
+    const sending = await startParley({
+      dataDir,
+      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url },
+    });
+    try {
+      const response = await sending.fetch('/admin/backup');
+      expect(response.status).toBe(200);
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      const first = await reader.read();
+      expect(first.value?.length).toBeGreaterThan(0);
+      await reader.cancel();
+      await waitUntil(() => readdirSync(join(dataDir, 'backups')).length === 0);
+      await waitUntil(() =>
+        sending.logs.some((line) => line.msg === 'backup not sent whole: the client left'),
+      );
+    } finally {
+      await sending.stop();
+    }
+  });
+
+  // The embedded engine only: a PostgreSQL server has no backup route (409 above).
+  it('says why a backup failed midway and leaves no partial copy or file behind', async () => {
+    const dataDir = dir('parley-backup-fails-');
+    const failing = await startParley({
+      dataDir,
+      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url },
+    });
+    try {
+      // A file of the data directory that cannot be read (here: a link to nothing) stops the
+      // copy after others were copied already.
+      symlinkSync(join(dataDir, 'nowhere'), join(dataDir, 'pg', 'zz-unreadable'));
+      const response = await failing.fetch('/admin/backup');
+      expect(response.status).toBe(500);
+      const { detail } = (await response.json()) as { detail: string };
+      expect(detail).toContain('The backup failed');
+      expect(detail).toContain('zz-unreadable');
+      expect(readdirSync(join(dataDir, 'backups'))).toEqual([]);
+
+      const archive = join(dir('parley-backup-fails-file-'), 'parley.tar.gz');
+      const failed = await admin(failing, 'backup', archive).catch(
+        (error: { stderr: string; code: number }) => error,
+      );
+      expect(failed).toMatchObject({ code: 1 });
+      expect((failed as { stderr: string }).stderr).toContain('The backup failed');
+      expect(existsSync(archive)).toBe(false);
+      expect(readdirSync(join(dataDir, 'backups'))).toEqual([]);
+      rmSync(join(dataDir, 'pg', 'zz-unreadable'));
+
+      // Where copies are made cannot be written to (here: a file stands in its place).
+      rmSync(join(dataDir, 'backups'), { recursive: true });
+      writeFileSync(join(dataDir, 'backups'), '');
+      const unwritable = await failing.fetch('/admin/backup');
+      expect(unwritable.status).toBe(500);
+      expect(((await unwritable.json()) as { detail: string }).detail).toContain(
+        'The backup failed',
+      );
+    } finally {
+      await failing.stop();
     }
   });
 
