@@ -1,5 +1,14 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -203,15 +212,23 @@ describe('a live backup of the embedded engine during a chat load', () => {
       env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url },
     });
     try {
+      // Incompressible bytes among the database's files, so that the archive is far larger than
+      // what the sockets between server and client buffer: the server is still reading the copy
+      // when the client leaves.
+      writeFileSync(join(dataDir, 'pg', 'zz-ballast'), randomBytes(48 * 1024 * 1024));
       const response = await sending.fetch('/admin/backup');
       expect(response.status).toBe(200);
       const reader = (response.body as ReadableStream<Uint8Array>).getReader();
       const first = await reader.read();
       expect(first.value?.length).toBeGreaterThan(0);
       await reader.cancel();
+      await sending.waitForLog((line) => line.msg === 'backup not sent whole: the client left');
       await waitUntil(() => readdirSync(join(dataDir, 'backups')).length === 0);
-      await waitUntil(() =>
-        sending.logs.some((line) => line.msg === 'backup not sent whole: the client left'),
+      // Nor does the server go on reading a removed file of it, whose disk space stays taken
+      // while it is open (a 1 GB segment of a large database).
+      await waitUntil(
+        () => openFiles(sending.process.pid as number).every((f) => !f.includes('/backups/')),
+        2_000,
       );
     } finally {
       await sending.stop();
@@ -290,6 +307,17 @@ describe('a live backup of the embedded engine during a chat load', () => {
     }
   });
 });
+
+/** What a process has open, from /proc (a removed file shows as `… (deleted)`). */
+function openFiles(pid: number): string[] {
+  return readdirSync(`/proc/${pid}/fd`).map((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      return ''; // closed while listed
+    }
+  });
+}
 
 async function waitUntil(condition: () => boolean, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
