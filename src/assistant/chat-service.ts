@@ -4,6 +4,7 @@ import { resolveLanguageModel } from 'ai/internal';
 import type { Logger } from 'pino';
 import { questionTitle } from '../conversations/question-title.ts';
 import type { ChatModel } from '../models/chat-model.ts';
+import { loggableFinishReason } from '../models/finish-reasons.ts';
 import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
 import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-repository.ts';
 import {
@@ -302,6 +303,7 @@ export class ChatService {
 
       let thinking = false;
       let finishReason: AnswerEnd['finishReason'] = 'stop';
+      let unknownEndLogged = false;
       let step = newStep(0);
       const toolStarts = new Map<string, Date>();
       // Only a door that asks for approvals gets events while a tool runs: the others read
@@ -370,6 +372,18 @@ export class ChatService {
           }
           case 'finish-step':
             finishReason = part.finishReason;
+            // Taken as a normal end (the cuts among them never get here: tool-loop.ts), but an
+            // operator should see what the server says, once per answer.
+            if (part.finishReason === 'other' && part.rawFinishReason && !unknownEndLogged) {
+              unknownEndLogged = true;
+              log.info(
+                {
+                  code: 'unknown_finish_reason',
+                  finishReason: loggableFinishReason(part.rawFinishReason),
+                },
+                'model ended with a finish reason Parley does not know; taken as a normal end',
+              );
+            }
             if (settings.logThinking && step.reasoning) {
               log.info({ step: step.index, reasoning: step.reasoning }, 'model reasoning');
             }

@@ -1,5 +1,6 @@
 import { APICallError, NoContentGeneratedError, RetryError } from 'ai';
 import { ModelNotConfiguredError } from '../models/chat-model.ts';
+import { ModelAnswerCutError } from '../models/finish-reasons.ts';
 import { ModelDownloadingError } from '../models/model-status.ts';
 import { BUSY, isDatabaseUnavailable, poolWaitTimeout } from '../storage/database-errors.ts';
 import type { ChatErrorCode } from './chat-events.ts';
@@ -33,7 +34,8 @@ export function describeChatError(thrown: unknown): {
   if (isTimeout(error)) {
     return { code: 'model_timeout', message: 'The model took too long to answer.' };
   }
-  if (isUnreachable(error)) {
+  // A server that ended the answer with `abort` cut it as surely as a broken connection.
+  if (isUnreachable(error) || error instanceof ModelAnswerCutError) {
     return {
       code: 'model_unreachable',
       message: 'The model server closed the connection or could not be reached.',

@@ -13,6 +13,7 @@ import {
   standardizePrompt,
   toResponseMessages,
 } from 'ai/internal';
+import { cutFinishReason, ModelAnswerCutError } from '../models/finish-reasons.ts';
 import { ReasoningTagSplitter } from '../models/reasoning-tag-splitter.ts';
 import type { CallSettings } from './chat-events.ts';
 import { ToolRefusal, toolFailureText } from './tool-refusal.ts';
@@ -80,7 +81,13 @@ export type ToolLoopPart =
       /** What a tool threw unexpectedly, for the log (codes only) and never for the model. */
       unexpected?: unknown;
     }
-  | { type: 'finish-step'; finishReason: FinishReason; usage: LanguageModelUsage }
+  | {
+      type: 'finish-step';
+      finishReason: FinishReason;
+      /** The server's own word for it, e.g. `eos` for an `other`. */
+      rawFinishReason: string | undefined;
+      usage: LanguageModelUsage;
+    }
   | {
       type: 'finish';
       totalUsage: LanguageModelUsage;
@@ -129,7 +136,9 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
     const content: StepContent = [];
     const running: Promise<ToolOutput>[] = [];
     const settled: ToolOutput[] = [];
-    let finish: { reason: FinishReason; usage: LanguageModelUsage } | undefined;
+    let finish:
+      | { reason: FinishReason; raw: string | undefined; usage: LanguageModelUsage }
+      | undefined;
     /** Text and reasoning parts still open, by the provider's part id (as the SDK keeps them). */
     const open = { text: new Map<string, OpenPart>(), reasoning: new Map<string, OpenPart>() };
     try {
@@ -227,12 +236,18 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
               );
               break;
             }
-            case 'finish':
+            case 'finish': {
+              // A server that gave up on the answer (vLLM's `abort`) ends it like a whole one;
+              // what came is as partial as if the connection had broken, and fails the same way.
+              const cut = cutFinishReason(part.finishReason.raw);
+              if (cut) throw new ModelAnswerCutError(cut);
               finish = {
                 reason: part.finishReason.unified,
+                raw: part.finishReason.raw,
                 usage: asLanguageModelUsage(part.usage),
               };
               break;
+            }
             case 'error':
               throw part.error;
             default:
@@ -254,7 +269,12 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
     yield* drain(settled, content);
     if (!finish) throw new Error('the model stream closed without its end');
     totalUsage = addLanguageModelUsage(totalUsage, finish.usage);
-    yield { type: 'finish-step', finishReason: finish.reason, usage: finish.usage };
+    yield {
+      type: 'finish-step',
+      finishReason: finish.reason,
+      rawFinishReason: finish.raw,
+      usage: finish.usage,
+    };
 
     const responseMessages = await toResponseMessages({ content, tools });
     const calledTools = content.some((part) => part.type === 'tool-call');

@@ -83,6 +83,8 @@ export interface ToolCallOptions extends StreamFaults {
   /** Text the model says before calling the tools. */
   text?: string;
   usage?: Usage;
+  /** Default `tool_calls`; vLLM ends a generation it aborted with `abort` even after a call. */
+  finishReason?: string;
 }
 
 export interface ErrorOptions {
