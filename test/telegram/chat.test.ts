@@ -689,6 +689,21 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(warning).toBe('모델 서버와의 연결이 끊겼거나 모델 서버에 연결할 수 없습니다.');
   });
 
+  it('tells a client its answer broke off when the model server ended it with "abort"', async () => {
+    await stack.link('abby', 526);
+    // vLLM's end of a generation it aborted: every word sent, then finish_reason "abort".
+    stack.llm.enqueue(
+      reply.text('서울의 날씨는 맑고 따뜻합니다', { chunks: 4, finishReason: 'abort' }),
+    );
+    const from = stack.telegram.sentTo('526').length;
+    stack.telegram.pushMessage(526, '서울 날씨 어때?', 'ko');
+    const sent = await stack.answerAfter(526, from);
+    const [written = '', warning] = (sent.at(-1)?.visible ?? '').split('\n\n⚠️ ');
+    expect(written).toBe('서울의 날씨는 맑고 따뜻합니다');
+    // What a broken connection gets (above), not a finished answer.
+    expect(warning).toBe('모델 서버와의 연결이 끊겼거나 모델 서버에 연결할 수 없습니다.');
+  });
+
   it('says a message is over MESSAGE_MAX_CHARS instead of answering the first part of it', async () => {
     await stack.link('tess', 525);
     const before = stack.llm.chats.length;
