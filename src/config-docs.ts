@@ -291,6 +291,12 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   MCP_DESCRIPTION_MAX_CHARS: {
     doc: "Characters of an MCP tool's description passed to the model (descriptions are the server's text, untrusted).",
   },
+  MCP_MAX_TOOLS: {
+    doc: "MCP tools one chat offers the model, over all the user's servers: servers by name, each one's tools by name, the first this many (the rest are left out and named in `GET /users/{user_id}/mcp-servers`). With Parley's own tools (at most 11), the default stays within the 128 tools OpenAI takes in a request.",
+  },
+  MCP_TOOL_SCHEMA_MAX_CHARS: {
+    doc: "Longest input schema (its JSON's characters) of an MCP tool offered to the model: a tool with a longer one is left out (and named in the server's status), not sent with every chat.",
+  },
   MCP_APPROVAL_TIMEOUT_SECONDS: {
     doc: 'How long a tool call waits for its user to approve it; then it is not approved.',
   },

@@ -485,6 +485,9 @@ export const configSchema = z.object({
   MCP_RESULT_MAX_CHARS: integer(20_000, 100, 10_000_000),
   MCP_CALLS_PER_ANSWER: integer(10, 0, 1_000),
   MCP_DESCRIPTION_MAX_CHARS: integer(1_000, 50, 100_000),
+  // Parley's own tools are at most 11: 100 keeps a chat within providers' 128 tools.
+  MCP_MAX_TOOLS: integer(100, 0, 10_000),
+  MCP_TOOL_SCHEMA_MAX_CHARS: integer(20_000, 100, 10_000_000),
   MCP_APPROVAL_TIMEOUT_SECONDS: integer(300, 1, 86_400),
   MCP_CONNECT_TIMEOUT_MS: integer(15_000, 100, 600_000),
   MCP_IDLE_SECONDS: integer(600, 1, 86_400),

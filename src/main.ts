@@ -333,11 +333,20 @@ export async function main(config: Config): Promise<void> {
         .recordFailure(serverId, failure?.reason ?? null, failure?.stderr ?? null)
         .catch((error: unknown) => mcpLogger.warn({ err: error }, 'mcp server status not stored'));
     },
+    onListing: (serverId, state) => {
+      mcpRepository
+        .recordListingState(serverId, state)
+        .catch((error: unknown) => mcpLogger.warn({ err: error }, 'mcp listing state not stored'));
+    },
   });
   const credentialsKey = config.MCP_CREDENTIALS_KEY
     ? parseCredentialsKey(config.MCP_CREDENTIALS_KEY)
     : undefined;
   const mcpCipher = credentialsKey ? new CredentialCipher(credentialsKey) : undefined;
+  const mcpToolLimits = {
+    maxTools: config.MCP_MAX_TOOLS,
+    schemaMaxChars: config.MCP_TOOL_SCHEMA_MAX_CHARS,
+  };
   const mcpTools = new McpTools({
     repository: mcpRepository,
     connections: mcpConnections,
@@ -352,6 +361,7 @@ export async function main(config: Config): Promise<void> {
       descriptionMaxChars: config.MCP_DESCRIPTION_MAX_CHARS,
       approvalTimeoutMs: config.MCP_APPROVAL_TIMEOUT_SECONDS * 1000,
       connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,
+      limits: mcpToolLimits,
     },
   });
   const chats = new ChatService({
@@ -580,7 +590,12 @@ export async function main(config: Config): Promise<void> {
       },
     },
     telegramWebhook: telegramDoor?.webhook,
-    mcpServers: { repository: mcpRepository, connections: mcpConnections, cipher: mcpCipher },
+    mcpServers: {
+      repository: mcpRepository,
+      connections: mcpConnections,
+      cipher: mcpCipher,
+      toolLimits: mcpToolLimits,
+    },
   });
 
   if (!config.API_TOKEN && !isLoopbackHost(config.HOST)) {

@@ -9,6 +9,7 @@ import {
   ErrorCode,
   isJSONRPCErrorResponse,
   isJSONRPCResultResponse,
+  McpError,
   type RequestId,
   type Tool,
   ToolListChangedNotificationSchema,
@@ -39,9 +40,20 @@ export interface ServerCredential {
 export interface McpConnection {
   client: Client;
   tools: Tool[];
+  /** The server had more pages of tools than Parley reads: `tools` is the first of them. */
+  listingCut: boolean;
   /** Calls under way: an idle sweep leaves a connection in use alone. */
   inUse: number;
   lastUsed: number;
+}
+
+/**
+ * The state of a server's latest listing: cut at the page cap, and since when a listing the
+ * server asked for has been failing (null: the definitions in use are its latest).
+ */
+export interface ListingState {
+  cut: boolean;
+  staleSince: Date | null;
 }
 
 /** Why a server is down, as the administrator reads it. */
@@ -56,11 +68,19 @@ export interface McpConnectionSettings {
   logger: Logger;
   /** Called when a server fails (null: it answers again), to store the reason for the admin. */
   onFailure: (serverId: string, failure: ServerFailure | null) => void;
+  /** Called after each listing of a server's tools, to store its state for the status. */
+  onListing: (serverId: string, state: ListingState) => void;
 }
 
 const BACKOFF_FIRST_MS = 1_000;
 const BACKOFF_MAX_MS = 60_000;
-const MAX_TOOL_PAGES = 20;
+/** Pages of `tools/list` read at most: a server that pages forever must not hold a chat. */
+export const MAX_TOOL_PAGES = 20;
+/**
+ * Listings tried after `tools/list_changed` before waiting for the next use of the connection
+ * (1 s, 2 s, 4 s, 8 s, 16 s apart): a server that cannot list is not asked every second forever.
+ */
+const RELIST_TRIES = 6;
 
 interface Slot {
   connection: Promise<McpConnection> | undefined;
@@ -68,8 +88,14 @@ interface Slot {
   failures: number;
   retryAt: number;
   lastReason: string | undefined;
-  /** The tool list changed (the server said so): listed again before the next use. */
-  stale: boolean;
+  /** A listing after `tools/list_changed` under way: the next use waits for it. */
+  relisting: Promise<void> | undefined;
+  /** Another `tools/list_changed` came while listing: list once more after. */
+  relistAgain: boolean;
+  relistFailures: number;
+  relistTimer: NodeJS.Timeout | undefined;
+  /** Since when listings after `tools/list_changed` have failed (the older tools are used). */
+  staleSince: Date | undefined;
   close?: () => Promise<void>;
 }
 
@@ -80,7 +106,8 @@ interface Slot {
  * per-user state (`shared_process`), where every user's calls go to one process. A server
  * that fails (it exits, refuses, times out) is tried again on its next use, no sooner than
  * its back-off (1 s, doubling, at most 60 s); an unused connection is closed after the idle
- * time; `closeAll` ends every process group at shutdown.
+ * time; `closeAll` ends every process group at shutdown. A server's tools are listed on
+ * connecting and again when it sends `tools/list_changed`.
  */
 export class McpConnections {
   readonly #settings: McpConnectionSettings;
@@ -109,7 +136,11 @@ export class McpConnections {
         failures: 0,
         retryAt: 0,
         lastReason: undefined,
-        stale: false,
+        relisting: undefined,
+        relistAgain: false,
+        relistFailures: 0,
+        relistTimer: undefined,
+        staleSince: undefined,
       };
       this.#slots.set(key, slot);
     }
@@ -118,12 +149,17 @@ export class McpConnections {
         throw new ServerDownError(slot.lastReason ?? 'failed', slot.retryAt - Date.now());
       }
       slot.connection = this.#connect(server, credential, slot);
-    } else if (slot.stale) {
-      slot.stale = false;
-      const connection = await slot.connection;
-      connection.tools = await listTools(connection.client, this.#settings.connectTimeoutMs);
+      return slot.connection;
     }
-    return slot.connection;
+    const connection = slot.connection;
+    if (slot.relisting) {
+      // The server said its tools changed: this chat gets the new ones if they can be listed.
+      await slot.relisting;
+    } else if (slot.staleSince && !slot.relistTimer) {
+      // Its tries ran out: one more, in the background (this chat uses the older tools).
+      void this.#relist(server, slot, connection);
+    }
+    return connection;
   }
 
   /**
@@ -227,11 +263,15 @@ export class McpConnections {
       ended = true;
       if (slot.connection === connecting) slot.connection = undefined;
       slot.close = undefined;
+      clearTimeout(slot.relistTimer);
+      slot.relistTimer = undefined;
       this.#failed(server, slot, reason, stdio?.stderrTail, log);
     };
     let closingOnPurpose = false;
     slot.close = async () => {
       closingOnPurpose = true;
+      clearTimeout(slot.relistTimer);
+      slot.relistTimer = undefined;
       await client.close().catch(() => {});
       await stdio?.close();
     };
@@ -247,26 +287,36 @@ export class McpConnections {
       );
     };
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
-      slot.stale = true;
+      void this.#relist(server, slot, connecting);
     });
     const connecting = (async () => {
       const started = Date.now();
       try {
         const signal = AbortSignal.timeout(connectTimeoutMs);
         await client.connect(transport, { signal, timeout: connectTimeoutMs });
-        const tools = await listTools(
+        const { tools, cut } = await listTools(
           client,
           Math.max(1, connectTimeoutMs - (Date.now() - started)),
+          log,
         );
         connected = true;
         if (slot.failures > 0 || slot.lastReason) this.#settings.onFailure(server.id, null);
         slot.failures = 0;
         slot.lastReason = undefined;
+        slot.relistFailures = 0;
+        slot.staleSince = undefined;
+        this.#settings.onListing(server.id, { cut, staleSince: null });
         log.info(
           { ms: Date.now() - started, tools: tools.length, pid: stdio?.pid },
           'mcp server connected',
         );
-        return { client, tools, inUse: 0, lastUsed: Date.now() } satisfies McpConnection;
+        return {
+          client,
+          tools,
+          listingCut: cut,
+          inUse: 0,
+          lastUsed: Date.now(),
+        } satisfies McpConnection;
       } catch (error) {
         const reason = describeFailure(error, stdio?.exit);
         closingOnPurpose = true;
@@ -277,6 +327,86 @@ export class McpConnections {
       }
     })();
     return connecting;
+  }
+
+  /**
+   * Lists a connection's tools again after the server said they changed. A failed listing
+   * keeps the older tools in use, says since when they are stale, and is tried again after a
+   * back-off (1 s, doubling), RELIST_TRIES times; then on the connection's next use.
+   */
+  #relist(server: ServerEndpoint, slot: Slot, connecting: Promise<McpConnection>): Promise<void> {
+    if (slot.relisting) {
+      slot.relistAgain = true;
+      return slot.relisting;
+    }
+    clearTimeout(slot.relistTimer);
+    slot.relistTimer = undefined;
+    const log = this.#settings.logger.child({ mcpServer: server.name });
+    const current = () => slot.connection === connecting && !this.#closed;
+    let listed = false;
+    slot.relisting = (async () => {
+      const connection = await connecting.catch(() => undefined);
+      // Down or replaced: the next connection lists its tools anyway.
+      if (!connection || !current()) return;
+      try {
+        const { tools, cut } = await listTools(
+          connection.client,
+          this.#settings.connectTimeoutMs,
+          log,
+        );
+        listed = true;
+        if (!current()) return;
+        connection.tools = tools;
+        connection.listingCut = cut;
+        if (slot.staleSince) {
+          log.info(
+            {
+              code: 'mcp_tools_listed_again',
+              tools: tools.length,
+              staleMs: Date.now() - slot.staleSince.getTime(),
+            },
+            'mcp tool listing is fresh again',
+          );
+        }
+        slot.relistFailures = 0;
+        slot.staleSince = undefined;
+        this.#settings.onListing(server.id, { cut, staleSince: null });
+      } catch (error) {
+        if (!current()) return;
+        slot.relistFailures += 1;
+        slot.staleSince ??= new Date();
+        const retry = slot.relistFailures < RELIST_TRIES;
+        const backoff = Math.min(BACKOFF_FIRST_MS * 2 ** (slot.relistFailures - 1), BACKOFF_MAX_MS);
+        log.warn(
+          {
+            code: 'mcp_tools_stale',
+            reason: describeFailure(error, undefined),
+            failures: slot.relistFailures,
+            retryInMs: retry ? backoff : null,
+          },
+          'mcp tool listing failed after tools/list_changed: its older tools stay in use',
+        );
+        this.#settings.onListing(server.id, {
+          cut: connection.listingCut,
+          staleSince: slot.staleSince,
+        });
+        if (retry) {
+          slot.relistTimer = setTimeout(() => {
+            slot.relistTimer = undefined;
+            void this.#relist(server, slot, connecting);
+          }, backoff);
+          slot.relistTimer.unref();
+        }
+      }
+    })().finally(() => {
+      slot.relisting = undefined;
+      // A change announced while listing may be missing from what was listed.
+      if (slot.relistAgain) {
+        slot.relistAgain = false;
+        if (listed) void this.#relist(server, slot, connecting);
+      }
+    });
+    return slot.relisting;
   }
 
   #failed(
@@ -407,16 +537,25 @@ function requestIdOf(body: unknown): RequestId | undefined {
   }
 }
 
-async function listTools(client: Client, timeoutMs: number): Promise<Tool[]> {
+/** A server's tools, at most MAX_TOOL_PAGES pages of them; `cut` when it had more. */
+async function listTools(
+  client: Client,
+  timeoutMs: number,
+  log: Logger,
+): Promise<{ tools: Tool[]; cut: boolean }> {
   const tools: Tool[] = [];
   let cursor: string | undefined;
   for (let page = 0; page < MAX_TOOL_PAGES; page++) {
     const listed = await client.listTools(cursor ? { cursor } : undefined, { timeout: timeoutMs });
     tools.push(...listed.tools);
     cursor = listed.nextCursor;
-    if (!cursor) break;
+    if (!cursor) return { tools, cut: false };
   }
-  return tools;
+  log.warn(
+    { code: 'mcp_tool_listing_cut', pages: MAX_TOOL_PAGES, tools: tools.length },
+    'mcp tool listing cut: the server had more pages than Parley reads',
+  );
+  return { tools, cut: true };
 }
 
 /** One key per process or session: per user, or per server for a shared stdio process. */
@@ -461,5 +600,9 @@ function describeFailure(
   const message = error instanceof Error ? error.message : String(error);
   const status = /\bHTTP (\d{3})\b/.exec(message)?.[1];
   if (status) return `the server answered HTTP ${status}`;
+  // A JSON-RPC error's code is the server's answer; a timeout's code is the SDK's own.
+  if (error instanceof McpError && error.code !== ErrorCode.RequestTimeout) {
+    return `the server answered JSON-RPC error ${error.code}`;
+  }
   return `could not connect (${error instanceof Error ? error.name : 'error'})`;
 }

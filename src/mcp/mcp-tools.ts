@@ -13,6 +13,12 @@ import type {
 import type { CredentialCipher } from './credential-cipher.ts';
 import { type McpConnection, type McpConnections, sessionExpired } from './mcp-connections.ts';
 import { definitionOf, fingerprint } from './tool-fingerprint.ts';
+import {
+  countReasons,
+  type ServerSelection,
+  selectTools,
+  type ToolLimits,
+} from './tool-selection.ts';
 
 export interface McpToolSettings {
   callTimeoutMs: number;
@@ -22,6 +28,8 @@ export interface McpToolSettings {
   descriptionMaxChars: number;
   approvalTimeoutMs: number;
   connectTimeoutMs: number;
+  /** MCP_MAX_TOOLS and MCP_TOOL_SCHEMA_MAX_CHARS. */
+  limits: ToolLimits;
 }
 
 /** What the tools of one chat are bound to. */
@@ -38,8 +46,8 @@ export interface McpChatContext {
 
 /** How often a waiting call reads its approval row (any replica may have written it). */
 const APPROVAL_POLL_MS = 300;
-/** Tool names the model providers accept (OpenAI's rule). */
-const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** Users whose left-out tools this process last logged: each change is logged once. */
+const LOGGED_USERS_MAX = 10_000;
 
 export const NOT_APPROVED_BY_DOOR =
   'Not run: this tool needs the user’s approval and this conversation cannot ask for it. Tell the user the call was not approved; they can approve it from the web client or Telegram, or always allow it.';
@@ -49,7 +57,8 @@ export const NOT_APPROVED_BY_DOOR =
  * user), for one chat: `<server>__<tool>`, with descriptions capped (they are the server's
  * text). A server whose tool definitions differ from the approved ones is held: none of its
  * tools are offered until the administrator approves the change. A server that cannot be
- * reached is left out of this chat (the reason is stored for the administrator).
+ * reached is left out of this chat (the reason is stored for the administrator). Of the rest,
+ * at most MCP_MAX_TOOLS tools are offered, in a stable order (src/mcp/tool-selection.ts).
  */
 export class McpTools {
   readonly #repository: McpRepository;
@@ -58,6 +67,8 @@ export class McpTools {
   readonly #settings: McpToolSettings;
   readonly #logger: Logger;
   readonly #onCall: ((server: string, outcome: string, ms: number) => void) | undefined;
+  /** What was last logged of each user's left-out tools, so a chat logs only a change. */
+  readonly #loggedLeftOut = new Map<string, string>();
 
   constructor(deps: {
     repository: McpRepository;
@@ -80,18 +91,39 @@ export class McpTools {
       (entry) => entry.allowed && entry.enabled,
     );
     if (servers.length === 0) return {};
-    const counter = { calls: 0 };
-    const listed = await Promise.all(
-      servers.map((entry) => this.#serverTools(entry, context, counter)),
+    const ready = (
+      await Promise.all(servers.map((entry) => this.#connection(entry, context)))
+    ).filter((item) => item !== undefined);
+    const selection = selectTools(
+      ready.map(({ entry, connection }) => ({ name: entry.server.name, tools: connection.tools })),
+      this.#settings.limits,
     );
-    return Object.assign({}, ...listed);
+    this.#logLeftOut(context.userId, selection);
+    const counter = { calls: 0 };
+    const tools: ToolSet = {};
+    for (const { entry, connection } of ready) {
+      // The chat's calls share the connection, and the one that replaces it (session expired).
+      const bound = { connection };
+      for (const mcpTool of selection.get(entry.server.name)?.offered ?? []) {
+        tools[`${entry.server.name}__${mcpTool.name}`] = tool({
+          description: capped(
+            mcpTool.description ?? mcpTool.title ?? '',
+            this.#settings.descriptionMaxChars,
+          ),
+          inputSchema: jsonSchema(mcpTool.inputSchema as Parameters<typeof jsonSchema>[0]),
+          execute: (input: unknown) =>
+            this.#call(entry, bound, mcpTool, input as Record<string, unknown>, context, counter),
+        });
+      }
+    }
+    return tools;
   }
 
-  async #serverTools(
+  /** The server's connection for this chat; undefined when it is down or held. */
+  async #connection(
     entry: UserServer,
     context: McpChatContext,
-    counter: { calls: number },
-  ): Promise<ToolSet> {
+  ): Promise<{ entry: UserServer; connection: McpConnection } | undefined> {
     const { server } = entry;
     const log = this.#logger.child({ mcpServer: server.name });
     let connection: McpConnection;
@@ -105,7 +137,7 @@ export class McpTools {
         { code: 'mcp_server_unavailable', reason: errorText(error) },
         'mcp server left out of this chat',
       );
-      return {};
+      return undefined;
     }
     const definitions = connection.tools.map(definitionOf);
     const print = fingerprint(definitions);
@@ -118,31 +150,31 @@ export class McpTools {
         { code: 'mcp_tools_changed', fingerprint: print },
         'mcp server held: its tool definitions changed and wait for the administrator’s approval',
       );
-      return {};
+      return undefined;
     }
-    const tools: ToolSet = {};
-    // The chat's calls share the connection, and the one that replaces it (session expired).
-    const bound = { connection };
-    for (const mcpTool of connection.tools) {
-      const name = `${server.name}__${mcpTool.name}`;
-      if (!TOOL_NAME.test(name)) {
-        log.warn(
-          { code: 'mcp_tool_name' },
-          'mcp tool left out: its name is not one a model accepts',
-        );
-        continue;
-      }
-      tools[name] = tool({
-        description: capped(
-          mcpTool.description ?? mcpTool.title ?? '',
-          this.#settings.descriptionMaxChars,
-        ),
-        inputSchema: jsonSchema(mcpTool.inputSchema as Parameters<typeof jsonSchema>[0]),
-        execute: (input: unknown) =>
-          this.#call(entry, bound, mcpTool, input as Record<string, unknown>, context, counter),
-      });
-    }
-    return tools;
+    return { entry, connection };
+  }
+
+  /** Logs the tools left out of a user's chats (counts, never schemas) when that changes. */
+  #logLeftOut(userId: string, selection: Map<string, ServerSelection<Tool>>): void {
+    let offered = 0;
+    const leftOut = [...selection.values()].flatMap((server) => {
+      offered += server.offered.length;
+      return server.leftOut;
+    });
+    const servers = [...selection]
+      .filter(([, server]) => server.leftOut.length > 0)
+      .map(([name]) => name);
+    const reasons = countReasons(leftOut);
+    const said = leftOut.length ? `${offered} ${servers} ${JSON.stringify(reasons)}` : '';
+    if ((this.#loggedLeftOut.get(userId) ?? '') === said) return;
+    if (this.#loggedLeftOut.size >= LOGGED_USERS_MAX) this.#loggedLeftOut.clear();
+    this.#loggedLeftOut.set(userId, said);
+    if (!said) return;
+    this.#logger.warn(
+      { code: 'mcp_tools_left_out', offered, leftOut: leftOut.length, reasons, servers },
+      'mcp tools left out of chats (MCP_MAX_TOOLS, MCP_TOOL_SCHEMA_MAX_CHARS or their names)',
+    );
   }
 
   /** The user's own credential for this server, opened only to be sent to it. */

@@ -133,6 +133,17 @@ export class McpRepository {
       .where(eq(mcpServers.id, id));
   }
 
+  /** The state of the server's latest listing (cut, stale since), for the status routes. */
+  async recordListingState(
+    id: string,
+    state: { cut: boolean; staleSince: Date | null },
+  ): Promise<void> {
+    await this.#db
+      .update(mcpServers)
+      .set({ listingCut: state.cut, listingStaleSince: state.staleSince })
+      .where(eq(mcpServers.id, id));
+  }
+
   /** Every enabled server with this user's relation to it. */
   async forUser(userId: string): Promise<UserServer[]> {
     const rows = await this.#enabledForUser.execute({ userId });

@@ -680,7 +680,9 @@ export const runEventBatches = pgTable(
  * (`<name>__<tool>`). `approved_*` are the tool definitions the administrator accepted (the
  * first listing is accepted when the server is enabled); `seen_*` the latest listing, which
  * holds the server while its fingerprint differs. `last_*` say why it is down (stderr's last
- * lines are the administrator's only).
+ * lines are the administrator's only). `listing_cut`: the latest listing had more pages than
+ * Parley reads; `listing_stale_since`: a listing asked for by the server (`list_changed`) has
+ * failed since then, so the definitions in use may be old.
  */
 export const mcpServers = pgTable(
   'mcp_servers',
@@ -704,6 +706,8 @@ export const mcpServers = pgTable(
     lastError: text('last_error'),
     lastStderr: text('last_stderr'),
     lastErrorAt: timestamp('last_error_at', { withTimezone: true }),
+    listingCut: boolean('listing_cut').notNull().default(false),
+    listingStaleSince: timestamp('listing_stale_since', { withTimezone: true }),
     createdAt: createdAt(),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },

@@ -3,7 +3,9 @@ import { z } from 'zod';
 import { requireAdmin } from '../../accounts/principal.ts';
 import { AppError, notFound } from '../../errors.ts';
 import type { CredentialCipher } from '../../mcp/credential-cipher.ts';
-import type { McpConnections } from '../../mcp/mcp-connections.ts';
+import { MAX_TOOL_PAGES, type McpConnections } from '../../mcp/mcp-connections.ts';
+import type { ToolLimits } from '../../mcp/tool-selection.ts';
+import { type ToolStatus, toolStatus } from '../../mcp/tool-status.ts';
 import type { McpRepository, McpServerRecord } from '../../storage/mcp-repository.ts';
 import { visibleText } from '../../visible-text.ts';
 import type { App } from '../app-types.ts';
@@ -15,6 +17,8 @@ export interface McpRouteDependencies {
   connections: McpConnections;
   /** Absent without MCP_CREDENTIALS_KEY: users cannot store credentials then. */
   cipher: CredentialCipher | undefined;
+  /** MCP_MAX_TOOLS and MCP_TOOL_SCHEMA_MAX_CHARS, to say which tools a user's chats get. */
+  toolLimits: ToolLimits;
 }
 
 const ADMIN_ERRORS = [401, 403, 503] as const;
@@ -107,6 +111,17 @@ const serverView = z.object({
     reason: z.string().nullable().describe('Why it is down or held'),
     stderr: z.string().nullable().describe("The server's last stderr lines (administrator only)"),
     since: z.string().nullable(),
+    listing_cut: z
+      .boolean()
+      .describe(
+        `Its latest tool listing had more than ${MAX_TOOL_PAGES} pages: the rest is not read`,
+      ),
+    listing_stale_since: z
+      .string()
+      .nullable()
+      .describe(
+        'Since when listing its changed tools (after tools/list_changed) fails: its older tools are offered meanwhile',
+      ),
   }),
   tools: z.object({
     approved_fingerprint: z.string().nullable(),
@@ -150,6 +165,8 @@ function view(server: McpServerRecord) {
         : (server.lastError ?? null),
       stderr: server.lastStderr ?? null,
       since: server.lastErrorAt?.toISOString() ?? null,
+      listing_cut: server.listingCut,
+      listing_stale_since: server.listingStaleSince?.toISOString() ?? null,
     },
     tools: {
       approved_fingerprint: server.approvedFingerprint,
@@ -169,14 +186,55 @@ const userServerView = z.object({
   held: z.boolean().describe('Its tools are not offered until the administrator approves a change'),
   has_credential: z.boolean().describe('The user stored a credential (never shown again)'),
   always_allowed: z.array(z.string()).describe('Tools this user allowed for good'),
+  tools: z
+    .object({
+      listed: z
+        .number()
+        .int()
+        .nullable()
+        .describe('Tools in its latest listing (null: not listed yet)'),
+      offered: z.number().int().describe("Of them, the ones this user's chats offer the model"),
+      left_out: z
+        .array(
+          z.object({
+            name: z.string(),
+            reason: z
+              .enum(['tool_limit', 'schema_too_large', 'name_not_accepted'])
+              .describe(
+                'tool_limit: past MCP_MAX_TOOLS (servers by name, tools by name); schema_too_large: past MCP_TOOL_SCHEMA_MAX_CHARS; name_not_accepted: `<server>__<tool>` is not a name models take',
+              ),
+          }),
+        )
+        .describe('Listed tools not offered, and why'),
+      listing_cut: z
+        .boolean()
+        .describe(`Its listing had more than ${MAX_TOOL_PAGES} pages: the rest is not read`),
+      stale_since: z
+        .string()
+        .nullable()
+        .describe(
+          'Since when listing its changed tools fails (retried with back-off): the older ones are offered meanwhile',
+        ),
+    })
+    .describe('What chats get of its tools (none while it is switched off, held or down)'),
 });
+
+function toolsView(status: ToolStatus | undefined) {
+  return {
+    listed: status?.listed ?? null,
+    offered: status?.offered ?? 0,
+    left_out: status?.leftOut ?? [],
+    listing_cut: status?.listingCut ?? false,
+    stale_since: status?.staleSince?.toISOString() ?? null,
+  };
+}
 
 /**
  * MCP servers (issue 33): the administrator's routes to add and manage them, each user's
  * switch and own credential, and the decision on a tool call awaiting approval.
  */
 export function registerMcpRoutes(app: App, deps: McpRouteDependencies): void {
-  const { repository, connections, cipher } = deps;
+  const { repository, connections, cipher, toolLimits } = deps;
   const found = async (id: string) => {
     const server = await repository.get(id);
     if (!server) throw notFound('No MCP server has this id.');
@@ -363,6 +421,7 @@ export function registerMcpRoutes(app: App, deps: McpRouteDependencies): void {
 
   const listForUser = async (userId: string) => {
     const entries = await repository.forUser(userId);
+    const tools = toolStatus(entries, toolLimits);
     return Promise.all(
       entries.map(async (entry) => ({
         id: entry.server.id,
@@ -375,6 +434,7 @@ export function registerMcpRoutes(app: App, deps: McpRouteDependencies): void {
           entry.server.seenFingerprint !== entry.server.approvedFingerprint,
         has_credential: entry.credential !== undefined,
         always_allowed: await repository.alwaysAllowedTools(userId, entry.server.id),
+        tools: toolsView(tools.get(entry.server.id)),
       })),
     );
   };
