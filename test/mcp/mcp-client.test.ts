@@ -158,6 +158,7 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
         held: false,
         has_credential: false,
         always_allowed: [],
+        tools: { listed: null, offered: 0, left_out: [], listing_cut: false, stale_since: null },
       },
     ]);
     expect(mine.text).not.toContain(EVERYTHING); // the command is the administrator's to see
