@@ -1,0 +1,163 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseChatStream } from '../support/chat-stream.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { type Json, jsonCaller } from '../support/json-call.ts';
+import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import {
+  failingListing,
+  listedTool,
+  startToolListMcpServer,
+  type ToolListMcpServer,
+} from '../support/tool-list-mcp-server.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/**
+ * What a chat offers the model of a user's MCP tools, and what the user's status says of the
+ * rest: at most MCP_MAX_TOOLS (default 100) in a stable order, no tool whose schema passes
+ * MCP_TOOL_SCHEMA_MAX_CHARS (default 20,000), a listing that pages forever cut, and a failing
+ * re-list after `tools/list_changed` said stale until it lists again. The servers are the
+ * SDK's own (test/support/tool-list-mcp-server.ts); the model is the fake LLM server, whose
+ * recorded requests show the tools sent.
+ */
+
+const ADMIN = 'mcp-tool-caps-admin';
+const names = (count: number, prefix: string) =>
+  Array.from({ length: count }, (_, i) => `${prefix}${String(i).padStart(3, '0')}`);
+
+describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let setup: RestartSetup;
+  let parley: RunningParley;
+  const servers = {} as Record<'many' | 'wide' | 'endless' | 'fickle', ToolListMcpServer>;
+  const call = jsonCaller(() => parley);
+
+  beforeAll(async () => {
+    setup = await restartSetup(engine);
+    llm = setup.llm;
+    const many = names(300, 't').map((name) => listedTool(name));
+    servers.many = await startToolListMcpServer(() => ({ tools: [...many].reverse() }));
+    const wide = [listedTool('huge', 25_000), listedTool('small'), listedTool('tiny')];
+    servers.wide = await startToolListMcpServer(() => ({ tools: wide }));
+    // Every page names a next one: five tools a page, forever.
+    servers.endless = await startToolListMcpServer((cursor) => {
+      const page = Number(cursor ?? 0);
+      return { tools: names(5, `p${page}_`).map((n) => listedTool(n)), nextCursor: `${page + 1}` };
+    });
+    servers.fickle = await startToolListMcpServer(() => ({ tools: [listedTool('steady')] }));
+    parley = await startParley({
+      dataDir: setup.dataDir,
+      token: ADMIN,
+      env: { ...setup.env, API_TOKEN: ADMIN, EMBEDDINGS_PROVIDER: 'none' },
+    });
+    for (const [name, server] of Object.entries(servers)) {
+      const created = await call(ADMIN, 'POST', '/admin/mcp-servers', {
+        transport: 'http',
+        name,
+        url: server.url,
+        trusted: true,
+      });
+      expect(created.status, created.text).toBe(201);
+      await call(ADMIN, 'PATCH', `/admin/mcp-servers/${created.body.id}`, { enabled: true });
+    }
+  }, 120_000);
+  afterEach(() => llm.assertNoUnexpected());
+  afterAll(async () => {
+    await parley?.stop();
+    for (const server of Object.values(servers)) await server.close();
+    await setup?.cleanup();
+  });
+
+  /** A user with only this server switched on; their key. */
+  const userWith = async (user: string, serverName: string) => {
+    const key = (await call(ADMIN, 'POST', '/admin/users', { user_id: user })).body.key as string;
+    for (const server of (await call(key, 'GET', `/users/${user}/mcp-servers`)).body.servers) {
+      await call(key, 'PUT', `/users/${user}/mcp-servers/${server.id}`, {
+        enabled: server.name === serverName,
+      });
+    }
+    return key;
+  };
+  /** One chat; the MCP tools of `serverName` the model was offered. */
+  const chatOffers = async (user: string, key: string, serverName: string) => {
+    llm.enqueue(reply.text('Done.'));
+    const before = llm.chats.length;
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      token: key,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: user, message: 'hello' }),
+    });
+    expect(response.status).toBe(200);
+    expect(parseChatStream(await response.text()).text).toBe('Done.');
+    const tools = (llm.chats[before]?.body.tools ?? []).map((t) => t.function.name);
+    return tools.filter((name) => name.startsWith(`${serverName}__`));
+  };
+  const toolStatus = async (user: string, key: string, serverName: string) =>
+    (await call(key, 'GET', `/users/${user}/mcp-servers`)).body.servers.find(
+      (s: Json) => s.name === serverName,
+    ).tools;
+
+  it('offers at most 100 of 300 tools, the same ones every chat, and names the rest', async () => {
+    const key = await userWith('ann', 'many');
+    const first = await chatOffers('ann', key, 'many');
+    expect(first).toHaveLength(100);
+    // Tools by name, not the order the server lists them in (reversed).
+    expect([...first].sort()).toEqual(names(100, 't').map((n) => `many__${n}`));
+    expect(await chatOffers('ann', key, 'many')).toEqual(first);
+    const status = await toolStatus('ann', key, 'many');
+    expect(status).toMatchObject({ listed: 300, offered: 100, listing_cut: false });
+    expect(status.left_out).toHaveLength(200);
+    expect(status.left_out[0]).toEqual({ name: 't100', reason: 'tool_limit' });
+    expect(status.left_out.every((t: Json) => t.reason === 'tool_limit')).toBe(true);
+  });
+
+  it('leaves out a tool whose input schema is over 20,000 characters, and says so', async () => {
+    const key = await userWith('bea', 'wide');
+    expect((await chatOffers('bea', key, 'wide')).sort()).toEqual(['wide__small', 'wide__tiny']);
+    expect(await toolStatus('bea', key, 'wide')).toEqual({
+      listed: 3,
+      offered: 2,
+      left_out: [{ name: 'huge', reason: 'schema_too_large' }],
+      listing_cut: false,
+      stale_since: null,
+    });
+  });
+
+  it('stops reading a listing that pages forever, and says it was cut', async () => {
+    const key = await userWith('cy', 'endless');
+    const started = Date.now();
+    expect(await chatOffers('cy', key, 'endless')).toHaveLength(100);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(servers.endless.listCalls).toBe(20);
+    expect(await toolStatus('cy', key, 'endless')).toMatchObject({
+      listed: 100,
+      offered: 100,
+      listing_cut: true,
+    });
+    await parley.waitForLog((l) => l.code === 'mcp_tool_listing_cut');
+  });
+
+  it('says since when a re-list after tools/list_changed fails, and clears it once it lists', async () => {
+    const key = await userWith('dee', 'fickle');
+    expect(await chatOffers('dee', key, 'fickle')).toEqual(['fickle__steady']);
+    const working = servers.fickle.listing;
+    servers.fickle.listing = failingListing;
+    await servers.fickle.notifyChanged();
+    await waitFor(async () => (await toolStatus('dee', key, 'fickle')).stale_since !== null);
+    const since = (await toolStatus('dee', key, 'fickle')).stale_since;
+    expect(Date.parse(since)).toBeLessThanOrEqual(Date.now());
+    // Meanwhile the older tools are still offered.
+    expect(await chatOffers('dee', key, 'fickle')).toEqual(['fickle__steady']);
+    const failedLists = servers.fickle.listCalls;
+    servers.fickle.listing = working;
+    // Tried again with back-off (1, 2, 4 s...): fresh once a try lists.
+    await waitFor(
+      async () => (await toolStatus('dee', key, 'fickle')).stale_since === null,
+      20_000,
+    );
+    expect(servers.fickle.listCalls).toBeGreaterThan(failedLists);
+    expect((await toolStatus('dee', key, 'fickle')).offered).toBe(1);
+  }, 30_000);
+});
