@@ -5,6 +5,7 @@ import type { IngestInput } from '../../src/documents/extracted-document.ts';
 import { type Database, openDatabase } from '../../src/storage/database.ts';
 import { DocumentRepository } from '../../src/storage/document-repository.ts';
 import { HIDDEN } from '../../src/storage/hidden-documents.ts';
+import { POSTINGS_PER_TERM } from '../../src/storage/lexical-index.ts';
 
 /**
  * The real DocumentService on a real database, in the test's process: the seam before
@@ -13,13 +14,18 @@ import { HIDDEN } from '../../src/storage/hidden-documents.ts';
 export async function openDocumentService(target: {
   dataDir: string;
   databaseUrl?: string | undefined;
+  /** Chunks a transaction for large documents (the repository's own default otherwise). */
+  batchChunks?: number | undefined;
 }): Promise<{ service: DocumentService; database: Database }> {
   const database = await openDatabase(
     parseConfig({ DATA_DIR: target.dataDir, DATABASE_URL: target.databaseUrl, DB_POOL_MAX: '4' }),
     pino({ level: 'silent' }),
   );
   const service = new DocumentService({
-    documents: new DocumentRepository(database.db),
+    documents:
+      target.batchChunks === undefined
+        ? new DocumentRepository(database.db)
+        : new DocumentRepository(database.db, POSTINGS_PER_TERM, target.batchChunks),
     chunking: { maxTokens: 64, overlapTokens: 0 },
     logger: pino({ level: 'silent' }),
     verbose: false,
