@@ -48,6 +48,23 @@ async function server(...args: Parameters<typeof serveFile>): Promise<FakeFileSe
   return s;
 }
 
+/**
+ * Downloads `uri` into `dir` in a child process, killed (SIGKILL) once the partial file records
+ * a finished chunk, so there is something to resume; resolves with the chunks it recorded.
+ */
+async function killMidDownload(uri: string, dir: string) {
+  const child = spawn(
+    process.execPath,
+    [new URL('../support/model-download/download-child.ts', import.meta.url).pathname, uri, dir],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const exited = once(child, 'exit');
+  const saved = await waitForSavedChunks(join(dir, 'tiny.gguf.ipull'), model.length);
+  child.kill('SIGKILL');
+  await exited;
+  return saved;
+}
+
 describe('ensureModel', () => {
   it('fails fast with a typed error telling the operator what to set when the host is unreachable', async () => {
     const { logger } = captureLogger();
@@ -100,23 +117,7 @@ describe('ensureModel', () => {
     // complete on parallel connections and their progress is saved with the partial file.
     const stalling = await server(model, { faultAt: CHUNK + 1_000_000, fault: 'stall' });
     const dir = await tempDir();
-    const child = spawn(
-      process.execPath,
-      [
-        new URL('../support/model-download/download-child.ts', import.meta.url).pathname,
-        stalling.url,
-        dir,
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
-    );
-    const exited = once(child, 'exit');
-    // Killed once the partial file records a finished chunk, so there is something to resume.
-    const { done, chunkSize } = await waitForSavedChunks(
-      join(dir, 'tiny.gguf.ipull'),
-      model.length,
-    );
-    child.kill('SIGKILL');
-    await exited;
+    const { done, chunkSize } = await killMidDownload(stalling.url, dir);
     expect(done.length).toBeGreaterThan(0);
     expect((await readdir(dir)).sort()).toEqual(['tiny.gguf.download.json', 'tiny.gguf.ipull']);
 
@@ -136,22 +137,10 @@ describe('ensureModel', () => {
   it('keeps no presigned URL signature beside a partial download, and resumes when signed again', async () => {
     const stalling = await server(model, { faultAt: CHUNK + 1_000_000, fault: 'stall' });
     const dir = await tempDir();
-    const child = spawn(
-      process.execPath,
-      [
-        new URL('../support/model-download/download-child.ts', import.meta.url).pathname,
-        `${stalling.url}?X-Amz-Signature=first-signature-secret`,
-        dir,
-      ],
-      { stdio: ['ignore', 'ignore', 'inherit'] },
+    const { done, chunkSize } = await killMidDownload(
+      `${stalling.url}?X-Amz-Signature=first-signature-secret`,
+      dir,
     );
-    const exited = once(child, 'exit');
-    const { done, chunkSize } = await waitForSavedChunks(
-      join(dir, 'tiny.gguf.ipull'),
-      model.length,
-    );
-    child.kill('SIGKILL');
-    await exited;
     // Whoever reads the data directory must not find a URL that fetches the private file.
     for (const name of await readdir(dir)) {
       expect(await readFile(join(dir, name), 'latin1'), name).not.toContain('signature-secret');
