@@ -1,6 +1,6 @@
 import { orm } from './orm.ts';
 
-const { and, asc, eq, isNull, sql } = orm;
+const { and, asc, eq, isNotNull, isNull, ne, or, sql } = orm;
 
 import type { Db } from './database.ts';
 import { mcpAlwaysAllow, mcpServers, mcpServerUsers, toolApprovals } from './schema.ts';
@@ -133,7 +133,10 @@ export class McpRepository {
       .where(eq(mcpServers.id, id));
   }
 
-  /** The state of the server's latest listing (cut, stale since), for the status routes. */
+  /**
+   * The state of the server's latest listing (cut, stale since), for the status routes. Every
+   * user's connection reports its listing: the row is written only when the state changes.
+   */
   async recordListingState(
     id: string,
     state: { cut: boolean; staleSince: Date | null },
@@ -141,7 +144,20 @@ export class McpRepository {
     await this.#db
       .update(mcpServers)
       .set({ listingCut: state.cut, listingStaleSince: state.staleSince })
-      .where(eq(mcpServers.id, id));
+      .where(
+        and(
+          eq(mcpServers.id, id),
+          or(
+            ne(mcpServers.listingCut, state.cut),
+            state.staleSince === null
+              ? isNotNull(mcpServers.listingStaleSince)
+              : or(
+                  isNull(mcpServers.listingStaleSince),
+                  ne(mcpServers.listingStaleSince, state.staleSince),
+                ),
+          ),
+        ),
+      );
   }
 
   /** Every enabled server with this user's relation to it. */
