@@ -51,6 +51,8 @@ export type ChatErrorCode =
   | 'model_not_configured'
   | 'model_downloading'
   | 'model_unreachable'
+  /** The model server ended the answer itself before its end (finish reason `abort`, `error`…). */
+  | 'model_stopped'
   | 'model_error'
   | 'model_timeout'
   | 'model_bad_response'

@@ -34,8 +34,15 @@ export function describeChatError(thrown: unknown): {
   if (isTimeout(error)) {
     return { code: 'model_timeout', message: 'The model took too long to answer.' };
   }
-  // A server that ended the answer with `abort` cut it as surely as a broken connection.
-  if (isUnreachable(error) || error instanceof ModelAnswerCutError) {
+  // A server that ended the answer with `abort` cut it as surely as a broken connection, but
+  // the connection was fine: telling the user it broke would send them to the wrong place.
+  if (error instanceof ModelAnswerCutError) {
+    return {
+      code: 'model_stopped',
+      message: 'The model server stopped the answer before its end.',
+    };
+  }
+  if (isUnreachable(error)) {
     return {
       code: 'model_unreachable',
       message: 'The model server closed the connection or could not be reached.',

@@ -52,6 +52,7 @@ export function chatErrorStatus(code: ChatErrorCode): 500 | 503 {
     case 'model_not_configured':
     case 'model_downloading':
     case 'model_unreachable':
+    case 'model_stopped':
     case 'database_unavailable':
     case 'busy':
     case 'shutting_down':

@@ -177,6 +177,7 @@ const KOREAN_CHAT_ERRORS: Record<ChatErrorCode, string> = {
     '어시스턴트의 모델이 설정되어 있지 않거나 불러올 수 없습니다. 관리자에게 알려 주세요.',
   model_downloading: '어시스턴트의 모델을 아직 내려받는 중입니다. 다 받은 뒤에 다시 시도해 주세요.',
   model_unreachable: '모델 서버와의 연결이 끊겼거나 모델 서버에 연결할 수 없습니다.',
+  model_stopped: '모델 서버가 답을 끝까지 쓰지 않고 멈췄습니다.',
   model_error: '모델 서버가 오류로 답했습니다.',
   model_timeout: '모델이 답하는 데 너무 오래 걸렸습니다.',
   model_bad_response: '모델 서버가 읽을 수 없는 응답을 보냈습니다.',

@@ -8,8 +8,8 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'finish-reasons-token';
 const CUT = {
-  code: 'model_unreachable',
-  message: 'The model server closed the connection or could not be reached.',
+  code: 'model_stopped',
+  message: 'The model server stopped the answer before its end.',
 };
 
 type Turn = { question: string; answer: string; interrupted: boolean; status: string | null };
@@ -104,10 +104,14 @@ describe.each(ENGINES)('finish reasons a model server sends, on the %s engine', 
         ),
       ).toBe(true);
 
-      // Marked as the answer of a broken connection is: kept as written, the run failed.
+      // Marked as the answer of a broken connection is: kept as written, the run failed; but
+      // the user is told the server stopped it, not that the connection broke.
       const aborted = await lastTurn(user);
       llm.enqueue(reply.text('one two three four five', { chunks: 5, disconnectAfter: 4 }));
-      expect((await ask('again', user)).error).toEqual(CUT);
+      expect((await ask('again', user)).error).toEqual({
+        code: 'model_unreachable',
+        message: 'The model server closed the connection or could not be reached.',
+      });
       const broken = await lastTurn(user);
       expect(aborted).toMatchObject({
         question: 'go',
@@ -122,7 +126,7 @@ describe.each(ENGINES)('finish reasons a model server sends, on the %s engine', 
         (line) => line.msg === 'chat failed' && line.userId === user,
       );
       expect(failed).toMatchObject({
-        code: 'model_unreachable',
+        code: 'model_stopped',
         err: { type: 'ModelAnswerCutError', code: reason.toLowerCase() },
       });
     },
@@ -155,7 +159,7 @@ describe.each(ENGINES)('finish reasons a model server sends, on the %s engine', 
     expect(text.content).toBe('one two three four five');
     expect(text.finish).toBeNull();
     expect(text.error).toBeInstanceOf(OpenAI.APIError);
-    expect((text.error as APIError).code).toBe('model_unreachable');
+    expect((text.error as APIError).code).toBe('model_stopped');
 
     llm.enqueue(
       reply.toolCalls([{ name: 'list_reminders', args: {} }], {
@@ -166,7 +170,7 @@ describe.each(ENGINES)('finish reasons a model server sends, on the %s engine', 
     const tool = await streamed('door-tool');
     expect(tool.content).toBe('Let me look.');
     expect(tool.finish).toBeNull();
-    expect((tool.error as APIError).code).toBe('model_unreachable');
+    expect((tool.error as APIError).code).toBe('model_stopped');
   });
 
   it('gives the OpenAI SDK the error of a cut upstream, never finish_reason stop, not streamed', async () => {
@@ -178,11 +182,11 @@ describe.each(ENGINES)('finish reasons a model server sends, on the %s engine', 
     llm.enqueue(abortedText('abort'));
     const text = (await notStreamed('whole-text')) as APIError;
     expect(text).toBeInstanceOf(OpenAI.APIError);
+    // The same status (the SDKs retry it), its own code and words.
     expect({ status: text.status, error: text.error }).toEqual({
       status: broken.status,
-      error: broken.error,
+      error: { ...(broken.error as object), code: 'model_stopped', message: CUT.message },
     });
-    expect((text.error as { code: string }).code).toBe('model_unreachable');
 
     llm.enqueue(
       reply.toolCalls([{ name: 'list_reminders', args: {} }], {
@@ -193,7 +197,7 @@ describe.each(ENGINES)('finish reasons a model server sends, on the %s engine', 
     const tool = (await notStreamed('whole-tool')) as APIError;
     expect({ status: tool.status, error: tool.error }).toEqual({
       status: broken.status,
-      error: broken.error,
+      error: { ...(broken.error as object), code: 'model_stopped', message: CUT.message },
     });
   });
 

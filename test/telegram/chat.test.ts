@@ -700,8 +700,9 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     const sent = await stack.answerAfter(526, from);
     const [written = '', warning] = (sent.at(-1)?.visible ?? '').split('\n\n⚠️ ');
     expect(written).toBe('서울의 날씨는 맑고 따뜻합니다');
-    // What a broken connection gets (above), not a finished answer.
-    expect(warning).toBe('모델 서버와의 연결이 끊겼거나 모델 서버에 연결할 수 없습니다.');
+    // A warning as a broken connection gets (above), not a finished answer; but it says the
+    // server stopped, since the connection did not break.
+    expect(warning).toBe('모델 서버가 답을 끝까지 쓰지 않고 멈췄습니다.');
   });
 
   it('says a message is over MESSAGE_MAX_CHARS instead of answering the first part of it', async () => {
