@@ -1,8 +1,14 @@
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { type FakeFileServer, serveFile } from '../support/fake-file-server.ts';
+import {
+  noneOverlaps,
+  rangesFetched,
+  waitForSavedChunks,
+} from '../support/model-download/partial-progress.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
 import { type LogLine, type RunningParley, startParley } from '../support/start-parley.ts';
 import { buildTinyGguf } from '../support/tiny-gguf/make-tiny-gguf.ts';
@@ -74,6 +80,86 @@ describe('the embedded model with PARLEY_WORKERS=2', () => {
       );
       expect(chat.error).toBeUndefined();
       expect(chat.text).toBe(ANSWER);
+    }
+  });
+
+  it('stops at SIGTERM while one worker downloads and the other waits for it, and the next start resumes', async () => {
+    await parley?.stop();
+    await host?.close();
+    const fresh = await createTestDatabase();
+    const model = buildTinyGguf({ script: ANSWER, paddingBytes: 3 * CHUNK + 1_234 });
+    // The first ranged GET stalls in the second chunk: the download cannot finish on its own.
+    const stalling = await serveFile(model, { faultAt: CHUNK + 1_000_000, fault: 'stall' });
+    host = stalling;
+    const env = {
+      PARLEY_WORKERS: '2',
+      DATABASE_URL: fresh.url,
+      EMBEDDINGS_PROVIDER: 'none',
+      LLM_MODEL: stalling.url,
+      LLM_THREADS: '1',
+      SHUTDOWN_GRACE_MS: '2000',
+    };
+    // A data directory of the test's own: stop() removes the one it makes.
+    const dataDir = mkdtempSync(join(tmpdir(), 'parley-workers-download-'));
+    try {
+      const first = await startParley({ env, dataDir });
+      parley = first;
+      const downloading = await first.waitForLog(
+        (line) => line.msg === 'model download started',
+        60_000,
+      );
+      const waiting = await first.waitForLog(
+        (line) =>
+          line.msg ===
+          'another process is getting the embedded model into this folder: waiting for it',
+        60_000,
+      );
+      expect(waiting.pid).not.toBe(downloading.pid);
+      const models = join(first.dataDir, 'models');
+      // Some chunks are saved beside the stalled one before the stop.
+      const saved = await waitForSavedChunks(join(models, 'tiny.gguf.ipull'), model.length);
+      expect(saved.done.length).toBeGreaterThan(0);
+
+      const stoppingAt = Date.now();
+      expect(await first.stop('SIGTERM')).toBe(0);
+      // Neither the download nor the wait holds the shutdown past its grace.
+      expect(Date.now() - stoppingAt).toBeLessThan(2_000 + 8_000);
+      const alive = (pid: unknown) => {
+        try {
+          process.kill(pid as number, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      expect([downloading.pid, waiting.pid].filter(alive)).toEqual([]);
+      expect(readdirSync(models).sort()).toEqual(['tiny.gguf.download.json', 'tiny.gguf.ipull']);
+
+      // Started again on the same folder (the host's fault happened once): it resumes.
+      const before = stalling.requests.length;
+      const second = await startParley({ env, dataDir });
+      parley = second;
+      await second.waitForLog((line) => line.msg === 'model download finished', 90_000);
+      expect(second.logs.filter((line) => line.msg === 'model download started')).toEqual([]);
+      expect(second.logs.filter((line) => line.msg === 'model download resumed')).toHaveLength(1);
+      // The chunks saved before the stop were not fetched again.
+      const fetched = rangesFetched(stalling.requests.slice(before));
+      expect(fetched.length).toBeGreaterThan(0);
+      expect(noneOverlaps(fetched, saved.done, saved.chunkSize)).toBe(true);
+      const chat = await readChat(
+        await second.fetch('/chat', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'hello?', user_id: 'after-restart' }),
+        }),
+      );
+      expect(chat.error).toBeUndefined();
+      expect(chat.text).toBe(ANSWER);
+      await second.stop();
+    } finally {
+      await parley?.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+      await fresh.drop();
     }
   });
 });
