@@ -116,7 +116,7 @@ export async function main(config: Config): Promise<void> {
   const database = await openDatabase(config, logger);
   const { db } = database;
   const backupsDir = join(config.DATA_DIR, 'backups');
-  if (database.backup) {
+  if (database.copyDataDir) {
     // The embedded engine's lock is ours now: what a killed run was still sending can go.
     const cleared = await clearUnsentBackups(backupsDir);
     if (cleared > 0) logger.info({ cleared }, 'removed backups a previous run left unsent');
@@ -548,7 +548,7 @@ export async function main(config: Config): Promise<void> {
     limits,
     userData,
     failedJobs: new FailedJobRepository(db),
-    backups: { dir: backupsDir, copy: database.backup },
+    backups: { dir: backupsDir, copy: database.copyDataDir },
     logger,
     checkDatabase: () => database.check(),
     modelStatus: () => model.status(),

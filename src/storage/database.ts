@@ -34,7 +34,7 @@ export interface Database {
    * same disk) while serving; resolves with how long the engine was held, in ms. A PostgreSQL
    * server has pg_dump.
    */
-  readonly backup: ((path: string) => Promise<number>) | undefined;
+  readonly copyDataDir: ((path: string) => Promise<number>) | undefined;
   /**
    * `ok` when the database answers a trivial query within the timeout; `busy` when that query
    * is still waiting for a pooled connection, every one in use (the database answers them);
@@ -134,7 +134,7 @@ export async function openDatabase(
       engine,
       capabilities,
       serializeStartup,
-      backup: embedded && ((path) => embedded.backup(path)),
+      copyDataDir: embedded && ((path) => embedded.copyDataDir(path)),
       check: async (timeoutMs = 2_000) => (engineDown ? 'unreachable' : check(pool, timeoutMs)),
       close,
     };

@@ -21,7 +21,7 @@ export interface EmbeddedEngine {
    * Copies the data directory to `path` (new, on the same disk), consistent, while the engine
    * serves (see pglite-worker.ts); resolves with how long the engine was held, in ms.
    */
-  backup(path: string): Promise<number>;
+  copyDataDir(path: string): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -67,7 +67,7 @@ export async function startEmbeddedEngine(
       connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
       exited,
       failed,
-      backup(path) {
+      copyDataDir(path) {
         const id = ++backups;
         const done = new Promise<number>((resolve, reject) => {
           const onMessage = (message: PgliteWorkerMessage) => {
