@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseChatStream } from '../support/chat-stream.ts';
 import { ENGINES } from '../support/engines.ts';
-import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type Json, jsonCaller } from '../support/json-call.ts';
+import type { FakeLlmServer } from '../support/fake-llm-server.ts';
+import type { Json } from '../support/json-call.ts';
+import { mcpToolOffers } from '../support/mcp-tool-offers.ts';
 import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import {
@@ -31,7 +31,11 @@ describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine)
   let setup: RestartSetup;
   let parley: RunningParley;
   const servers = {} as Record<'many' | 'wide' | 'endless' | 'fickle', ToolListMcpServer>;
-  const call = jsonCaller(() => parley);
+  const { addServer, userWith, chatOffers, toolStatus } = mcpToolOffers(
+    () => parley,
+    () => llm,
+    ADMIN,
+  );
 
   beforeAll(async () => {
     setup = await restartSetup(engine);
@@ -51,16 +55,7 @@ describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine)
       token: ADMIN,
       env: { ...setup.env, API_TOKEN: ADMIN, EMBEDDINGS_PROVIDER: 'none' },
     });
-    for (const [name, server] of Object.entries(servers)) {
-      const created = await call(ADMIN, 'POST', '/admin/mcp-servers', {
-        transport: 'http',
-        name,
-        url: server.url,
-        trusted: true,
-      });
-      expect(created.status, created.text).toBe(201);
-      await call(ADMIN, 'PATCH', `/admin/mcp-servers/${created.body.id}`, { enabled: true });
-    }
+    for (const [name, server] of Object.entries(servers)) await addServer(name, server.url);
   }, 120_000);
   afterEach(() => llm.assertNoUnexpected());
   afterAll(async () => {
@@ -68,36 +63,6 @@ describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine)
     for (const server of Object.values(servers)) await server.close();
     await setup?.cleanup();
   });
-
-  /** A user with only this server switched on; their key. */
-  const userWith = async (user: string, serverName: string) => {
-    const key = (await call(ADMIN, 'POST', '/admin/users', { user_id: user })).body.key as string;
-    for (const server of (await call(key, 'GET', `/users/${user}/mcp-servers`)).body.servers) {
-      await call(key, 'PUT', `/users/${user}/mcp-servers/${server.id}`, {
-        enabled: server.name === serverName,
-      });
-    }
-    return key;
-  };
-  /** One chat; the MCP tools of `serverName` the model was offered. */
-  const chatOffers = async (user: string, key: string, serverName: string) => {
-    llm.enqueue(reply.text('Done.'));
-    const before = llm.chats.length;
-    const response = await parley.fetch('/chat', {
-      method: 'POST',
-      token: key,
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ user_id: user, message: 'hello' }),
-    });
-    expect(response.status).toBe(200);
-    expect(parseChatStream(await response.text()).text).toBe('Done.');
-    const tools = (llm.chats[before]?.body.tools ?? []).map((t) => t.function.name);
-    return tools.filter((name) => name.startsWith(`${serverName}__`));
-  };
-  const toolStatus = async (user: string, key: string, serverName: string) =>
-    (await call(key, 'GET', `/users/${user}/mcp-servers`)).body.servers.find(
-      (s: Json) => s.name === serverName,
-    ).tools;
 
   it('offers at most 100 of 300 tools, the same ones every chat, and names the rest', async () => {
     const key = await userWith('ann', 'many');
