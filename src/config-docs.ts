@@ -292,7 +292,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     doc: "Characters of an MCP tool's description passed to the model (descriptions are the server's text, untrusted).",
   },
   MCP_MAX_TOOLS: {
-    doc: "MCP tools one chat offers the model, over all the user's servers: servers by name, each one's tools by name, the first this many (the rest are left out and named in `GET /users/{user_id}/mcp-servers`). With Parley's own tools (at most 11), the default stays within the 128 tools OpenAI takes in a request.",
+    doc: "MCP tools one chat offers the model, over all the user's servers, shared fairly: the places are dealt round-robin, one to each server in turn (servers by name), so each server gets an even share (the first by name one more when it does not divide) and a share a server cannot use goes to the others; each server offers its tools by name up to its share (the rest are left out and named in `GET /users/{user_id}/mcp-servers`). With Parley's own tools (at most 11), the default stays within the 128 tools OpenAI takes in a request.",
   },
   MCP_TOOL_SCHEMA_MAX_CHARS: {
     doc: "Longest input schema (its JSON's characters) of an MCP tool offered to the model: a tool with a longer one is left out (and named in the server's status), not sent with every chat.",

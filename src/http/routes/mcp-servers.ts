@@ -201,7 +201,7 @@ const userServerView = z.object({
             reason: z
               .enum(['tool_limit', 'schema_too_large', 'name_not_accepted'])
               .describe(
-                'tool_limit: past MCP_MAX_TOOLS (servers by name, tools by name); schema_too_large: past MCP_TOOL_SCHEMA_MAX_CHARS; name_not_accepted: `<server>__<tool>` is not a name models take',
+                "tool_limit: past its server's share of MCP_MAX_TOOLS (dealt round-robin over the user's servers by name; its tools by name); schema_too_large: past MCP_TOOL_SCHEMA_MAX_CHARS; name_not_accepted: `<server>__<tool>` is not a name models take",
               ),
           }),
         )
