@@ -152,6 +152,17 @@ const en = {
   mcpRemoveToken: 'Remove token',
   mcpAlwaysAllowed: 'Always allowed',
   mcpAskAgain: 'Ask again',
+  mcpToolCounts: (offered: number, leftOut: number) =>
+    `${offered} ${offered === 1 ? 'tool' : 'tools'} offered${leftOut ? `, ${leftOut} left out` : ''}`,
+  mcpListingCut: 'Its tool list was cut: the server lists more tools than Parley reads.',
+  mcpListingStale: (since: string) =>
+    `Its tool list could not be refreshed since ${since}; its earlier tools are offered meanwhile.`,
+  mcpLeftOut: 'Left out, and why',
+  mcpLeftOutReason: {
+    tool_limit: 'past its share of the tools a chat offers',
+    schema_too_large: 'its input schema is too long',
+    name_not_accepted: 'models do not accept its name',
+  },
   addMcpServer: 'Add MCP server',
   mcpName: 'Name',
   mcpTransport: 'Transport',
@@ -315,6 +326,17 @@ const ko: Strings = {
   mcpRemoveToken: '토큰 삭제',
   mcpAlwaysAllowed: '항상 허용',
   mcpAskAgain: '다시 묻기',
+  mcpToolCounts: (offered: number, leftOut: number) =>
+    `도구 ${offered}개 제공${leftOut ? `, ${leftOut}개 제외` : ''}`,
+  mcpListingCut: '도구 목록이 잘렸습니다: 서버가 Parley가 읽는 것보다 많은 도구를 나열합니다.',
+  mcpListingStale: (since: string) =>
+    `${since}부터 도구 목록을 새로 고치지 못했습니다. 그동안 이전 도구를 제공합니다.`,
+  mcpLeftOut: '제외된 도구와 이유',
+  mcpLeftOutReason: {
+    tool_limit: '채팅이 제공하는 도구 중 이 서버의 몫을 넘음',
+    schema_too_large: '입력 스키마가 너무 김',
+    name_not_accepted: '모델이 이름을 받지 않음',
+  },
   addMcpServer: 'MCP 서버 추가',
   mcpName: '이름',
   mcpTransport: '전송 방식',

@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { McpToolCounts, type ServerTools } from './mcp-tool-counts.tsx';
 
 interface MyServer {
   id: string;
@@ -11,11 +12,13 @@ interface MyServer {
   held: boolean;
   has_credential: boolean;
   always_allowed: string[];
+  tools: ServerTools;
 }
 
 /**
  * A user's MCP servers (issue 33): switch each on or off, store their own token for an HTTP
- * server (never shown again), make every tool ask again.
+ * server (never shown again), make every tool ask again; see how many of each one's tools
+ * their chats are offered.
  */
 export function MyMcpServers(props: { user: string }) {
   const path = `/users/${enc(props.user)}/mcp-servers`;
@@ -48,12 +51,14 @@ export function MyMcpServers(props: { user: string }) {
           <label class="check">
             <input
               type="checkbox"
+              aria-describedby={server.tools.listed === null ? undefined : toolsId(server)}
               checked={server.enabled}
               onChange={() => change(server, { enabled: !server.enabled })}
             />{' '}
             {t.mcpUse(server.name)}
           </label>
           {server.held && <p class="muted">{t.mcpHeld}</p>}
+          <McpToolCounts id={toolsId(server)} tools={server.tools} />
           {server.transport === 'http' && (
             <form
               class="inline"
@@ -98,3 +103,5 @@ export function MyMcpServers(props: { user: string }) {
     </>
   );
 }
+
+const toolsId = (server: MyServer) => `mcp-tools-${server.id}`;
