@@ -229,6 +229,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   INGEST_CONCURRENCY: {
     doc: 'Uploads extracted at once, and uploads stored at once; more wait their turn.',
   },
+  INGEST_QUEUE_MAX: {
+    doc: 'Uploads that may wait for their extraction (each holds a connection and its file on disk); the next gets 503 `busy` with `Retry-After: 30`. `0`: none waits.',
+  },
   OCR_ENABLED: { doc: 'Read scanned PDF pages with Tesseract (English, Korean).' },
   DEFAULT_TIMEZONE: {
     doc: 'Timezone (IANA) of users whose profile names none: their "today", their reminders\' days.',

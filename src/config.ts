@@ -390,6 +390,11 @@ export const configSchema = z.object({
   INGEST_PROCESS_IDLE_MS: integer(60_000, 0, 3_600_000),
   /** Extractions running at once; further uploads wait their turn. */
   INGEST_CONCURRENCY: integer(2, 1, 64),
+  /**
+   * Uploads that may wait for an extraction slot, each holding a request, a connection and its
+   * file; the next is answered 503 `busy` with Retry-After (0: none waits).
+   */
+  INGEST_QUEUE_MAX: integer(32, 0, 10_000),
   /** Read scanned PDF pages with Tesseract (tesseract.js, English and Korean). */
   OCR_ENABLED: flag(true),
   // Reminders and Telegram

@@ -498,6 +498,7 @@ export async function main(config: Config): Promise<void> {
         idleMs: config.INGEST_PROCESS_IDLE_MS,
       },
       concurrency: config.INGEST_CONCURRENCY,
+      queueMax: config.INGEST_QUEUE_MAX,
       ocrEnabled: config.OCR_ENABLED,
     },
     logger,

@@ -3,10 +3,12 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.ts';
 import type { DocumentService } from './document-service.ts';
+import type { ExtractedDocument } from './extracted-document.ts';
 import { CONTENT_TYPES, detectType, SNIFF_BYTES } from './extraction/detect-type.ts';
 import { ExtractionFailure } from './extraction/extraction-failure.ts';
+import type { ExtractionJob } from './extraction/extraction-process.ts';
 import { type ExtractionLimits, ExtractionProcesses } from './extraction/run-extraction.ts';
-import { Slots } from './slots.ts';
+import { type Release, Slots } from './slots.ts';
 import { type ReceivedFile, receiveUpload } from './upload-file.ts';
 import { checkName } from './upload-names.ts';
 
@@ -28,6 +30,8 @@ export interface IngestionSettings {
   maxBytes: number;
   limits: ExtractionLimits;
   concurrency: number;
+  /** Uploads that may wait for an extraction slot; more are refused (503 `busy`). */
+  queueMax: number;
   ocrEnabled: boolean;
 }
 
@@ -45,6 +49,17 @@ export interface IngestResult {
   source: string;
 }
 
+/**
+ * What an upload that finds the line full is told: 503 `busy` with Retry-After, as when every
+ * database connection is in use. Not that case's 5 s: a place frees as an extraction ends
+ * (seconds for a PDF, more with OCR), and each try sends the whole file again.
+ */
+export const LINE_FULL = {
+  code: 'busy',
+  message: 'Parley is busy reading other uploads; try again in 30 seconds.',
+  retryAfterSeconds: 30,
+} as const;
+
 /** A progress line after this many pages, or this long since the last one (OCR is slow). */
 const PROGRESS_EVERY_PAGES = 25;
 const PROGRESS_EVERY_MS = 10_000;
@@ -61,7 +76,7 @@ export class IngestionService {
   readonly #documents: DocumentService;
   readonly #settings: IngestionSettings;
   readonly #logger: Logger;
-  readonly #slots: Slots;
+  readonly #extracting: Slots;
   readonly #storing: Slots;
   readonly #extraction: ExtractionProcesses;
   #sweep: NodeJS.Timeout | undefined;
@@ -70,7 +85,7 @@ export class IngestionService {
     this.#documents = documents;
     this.#settings = settings;
     this.#logger = logger;
-    this.#slots = new Slots(settings.concurrency);
+    this.#extracting = new Slots(settings.concurrency, settings.queueMax);
     this.#storing = new Slots(settings.concurrency);
     this.#extraction = new ExtractionProcesses(settings.limits);
   }
@@ -163,52 +178,102 @@ export class IngestionService {
       );
     }
     const { kind } = detected;
-    if (owner !== undefined) await access.admit(owner, upload.bytes, source);
     const started = performance.now();
     const log = this.#logger.child({ kind, bytes: upload.bytes });
-    if (this.#slots.busy) log.info({ waiting: this.#slots.waiting + 1 }, 'upload queued');
-    const document = await this.#slots.run(() =>
-      this.#extraction
-        .run(
-          {
-            path: upload.path,
-            kind,
-            password: fields.get('password') || undefined,
-            ocrEnabled: this.#settings.ocrEnabled,
-            cacheDir: this.#settings.ocrDir,
-          },
-          { signal, onProgress: progressLogger(log) },
-        )
-        .catch((error: unknown) => {
-          if (!(error instanceof ExtractionFailure)) throw error;
-          log.info({ code: error.code }, 'extraction refused the file');
-          throw new AppError(error.code, error.code === 'unsupported' ? 415 : 422, error.message);
-        }),
+    const extracting = await this.#extractionSlot(log, signal, async () => {
+      if (owner !== undefined) await access.admit(owner, upload.bytes, source);
+    });
+    const { document, extractedAt, storing } = await this.#extractThenWaitForStoring(
+      extracting,
+      {
+        path: upload.path,
+        kind,
+        password: fields.get('password') || undefined,
+        ocrEnabled: this.#settings.ocrEnabled,
+        cacheDir: this.#settings.ocrDir,
+      },
+      log,
+      signal,
     );
-    const extractedMs = Math.round(performance.now() - started);
-    // Storing has its own INGEST_CONCURRENCY slots (the next file's extraction goes on
-    // meanwhile): at most that many ingestions write to the database at once, so another
-    // user's queries wait behind a few short batches, not behind every upload's.
-    if (this.#storing.busy)
-      log.info({ waiting: this.#storing.waiting + 1 }, 'upload queued for storing');
-    const { chunks } = await this.#storing.run(() =>
-      this.#documents.ingest(
+    let chunks: number;
+    try {
+      ({ chunks } = await this.#documents.ingest(
         { source, filename, contentType: CONTENT_TYPES[kind], bytes: upload.bytes, document },
         signal,
         owner,
-      ),
-    );
+      ));
+    } finally {
+      storing();
+    }
     log.info(
       {
         pages: document.pages.length,
         ocrPages: document.ocrPages.length,
         chunks,
-        extractedMs,
+        extractedMs: Math.round(extractedAt - started),
         totalMs: Math.round(performance.now() - started),
       },
       'document ingested',
     );
     return { chunks, filename, source };
+  }
+
+  /**
+   * A place in the line for an extraction slot, taken before `admit` counts the upload against
+   * its owner's limits (so a refused upload costs the user nothing, and a burst cannot slip
+   * past the line while its uploads are counted); then the slot itself.
+   */
+  async #extractionSlot(
+    log: Logger,
+    signal: AbortSignal | undefined,
+    admit: () => Promise<void>,
+  ): Promise<Release> {
+    const place = this.#extracting.join();
+    if (!place) {
+      log.info({ code: LINE_FULL.code, waiting: this.#extracting.waiting }, 'upload refused');
+      throw new AppError(LINE_FULL.code, 503, LINE_FULL.message, {
+        retryAfterSeconds: LINE_FULL.retryAfterSeconds,
+      });
+    }
+    try {
+      await admit();
+      if (this.#extracting.busy) log.info({ waiting: this.#extracting.waiting }, 'upload queued');
+      return await place.take(signal);
+    } finally {
+      place.leave();
+    }
+  }
+
+  /**
+   * Extracts the text, then waits for a storing slot, and only then gives the extraction slot
+   * back. Storing has its own INGEST_CONCURRENCY slots, so at most that many ingestions write
+   * to the database at once (another user's queries wait behind a few short batches, not
+   * behind every upload's), and the next file is extracted while this one is stored. Keeping
+   * the extraction slot meanwhile is the backpressure: when storing is slower, at most
+   * INGEST_CONCURRENCY extracted documents (each up to INGEST_MAX_BYTES of text) wait in
+   * memory, and the uploads behind them wait as files, in the line INGEST_QUEUE_MAX bounds.
+   */
+  async #extractThenWaitForStoring(
+    extracting: Release,
+    job: ExtractionJob,
+    log: Logger,
+    signal: AbortSignal | undefined,
+  ): Promise<{ document: ExtractedDocument; extractedAt: number; storing: Release }> {
+    try {
+      const document = await this.#extraction
+        .run(job, { signal, onProgress: progressLogger(log) })
+        .catch((error: unknown) => {
+          if (!(error instanceof ExtractionFailure)) throw error;
+          log.info({ code: error.code }, 'extraction refused the file');
+          throw new AppError(error.code, error.code === 'unsupported' ? 415 : 422, error.message);
+        });
+      const extractedAt = performance.now();
+      if (this.#storing.busy)
+        log.info({ waiting: this.#storing.waiting + 1 }, 'upload queued for storing');
+      return { document, extractedAt, storing: await this.#storing.acquire(signal) };
+    } finally {
+      extracting();
+    }
   }
 }
 

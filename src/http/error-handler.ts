@@ -26,6 +26,10 @@ export function installErrorHandling(app: FastifyInstance): void {
       if (error.retryAfterSeconds !== undefined) {
         reply.header('retry-after', String(error.retryAfterSeconds));
       }
+      // Busy is told the same way whatever is full (the uploads' line here, the pool below).
+      if (error.code === BUSY.code) {
+        return reply.code(error.status).send({ detail: error.message, code: BUSY.code });
+      }
       return reply.code(error.status).send({ detail: error.message });
     }
     const busy = poolWaitTimeout(error);

@@ -40,7 +40,8 @@ const schemas = {
     .object({ detail: z.string(), code: z.literal('busy').optional() })
     .describe(
       'The database is unavailable; or, with code `busy` and `Retry-After`, Parley is busy ' +
-        '(every database connection in use): try again shortly',
+        '(every database connection in use, or too many uploads waiting to be read): try ' +
+        'again after Retry-After',
     ),
 } as const;
 

@@ -3,7 +3,12 @@ import type { Document } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { Principal } from '../accounts/principal.ts';
 import type { UsageLimits } from '../accounts/usage-limits.ts';
-import type { IngestAccess, IngestionService, UploadPart } from '../documents/ingestion-service.ts';
+import {
+  type IngestAccess,
+  type IngestionService,
+  LINE_FULL,
+  type UploadPart,
+} from '../documents/ingestion-service.ts';
 import { AppError } from '../errors.ts';
 import type { Incoming } from './incoming.ts';
 import { overLimitText, sendReply } from './send-reply.ts';
@@ -71,6 +76,8 @@ export class DocumentDoor {
         text = t.encrypted;
       } else if (error.status === 413) {
         text = tooBig;
+      } else if (error.code === LINE_FULL.code) {
+        text = t.ingestBusy;
       } else {
         text = overLimitText(error, language) ?? t.ingestFailed(error.message);
       }

@@ -56,6 +56,8 @@ const TEXTS = {
     ingested: (name: string, chunks: number) =>
       `“${name}” is in your documents (${chunks} ${chunks === 1 ? 'passage' : 'passages'}): ask about it.`,
     ingestFailed: (detail: string) => `The document was not added: ${detail}`,
+    ingestBusy:
+      'The document was not added: Parley is busy reading other documents. Send it again in 30 seconds.',
     encrypted:
       'The PDF is protected by a password. Upload it with its password in the web client (or POST /ingest with "password").',
     tooBig: (mb: number) => `The file is too large: at most ${mb} MB.`,
@@ -127,6 +129,8 @@ const TEXTS = {
     ingested: (name: string, chunks: number) =>
       `“${name}” 문서를 추가했습니다(${chunks}개 구절). 이제 물어보세요.`,
     ingestFailed: (detail: string) => `문서를 추가하지 못했습니다: ${detail}`,
+    ingestBusy:
+      '문서를 추가하지 못했습니다. 지금 다른 문서들을 읽느라 바쁩니다. 잠시 후 다시 보내 주세요.',
     encrypted:
       '암호로 보호된 PDF입니다. 웹 클라이언트에서 암호와 함께 올려 주세요(또는 POST /ingest 에 "password").',
     tooBig: (mb: number) => `파일이 너무 큽니다. 최대 ${mb} MB입니다.`,
