@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { type ClientRequest, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/engines.ts';
 import { file, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
@@ -129,4 +130,61 @@ describe.each(ENGINES)('a burst of uploads on the %s engine', { timeout: 60_000 
     );
     expect(leftoverUploads(parley)).toEqual([]);
   });
+
+  it('lets an upload whose client hung up while waiting leave the line at once, its file removed', async () => {
+    const logged = (msg: string) => parley.logs.filter((line) => line.msg === msg).length;
+    const databaseUrl = setup.env.DATABASE_URL;
+    // Storing held (see above): one upload is stored, one waits for storing in its
+    // extraction slot, and the three sent next fill the line.
+    const release = databaseUrl ? await lockTable(databaseUrl, 'documents') : undefined;
+    const text = (n: number) =>
+      Array.from({ length: n }, (_, i) => `Line ${i} of a document stored slowly.\n\n`).join('');
+    const uploads: ReturnType<typeof upload>[] = [];
+    let hungUp: ClientRequest | undefined;
+    try {
+      const storingQueued = logged('upload queued for storing');
+      for (const name of ['held-1.txt', 'held-2.txt']) {
+        uploads.push(upload(name, text(release ? 20 : 30_000)));
+      }
+      await expect
+        .poll(() => logged('upload queued for storing'), { timeout: 10_000 })
+        .toBe(storingQueued + 1);
+      for (const name of ['gone.txt', 'line-1.txt', 'line-2.txt']) {
+        const queued = logged('upload queued');
+        if (name === 'gone.txt') hungUp = send(name, text(20));
+        else uploads.push(upload(name, text(20)));
+        await expect.poll(() => logged('upload queued'), { timeout: 10_000 }).toBe(queued + 1);
+      }
+      const files = leftoverUploads(parley).length;
+      hungUp?.destroy();
+      // Its place and its file are given back now, not when its turn would have come.
+      await expect.poll(() => leftoverUploads(parley).length, { timeout: 5_000 }).toBe(files - 1);
+      const queued = logged('upload queued');
+      uploads.push(upload('after-hang-up.txt', text(20)));
+      await expect.poll(() => logged('upload queued'), { timeout: 10_000 }).toBe(queued + 1);
+    } finally {
+      await release?.();
+    }
+    const answers = await Promise.all(uploads);
+    expect(answers.map((answer) => [answer.filename, answer.status])).toEqual(
+      ['held-1.txt', 'held-2.txt', 'line-1.txt', 'line-2.txt', 'after-hang-up.txt'].map((name) => [
+        name,
+        200,
+      ]),
+    );
+    expect(await listedSources(parley)).not.toContain('gone.txt');
+    expect(leftoverUploads(parley)).toEqual([]);
+  });
+
+  /** Sends an upload whose answer is never read: the caller hangs up. */
+  function send(filename: string, data: string): ClientRequest {
+    const { body, contentType } = multipartBody([file(filename, data)]);
+    const req = request(`${parley.url}/ingest`, {
+      method: 'POST',
+      headers: { 'content-type': contentType, 'content-length': String(body.length) },
+    });
+    req.on('error', () => {}); // the hang-up is ours
+    req.end(body);
+    return req;
+  }
 });
