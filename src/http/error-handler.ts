@@ -22,7 +22,13 @@ export function installErrorHandling(app: FastifyInstance): void {
         .send({ detail: toValidationDetails(error.validationContext, error.validation) });
     }
     if (AppError.isInstance(error)) {
-      if (error.status >= 500) request.log.warn({ err: error }, error.message);
+      // A busy refusal is load, not a fault: its code, not a stack trace per refused request.
+      if (error.status >= 500) {
+        request.log.warn(
+          error.code === BUSY.code ? { code: error.code } : { err: error },
+          error.message,
+        );
+      }
       if (error.retryAfterSeconds !== undefined) {
         reply.header('retry-after', String(error.retryAfterSeconds));
       }

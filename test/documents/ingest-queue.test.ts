@@ -84,6 +84,11 @@ describe.each(ENGINES)('a burst of uploads on the %s engine', { timeout: 60_000 
     expect(parley.logs.filter((line) => line.msg === 'upload refused')).toHaveLength(
       refused.length,
     );
+    // Each refusal's warning names the code, with no stack trace: load, not a fault.
+    const warned = parley.logs.filter((line) => line.msg === BUSY.detail);
+    expect(warned).toHaveLength(refused.length);
+    for (const line of warned)
+      expect({ code: line.code, err: line.err }).toEqual({ code: 'busy', err: undefined });
 
     // The line is free again: the next upload is served.
     expect(await upload('after.txt', 'served again')).toMatchObject({ status: 200 });
