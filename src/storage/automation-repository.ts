@@ -239,7 +239,8 @@ export class AutomationRepository {
   /**
    * Claims a scheduled occurrence: inserts its run ('running', held until `claimUntil`), or
    * takes over one whose runner died (held past its time). Concurrent claims from ticks,
-   * replicas and restarts meet on the unique (automation, occurrence): one gets the row.
+   * replicas and restarts meet on the unique (automation, kind, occurrence): one gets the row;
+   * a "run now" run at the same instant is of the other kind, and takes nothing.
    * Nothing is claimed when the automation is no longer active or was moved past it.
    */
   async claimScheduled(
@@ -253,7 +254,7 @@ export class AutomationRepository {
                                          started_at)
        SELECT $1, a.id, $3, 'running', $5, $4 FROM automations a
         WHERE a.id = $2 AND a.status = 'active' AND a.next_run_at <= $3
-       ON CONFLICT (automation_id, occurrence) DO UPDATE
+       ON CONFLICT (automation_id, manual, occurrence) DO UPDATE
           SET status = 'running', claimed_until = EXCLUDED.claimed_until,
               started_at = EXCLUDED.started_at
         WHERE r.status = 'running' AND r.claimed_until <= $4
@@ -346,7 +347,7 @@ export class AutomationRepository {
          INSERT INTO automation_runs (id, automation_id, occurrence, status, finished_at, error,
                                       read_at)
          VALUES ($1, $2, $3, 'skipped', $5, 'more than a day late', $5)
-         ON CONFLICT (automation_id, occurrence) DO NOTHING
+         ON CONFLICT (automation_id, manual, occurrence) DO NOTHING
        )
        UPDATE automations
           SET next_run_at = $4,
@@ -388,7 +389,7 @@ export class AutomationRepository {
                  WHERE r.automation_id = $2
                    AND (r.status = 'queued'
                         OR (r.status = 'running' AND (r.manual OR r.claimed_until > $3))))
-         ON CONFLICT (automation_id, occurrence) DO NOTHING
+         ON CONFLICT (automation_id, manual, occurrence) DO NOTHING
          RETURNING id`,
         [randomUUID(), automationId, now],
       );

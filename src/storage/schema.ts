@@ -591,8 +591,8 @@ export const automations = pgTable(
 );
 
 /**
- * One run of an automation: its row is the claim (unique per automation and occurrence), so
- * an occurrence runs once across replicas and restarts. `claimed_until`: a 'running' row whose
+ * One run of an automation: its row is the claim (unique per automation, kind and occurrence),
+ * so an occurrence runs once across replicas and restarts. `claimed_until`: a 'running' row whose
  * runner died is taken over after it. `read_at` null on a settled run: the web client's
  * unread mark.
  */
@@ -617,7 +617,9 @@ export const automationRuns = pgTable(
     readAt: timestamp('read_at', { withTimezone: true }),
   },
   (t) => [
-    uniqueIndex('automation_runs_occurrence_idx').on(t.automationId, t.occurrence),
+    // A "run now" run is named by the instant it was asked for, which may be a scheduled
+    // run's own: each kind is once per instant, and neither takes the other's place.
+    uniqueIndex('automation_runs_kind_occurrence_idx').on(t.automationId, t.manual, t.occurrence),
     index('automation_runs_open_idx').on(t.status).where(sql`${t.status} IN ('queued', 'running')`),
   ],
 );
