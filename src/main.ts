@@ -82,6 +82,7 @@ import { tellInterruptedChats } from './telegram/interrupted-answers.ts';
 import { startTelegram } from './telegram/start-telegram.ts';
 import { TelegramApi } from './telegram/telegram-api.ts';
 import { telegramNotices } from './telegram/telegram-notices.ts';
+import { tellUntoldAnswers } from './telegram/untold-answers.ts';
 import { automationTools } from './tools/automation-tools.ts';
 import { withCorrectiveFallback } from './tools/corrective-fallback.ts';
 import { documentTools } from './tools/document-tools.ts';
@@ -435,6 +436,14 @@ export async function main(config: Config): Promise<void> {
         await tellInterruptedChat?.(run);
       }
     },
+    onUntold:
+      telegram &&
+      tellUntoldAnswers(
+        telegram,
+        logger.child({ component: 'telegram' }),
+        shutdownSignal.signal,
+        Math.min(15_000, ((lease ?? RUN_LEASE_SECONDS) * 1000) / 2),
+      ),
   });
   await detachedRuns.start();
 

@@ -1,6 +1,10 @@
 import type { Logger } from 'pino';
 import type { ChatEvent } from '../assistant/chat-events.ts';
-import type { AbandonedRun, RunEventRepository } from '../storage/run-event-repository.ts';
+import type {
+  AbandonedRun,
+  RunEventRepository,
+  UntoldRun,
+} from '../storage/run-event-repository.ts';
 
 /**
  * What a door registers with a run to be stored if the process generating it dies: the
@@ -30,7 +34,7 @@ export interface AbandonedTurn {
 }
 
 export interface AbandonedRunsOptions {
-  store: Pick<RunEventRepository, 'endAbandoned' | 'abandoned'>;
+  store: Pick<RunEventRepository, 'endAbandoned' | 'abandoned' | 'untold' | 'claimUntold' | 'told'>;
   logger: Logger;
   /** This process, as a holder: its own runs are never taken for dead. */
   holder: string;
@@ -45,6 +49,11 @@ export interface AbandonedRunsOptions {
   repeat: boolean;
   /** Stores what is left of the run (called once, by the process that ended it). */
   onAbandoned?: ((run: AbandonedTurn) => Promise<void>) | undefined;
+  /**
+   * Sends the final message of a Telegram answer that was stored but whose holder died
+   * before it was sent; answers whether it is done with (sent, or refused for good).
+   */
+  onUntold?: ((run: UntoldRun) => Promise<boolean>) | undefined;
 }
 
 /** The events every listener of a run whose holder died sees last, stored like its own. */
@@ -133,8 +142,27 @@ export class AbandonedRuns {
         if (this.#closed) return;
         if (!isLive(runId)) await this.end(runId);
       }
+      await this.#tellUntold();
     } catch (error) {
       logger.warn({ err: error }, 'abandoned runs not looked for');
+    }
+  }
+
+  /**
+   * Telegram answers stored whose holder died before their final message went out (or before
+   * it recorded that it did): each is taken over by one process and sent, and marked told
+   * only once sent, so a process that dies sending it leaves it to the next sweep. Telegram
+   * takes no key to drop a repeat: a death between its acceptance and the mark sends it twice.
+   */
+  async #tellUntold(): Promise<void> {
+    const { store, logger, holder, silentMs, onUntold } = this.#options;
+    if (!onUntold) return;
+    for (const runId of await store.untold(holder, silentMs)) {
+      if (this.#closed) return;
+      const run = await store.claimUntold(runId, holder, silentMs);
+      if (!run) continue; // taken by another process
+      if (await onUntold(run)) await store.told(runId);
+      else logger.warn({ runId, code: 'answer_not_sent' }, 'an untold answer is left for later');
     }
   }
 }

@@ -1,4 +1,6 @@
+import type { ChatErrorCode } from '../assistant/chat-events.ts';
 import type { Db } from './database.ts';
+import { textOf } from './history-repository.ts';
 
 /** The channel replicas hear about resumable runs on (server engine only). */
 export const RUN_CHANNEL = 'parley_runs';
@@ -84,6 +86,19 @@ export interface AbandonedRun {
   text: string;
 }
 
+/** A Telegram answer stored whose final message is not known to have gone (claimUntold). */
+export interface UntoldRun {
+  runId: string;
+  /** What its holder registered (DetachedRuns' PendingTurn, as JSON). */
+  turn: string | undefined;
+  /** The stored answer, as the history shows it. */
+  answer: string;
+  /** The error event the run ended with, if any. */
+  error: { code: ChatErrorCode; message: string; percent?: number } | undefined;
+  /** Its owner stopped it. */
+  stopped: boolean;
+}
+
 /** A run's events in one flush: numbered `firstSeq` on, consecutive. */
 export interface RunEventBatch {
   runId: string;
@@ -133,8 +148,9 @@ export class RunEventRepository {
         const batch = this.#opening.splice(0, 500);
         try {
           await this.#db.$client.query(
-            `INSERT INTO run_streams (run_id, user_id, holder, turn)
-             SELECT run_id, user_id, holder, turn
+            `INSERT INTO run_streams (run_id, user_id, holder, turn, telegram_untold)
+             SELECT run_id, user_id, holder, turn,
+                    coalesce((turn::json -> 'telegramChat') IS NOT NULL, false)
                FROM json_to_recordset($1::json)
                  AS r(run_id uuid, user_id text, holder text, turn text)`,
             [JSON.stringify(batch.map((item) => item.row))],
@@ -241,7 +257,7 @@ export class RunEventRepository {
   async heartbeat(holder: string): Promise<string[]> {
     const { rows } = await this.#db.$client.query<{ run_id: string; stop_requested: boolean }>(
       `UPDATE run_streams SET heartbeat_at = now()
-        WHERE holder = $1 AND status = 'running'
+        WHERE holder = $1 AND (status = 'running' OR telegram_untold)
        RETURNING run_id, stop_requested`,
       [holder],
     );
@@ -269,7 +285,11 @@ export class RunEventRepository {
     }>(
       `WITH claimed AS (
          UPDATE run_streams SET status = 'ended', ended_at = now(),
-                last_seq = last_seq + json_array_length($3::json)
+                last_seq = last_seq + json_array_length($3::json),
+                -- A turn not stored is told as interrupted by the caller; a stored one is
+                -- still to be sent (tellUntold).
+                telegram_untold = telegram_untold
+                  AND EXISTS (SELECT 1 FROM chat_runs r WHERE r.id = run_streams.run_id)
           WHERE run_id = $1 AND status = 'running'
             AND heartbeat_at < now() - make_interval(secs => $2)
          RETURNING run_id, user_id, created_at, turn, last_seq
@@ -307,6 +327,84 @@ export class RunEventRepository {
         text: row.text ?? '',
       }
     );
+  }
+
+  /** The run's Telegram chat has its final message (or will never have it). */
+  async told(runId: string): Promise<void> {
+    await this.#db.$client.query(
+      'UPDATE run_streams SET telegram_untold = false WHERE run_id = $1 AND telegram_untold',
+      [runId],
+    );
+  }
+
+  /** Ended Telegram answers whose final message is not known to have gone, their holder silent. */
+  async untold(holder: string, silentMs: number): Promise<string[]> {
+    const { rows } = await this.#db.$client.query<{ run_id: string }>(
+      `SELECT run_id FROM run_streams
+        WHERE telegram_untold AND status = 'ended' AND holder <> $1
+          AND heartbeat_at < now() - make_interval(secs => $2)
+        ORDER BY created_at LIMIT 100`,
+      [holder, silentMs / 1000],
+    );
+    return rows.map((row) => row.run_id);
+  }
+
+  /**
+   * Takes over an untold answer as its holder (of processes taking it at once, one gets it;
+   * one that dies sending it leaves it silent for the next): the stored answer, and the run's
+   * own error or stop, as the chat's final message says them.
+   */
+  async claimUntold(
+    runId: string,
+    holder: string,
+    silentMs: number,
+  ): Promise<UntoldRun | undefined> {
+    const { rows } = await this.#db.$client.query<{
+      turn: string | null;
+      messages: { role: string; content: unknown }[] | null;
+      error: string | null;
+      stopped: boolean;
+    }>(
+      `WITH claimed AS (
+         UPDATE run_streams SET holder = $2, heartbeat_at = now()
+          WHERE run_id = $1 AND telegram_untold AND status = 'ended' AND holder <> $2
+            AND heartbeat_at < now() - make_interval(secs => $3)
+         RETURNING run_id, turn
+       ),
+       events AS (
+         SELECT e.event, b.first_seq, e.n FROM claimed c
+           JOIN run_event_batches b ON b.run_id = c.run_id
+          CROSS JOIN LATERAL json_array_elements(b.events::json) WITH ORDINALITY AS e(event, n)
+          WHERE e.event ->> 'type' IN ('error', 'done')
+       )
+       SELECT c.turn,
+              (SELECT json_agg(json_build_object('role', m.role, 'content', m.content)
+                               ORDER BY m.id)
+                 FROM messages m WHERE m.run_id = c.run_id) AS messages,
+              -- The run's own error; not the one added when its holder was found dead after
+              -- the answer was stored.
+              (SELECT event::text FROM events
+                WHERE event ->> 'type' = 'error' AND event ->> 'code' <> 'run_interrupted'
+                ORDER BY first_seq DESC, n DESC LIMIT 1) AS error,
+              EXISTS (SELECT 1 FROM events
+                       WHERE event ->> 'type' = 'done' AND event ->> 'stopped' = 'true') AS stopped
+         FROM claimed c`,
+      [runId, holder, silentMs / 1000],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    const answer = (row.messages ?? [])
+      .filter((message) => message.role === 'assistant')
+      .map((message) => textOf(message.content))
+      .filter((text) => text !== '')
+      .join('\n\n');
+    return {
+      runId,
+      turn: row.turn ?? undefined,
+      answer,
+      error: row.error ? (JSON.parse(row.error) as UntoldRun['error']) : undefined,
+      stopped: row.stopped,
+    };
   }
 
   /**

@@ -649,10 +649,18 @@ export const runStreams = pgTable(
      * the answer as far as it got are not lost with the process (see DetachedRuns).
      */
     turn: text('turn'),
+    /**
+     * A Telegram answer whose final message has not gone out yet: set with the run (before its
+     * answer is stored), cleared once the message went. Its holder's heartbeat keeps it alive
+     * after the run ended; a holder that died leaves it to whoever finds it silent, who sends
+     * the stored answer (telegram/untold-answers.ts): the run's row is the answer's outbox.
+     */
+    telegramUntold: boolean('telegram_untold').notNull().default(false),
   },
   (t) => [
     index('run_streams_user_idx').on(t.userId),
     index('run_streams_holder_idx').on(t.holder).where(sql`${t.status} = 'running'`),
+    index('run_streams_untold_idx').on(t.createdAt).where(sql`${t.telegramUntold}`),
   ],
 );
 

@@ -24,7 +24,7 @@ export interface ChatDoorDependencies {
    * Where the answer runs: detached from the door, like a resumable /chat (one mechanism), so
    * it is bounded by ANSWER_MAX_SECONDS and shutdown, and can be followed and stopped by id.
    */
-  runs: Pick<DetachedRuns, 'begin' | 'listen'>;
+  runs: Pick<DetachedRuns, 'begin' | 'listen' | 'told'>;
   /**
    * The conversation a message of the chat goes to: the chat's own current one (`/new`,
    * `/chats`), else the user's shared one (made if they have none). Known before the answer
@@ -106,9 +106,10 @@ export class ChatDoor {
     if (shutdown.aborted) stop();
     else shutdown.addEventListener('abort', stop, { once: true });
     let begun = false;
+    let delivered = false;
+    const runId = randomUUID();
     try {
       const conversationId = await this.#deps.conversationOf(String(chatId), userId);
-      const runId = randomUUID();
       // PostgreSQL cannot store U+0000.
       const message = question.message.replaceAll('\u0000', '\uFFFD');
       await this.#deps.runs.begin(
@@ -165,6 +166,9 @@ export class ChatDoor {
         );
         return;
       }
+      delivered = true;
+      // Noted before it is logged: once the line is there, no other process sends it again.
+      await this.#deps.runs.told(runId);
       log.info(
         { runId: sent.runId, firstUpdateMs: sent.firstUpdateMs, drafts: this.#drafts.enabled },
         'Telegram answer sent',
@@ -172,6 +176,9 @@ export class ChatDoor {
     } finally {
       shutdown.removeEventListener('abort', stop);
       if (!begun) await image?.dispose();
+      // Refused by Telegram or failed, it is over. Cut short by shutdown, the run stays untold:
+      // the next process sends the stored answer (untold-answers.ts).
+      if (begun && !delivered && !sending.signal.aborted) await this.#deps.runs.told(runId);
     }
   }
 

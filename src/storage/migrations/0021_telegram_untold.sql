@@ -1,0 +1,2 @@
+ALTER TABLE "run_streams" ADD COLUMN "telegram_untold" boolean DEFAULT false NOT NULL;--> statement-breakpoint
+CREATE INDEX "run_streams_untold_idx" ON "run_streams" USING btree ("created_at") WHERE "run_streams"."telegram_untold";
