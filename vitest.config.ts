@@ -9,6 +9,8 @@ export default defineConfig({
     // what a start-up hook gets. Waits inside tests carry their own, shorter deadlines.
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    // Kills any server a test file left running (a forgotten stop, a failure before it).
+    setupFiles: ['test/support/stop-left-servers.ts'],
     pool: 'forks',
     maxWorkers: 2,
   },

@@ -137,6 +137,9 @@ describe('a live backup of the embedded engine during a chat load', () => {
       for (const turn of body.turns) stored.add(turn.run_id);
     }
     expect(before.filter(([runId]) => !stored.has(runId))).toEqual([]);
+    // Stopped here: a later test's server takes `parley`, and this one was left running.
+    await parley.stop();
+    parley = undefined;
   }, 180_000);
 
   it('removes at the next start a backup that a killed run was still sending', async () => {

@@ -40,6 +40,22 @@ const START = startCommand();
  */
 export const NO_MODEL_URL = 'http://127.0.0.1:9/parley-tests-have-no-model.gguf';
 
+/** Servers this test file started and that have not exited. */
+const running = new Set<ChildProcess>();
+
+/**
+ * Kills the servers a test file left running (test/support/stop-left-servers.ts runs it after
+ * every file): a test that forgets to stop its server, or fails before it can, must not leave
+ * it beside the rest of the suite, holding a port, its data directory and a core. Answers how
+ * many there were.
+ */
+export function killLeftServers(): number {
+  const left = [...running].filter((child) => child.exitCode === null && child.signalCode === null);
+  for (const child of left) child.kill('SIGKILL');
+  running.clear();
+  return left.length;
+}
+
 export function spawnParley(
   env: Record<string, string | undefined>,
   stdio: StdioOptions = ['ignore', 'pipe', 'pipe'],
@@ -51,7 +67,7 @@ export function spawnParley(
   const start = root ? startCommand(root) : START;
   const [command = process.execPath, ...wrapperArgs] = wrapper;
   const args = wrapper.length > 0 ? [...wrapperArgs, process.execPath, ...start.args] : start.args;
-  return spawn(command, args, {
+  const child = spawn(command, args, {
     env: {
       ...start.env,
       PATH: process.env.PATH,
@@ -65,4 +81,7 @@ export function spawnParley(
     },
     stdio,
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
 }
