@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES, type Engine } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -575,7 +575,7 @@ const isLast = (route: string) => {
 
 describe.each(ENGINES)('authorization of every route on the %s engine', (engine) => {
   let parley: RunningParley;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   const keys: Partial<Record<Caller, string>> = {};
   let fixture: Fixture;
@@ -636,7 +636,7 @@ describe.each(ENGINES)('authorization of every route on the %s engine', (engine)
   };
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     llm.respond(() => reply.text('Hello there.'));
     clockFile = join(mkdtempSync(join(tmpdir(), 'parley-clock-')), 'now');

@@ -3,9 +3,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { readChat } from '../support/chat-stream.ts';
+import { engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { restartSetup } from '../support/restart-setup.ts';
 import { startParley } from '../support/start-parley.ts';
 
 /**
@@ -22,7 +22,7 @@ describe.each(ENGINES)('a stored offset timezone on the %s engine', (engine) => 
   });
 
   it("neither the user's chats nor their usage fail on it", async () => {
-    const { llm, dataDir, env, cleanup } = await restartSetup(engine, {
+    const { llm, dataDir, env, cleanup } = await engineSetup(engine, {
       // A daily token limit: every chat counts today's tokens in the user's timezone.
       LIMIT_TOKENS_PER_DAY: '100000',
       LIMITS_APPLY_TO_ADMIN: 'true',

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -73,7 +73,7 @@ const INGESTED = { [-1]: 1 * MB, 0: 2 * MB, 1: 4 * MB } as Record<number, number
 
 describe.each(ENGINES)("usage's today is the user's day on the %s engine", (engine) => {
   let parley: RunningParley;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   /** Every seeded run's instant and tokens; every user gets all of them. */
   const runs: { at: number; tokens: number }[] = [];
   /** Each user's ingestion per seeded day. */
@@ -82,7 +82,7 @@ describe.each(ENGINES)("usage's today is the user's day on the %s engine", (engi
 
   beforeAll(async () => {
     await clearOfMidnights();
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     const { dataDir } = setup;
     const now = Date.now();
     let tokens = 1;

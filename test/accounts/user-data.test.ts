@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type Json, jsonCaller } from '../support/json-call.ts';
 import { multipartBody } from '../support/multipart.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const ADMIN = 'data-admin-token';
@@ -13,7 +13,7 @@ const ADMIN = 'data-admin-token';
 describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   const keys: Record<string, string> = {};
 
   const answer = jsonCaller(() => parley);
@@ -54,7 +54,7 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   };
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     parley = await startParley({
       dataDir: setup.dataDir,

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   reply,
 } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /** A memory decision asks for structured output; a chat does not. */
@@ -21,10 +21,10 @@ interface Memory {
 describe.each(ENGINES)('conversation memory and conversations on the %s engine', (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     llm.respond((body) => {
       if (!isDecision(body)) return reply.text('Noted.');

@@ -1,13 +1,13 @@
 import { Marked, type Tokens } from 'marked';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type ChatStream, readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   reply,
 } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 interface Conversation {
@@ -39,11 +39,11 @@ const shown = (body: ChatCompletionRequest) =>
 describe.each(ENGINES)('conversations on the %s engine', (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
 
   beforeAll(async () => {
     // A server database writing dates day first: Parley must not depend on its DateStyle.
-    setup = await restartSetup(engine, {}, {}, { datestyle: 'SQL, DMY' });
+    setup = await engineSetup(engine, {}, {}, { datestyle: 'SQL, DMY' });
     llm = setup.llm;
     parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
   });

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
   type FakeLlmServer,
   reply,
 } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 interface Conversation {
@@ -25,12 +25,12 @@ const promptOf = (body: ChatCompletionRequest) =>
 describe.each(ENGINES)('conversation titles by the model on the %s engine', (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   /** What the model answers a title request with, by the question it titles. */
   const titles = new Map<string, ReturnType<typeof reply.text> | ReturnType<typeof reply.error>>();
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     llm.respond((body) => {
       if (!isTitleRequest(body)) return reply.text('Here is what I know.');

@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../../src/storage/database.ts';
 import { HIDDEN } from '../../src/storage/hidden-documents.ts';
 import { indexInconsistencies, openDocumentService } from '../support/document-store.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { startParley } from '../support/start-parley.ts';
 
 /**
@@ -17,11 +17,11 @@ import { startParley } from '../support/start-parley.ts';
  * hour, not only when some later large upload happens to run.
  */
 describe.each(ENGINES)('uploads cut short by a kill on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   const target = () => ({ dataDir: setup.dataDir, databaseUrl: setup.env.DATABASE_URL });
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
   });
   afterAll(async () => {
     await setup?.cleanup();

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { file, ingest, listedSources } from '../support/ingest-client.ts';
-import { restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -43,12 +43,12 @@ describe.each(ENGINES)(
   'concurrent large uploads on the %s engine',
   { timeout: 180_000 },
   (engine) => {
-    let setup: Awaited<ReturnType<typeof restartSetup>>;
+    let setup: Awaited<ReturnType<typeof engineSetup>>;
     let parley: RunningParley;
 
     beforeAll(async () => {
       // Embeddings on, as a user runs Parley: the background job embeds while uploads are stored.
-      setup = await restartSetup(engine, {
+      setup = await engineSetup(engine, {
         EMBEDDINGS_PROVIDER: 'openai',
         EMBEDDINGS_MODEL: 'fake-embedder',
         EMBEDDINGS_MAX_RETRIES: '0',

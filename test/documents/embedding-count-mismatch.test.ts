@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -40,7 +40,7 @@ describe.each(ENGINES)(
   'an embeddings answer with fewer vectors than texts, on the %s engine',
   (engine) => {
     let llm: FakeLlmServer;
-    let setup: RestartSetup;
+    let setup: EngineSetup;
     let parley: RunningParley;
     let dataDir: string;
     const env = () => ({
@@ -63,7 +63,7 @@ describe.each(ENGINES)(
         .filter((input) => input.some((text) => text.includes('quokka')));
 
     beforeAll(async () => {
-      setup = await restartSetup(engine, {}, { embed });
+      setup = await engineSetup(engine, {}, { embed });
       ({ llm, dataDir } = setup);
       parley = await startParley({ dataDir, env: env() });
       const ready = await parley.waitForLog((line) => line.msg === 'database ready');

@@ -3,10 +3,10 @@ import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
+import { engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
-import { restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -50,7 +50,7 @@ const RETRY_MS = 3_600_000; // no retry by the clock: a batch that failed would 
 
 describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: Awaited<ReturnType<typeof restartSetup>>;
+  let setup: Awaited<ReturnType<typeof engineSetup>>;
   let parley: RunningParley;
   let dataDir: string;
   /** The dimension the fake model answers now: its vectors padded with zeros to it. */
@@ -82,7 +82,7 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
     parley.waitForLog((line) => line.msg === msg && parley.logs.indexOf(line) >= from, 30_000);
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, {}, { embed });
+    setup = await engineSetup(engine, {}, { embed });
     ({ llm, dataDir } = setup);
     parley = await startParley({ dataDir, env: env() });
     const ready = await parley.waitForLog((line) => line.msg === 'database ready');

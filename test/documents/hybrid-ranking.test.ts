@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { VECTOR_SETUPS } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type SearchOutput, searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -30,7 +30,7 @@ const KOREA =
 
 describe.each(VECTOR_SETUPS)('hybrid ranking on $name', (setup) => {
   let llm: FakeLlmServer;
-  let harness: RestartSetup;
+  let harness: EngineSetup;
   let parley: RunningParley;
   let hybrid = false;
 
@@ -61,7 +61,7 @@ describe.each(VECTOR_SETUPS)('hybrid ranking on $name', (setup) => {
   };
 
   beforeAll(async () => {
-    harness = await restartSetup(setup.engine, {}, { embed }, { pgvector: setup.pgvector });
+    harness = await engineSetup(setup.engine, {}, { embed }, { pgvector: setup.pgvector });
     llm = harness.llm;
     parley = await startParley({
       dataDir: harness.dataDir,

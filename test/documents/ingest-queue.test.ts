@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { type ClientRequest, request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { file, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
 import { multipartBody } from '../support/multipart.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { lockTable, waitForLockWaiter } from '../support/table-lock.ts';
 
@@ -23,11 +23,11 @@ const BUSY = {
 };
 
 describe.each(ENGINES)('a burst of uploads on the %s engine', { timeout: 60_000 }, (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, {
+    setup = await engineSetup(engine, {
       INGEST_CONCURRENCY: String(CONCURRENCY),
       INGEST_QUEUE_MAX: String(QUEUE_MAX),
     });

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest, listedSources } from '../support/ingest-client.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -23,12 +23,12 @@ function letters(count: number): string {
 }
 
 describe.each(ENGINES)('a document with a very long word on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, { EMBEDDINGS_PROVIDER: 'none', CHUNK_MAX_TOKENS: '2048' });
+    setup = await engineSetup(engine, { EMBEDDINGS_PROVIDER: 'none', CHUNK_MAX_TOKENS: '2048' });
     llm = setup.llm;
     parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
   }, 120_000);

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import type { SearchOutput } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -39,7 +39,7 @@ const embed = (text: string) =>
 
 describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let dataDir: string;
   let parley: RunningParley;
   const keys: Record<string, string> = {};
@@ -78,7 +78,7 @@ describe.each(ENGINES)('a user’s documents with vectors on the %s engine', (en
   const texts = (output: SearchOutput) => output.hits.map((hit) => hit.text);
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, {}, { embed });
+    setup = await engineSetup(engine, {}, { embed });
     ({ llm, dataDir } = setup);
     parley = await startParley({
       dataDir,

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { VECTOR_SETUPS } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -17,11 +17,11 @@ const SETUPS = VECTOR_SETUPS.filter((setup) => setup.pgvector).flatMap((setup) =
 
 describe.each(SETUPS)('$dimension-dimension vectors on $name', ({ engine, dimension }) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, {}, { embeddingDimension: dimension });
+    setup = await engineSetup(engine, {}, { embeddingDimension: dimension });
     llm = setup.llm;
     parley = await startParley({
       dataDir: setup.dataDir,

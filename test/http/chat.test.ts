@@ -6,9 +6,9 @@ import {
   readChatInLockstep,
   readUntil,
 } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { query } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -18,7 +18,7 @@ type Message = { role: string; content?: unknown; tool_call_id?: string };
 
 describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let dataDir: string;
   let parley: RunningParley;
   const env = () => ({
@@ -44,7 +44,7 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     (llm.chats[index]?.body.messages ?? []).filter((m) => m.role !== 'system') as Message[];
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     ({ llm, dataDir } = setup);
     parley = await startParley({ dataDir, env: env() });
   });

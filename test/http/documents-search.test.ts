@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type ChatStream, readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES, VECTOR_SETUPS } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type Seed, seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -50,7 +50,7 @@ interface ToolOutput {
 
 describe.each(ENGINES)('search_documents on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
 
   const ask = async (userId: string, message: string): Promise<ChatStream> =>
@@ -78,7 +78,7 @@ describe.each(ENGINES)('search_documents on the %s engine', (engine) => {
   };
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, { EMBEDDINGS_PROVIDER: 'none', RAG_SHOW_SOURCES: 'true' });
+    setup = await engineSetup(engine, { EMBEDDINGS_PROVIDER: 'none', RAG_SHOW_SOURCES: 'true' });
     const { dataDir, env } = setup;
     llm = setup.llm;
     await seed({ dataDir, databaseUrl: env.DATABASE_URL }, { documents: DOCUMENTS });
@@ -159,7 +159,7 @@ describe.each(ENGINES)('search_documents on the %s engine', (engine) => {
 
 describe.each(VECTOR_SETUPS)('hybrid search, query rewriting and RAG_VERBOSE on $name', (setup) => {
   let llm: FakeLlmServer;
-  let harness: RestartSetup;
+  let harness: EngineSetup;
   let parley: RunningParley;
   const KOREAN = DOCUMENTS[1]?.chunks?.[0] as string;
 
@@ -182,7 +182,7 @@ describe.each(VECTOR_SETUPS)('hybrid search, query rewriting and RAG_VERBOSE on 
       .flatMap((request) => (request.body as { input: string[] }).input);
 
   beforeAll(async () => {
-    harness = await restartSetup(setup.engine, {}, {}, { pgvector: setup.pgvector });
+    harness = await engineSetup(setup.engine, {}, {}, { pgvector: setup.pgvector });
     const { dataDir } = harness;
     llm = harness.llm;
     await seed(

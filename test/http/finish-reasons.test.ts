@@ -1,9 +1,9 @@
 import OpenAI, { type APIError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, type Reply, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'finish-reasons-token';
@@ -23,7 +23,7 @@ type Turn = { question: string; answer: string; interrupted: boolean; status: st
  */
 describe.each(ENGINES)('finish reasons a model server sends, on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   const ask = async (message: string, userId: string) =>
     readChat(
@@ -68,7 +68,7 @@ describe.each(ENGINES)('finish reasons a model server sends, on the %s engine', 
       .catch((e: unknown) => e);
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     parley = await startParley({
       dataDir: setup.dataDir,

@@ -3,19 +3,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 describe.each(ENGINES)('an unexpected server-side failure on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let dataDir: string;
   let parley: RunningParley;
   let llm: FakeLlmServer;
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, { LLM_MODEL: 'fake-chat' });
+    setup = await engineSetup(engine, { LLM_MODEL: 'fake-chat' });
     ({ llm, dataDir } = setup);
     // Break the schema under a stopped server (the embedded engine is locked while one runs):
     // a real fault, not a client mistake. Migrations do not recreate what they already ran.

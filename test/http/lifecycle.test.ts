@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseChatStream, streamReader } from '../support/chat-stream.ts';
+import { engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
-import { restartSetup } from '../support/restart-setup.ts';
 import { spawnParley } from '../support/spawn-parley.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
@@ -121,7 +121,7 @@ describe.each(ENGINES)('shutdown with open streams on the %s engine', (engine) =
     ).turns;
 
   it('lets an open stream finish within the grace period, then exits 0', async () => {
-    const { llm, dataDir, env, cleanup } = await restartSetup(engine, {
+    const { llm, dataDir, env, cleanup } = await engineSetup(engine, {
       SHUTDOWN_GRACE_MS: '10000',
     });
     cleanups.push(cleanup);
@@ -150,7 +150,7 @@ describe.each(ENGINES)('shutdown with open streams on the %s engine', (engine) =
   });
 
   it('stops a stream that outlives the grace period, ending it cleanly, and keeps it', async () => {
-    const { llm, dataDir, env, cleanup } = await restartSetup(engine, { SHUTDOWN_GRACE_MS: '300' });
+    const { llm, dataDir, env, cleanup } = await engineSetup(engine, { SHUTDOWN_GRACE_MS: '300' });
     cleanups.push(cleanup);
     const parley = await startParley({ dataDir, env });
     let shown = '';

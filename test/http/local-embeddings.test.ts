@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { VECTOR_SETUPS } from '../support/engines.ts';
 import { type Listening, listen } from '../support/fake-http.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
@@ -45,7 +45,7 @@ async function startModelHub() {
 describe.each(VECTOR_SETUPS)('the local embedding model on $name', (setup) => {
   let llm: FakeLlmServer;
   let hub: Awaited<ReturnType<typeof startModelHub>>;
-  let harness: RestartSetup;
+  let harness: EngineSetup;
   let dataDir: string;
   let parley: RunningParley;
 
@@ -53,7 +53,7 @@ describe.each(VECTOR_SETUPS)('the local embedding model on $name', (setup) => {
   const warnings = () => parley.logs.filter((line) => /cannot be loaded/.test(line.msg));
 
   beforeAll(async () => {
-    harness = await restartSetup(setup.engine, {}, {}, { pgvector: setup.pgvector });
+    harness = await engineSetup(setup.engine, {}, {}, { pgvector: setup.pgvector });
     ({ llm, dataDir } = harness);
     hub = await startModelHub();
     await seed(

@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
 import { type ChatStream, readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, type Reply, reply } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
 import { multipartBody } from '../support/multipart.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -19,7 +19,7 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
  */
 describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   let dataDir: string;
   const user = 'private-user';
@@ -35,7 +35,7 @@ describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
   };
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     ({ llm, dataDir } = setup);
     await start();
   });

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseChatStream, readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES, type Engine } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { lockMessages, waitForLockWaiter } from '../support/table-lock.ts';
 
@@ -22,11 +22,11 @@ const json = (body: unknown): RequestInit => ({
 describe.each(ENGINES)(
   'a request that waits too long for a connection on the %s engine',
   (engine: Engine) => {
-    let setup: RestartSetup;
+    let setup: EngineSetup;
     let parley: RunningParley;
     beforeAll(async () => {
       // The embedded engine's pool always has one connection; a server's is made as small.
-      setup = await restartSetup(engine, {
+      setup = await engineSetup(engine, {
         DB_POOL_MAX: '1',
         DB_POOL_WAIT_MS: engine === 'server' ? '1000' : '100',
       });
@@ -103,12 +103,12 @@ describe.each(ENGINES)(
 // Only a PostgreSQL server can be held from outside (a lock) at the moment a started answer
 // needs the database again; on the embedded engine that moment cannot be chosen.
 describe('an answer whose stream started, on the server engine', () => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   let release: (() => Promise<void>) | undefined;
   beforeAll(async () => {
     // A turn left with the database busy must not wait for this to pass (see below).
-    setup = await restartSetup('server', {
+    setup = await engineSetup('server', {
       DB_POOL_MAX: '1',
       DB_POOL_WAIT_MS: '1000',
       CHAT_TURN_TTL_SECONDS: '300',

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /** Starting Parley took over 60 s while this machine was shared; a wait, not a speed check. */
@@ -11,7 +11,7 @@ const START_TIMEOUT_MS = 180_000;
 const TOKEN = 'profile-test-token';
 
 describe.each(ENGINES)('GET and PUT /users/{user_id}/profile on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   const get = async (userId: string) => {
@@ -27,7 +27,7 @@ describe.each(ENGINES)('GET and PUT /users/{user_id}/profile on the %s engine', 
     });
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     parley = await startParley({
       dataDir: setup.dataDir,

@@ -1,12 +1,12 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { file, leftoverUploads } from '../support/ingest-client.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { sendOverRawSocket } from '../support/raw-http.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -14,12 +14,12 @@ const TIMEOUT_MS = 1_500;
 
 // A client that stops sending must not hold a connection, or an upload's file, for ever.
 describe.each(ENGINES)('REQUEST_TIMEOUT_MS on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, { REQUEST_TIMEOUT_MS: String(TIMEOUT_MS) });
+    setup = await engineSetup(engine, { REQUEST_TIMEOUT_MS: String(TIMEOUT_MS) });
     llm = setup.llm;
     parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
   });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { failedJobs } from '../support/failed-jobs.ts';
 import {
@@ -11,7 +12,6 @@ import {
 } from '../support/fake-langsmith-server.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { counted } from '../support/prometheus.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'jobs-admin-token';
@@ -27,7 +27,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * retried until it goes through, once; one whose process died mid-job is done by another.
  */
 describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let langsmith: FakeLangSmithServer;
   let parley: RunningParley;
@@ -42,7 +42,7 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
   });
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     langsmith = await startFakeLangSmithServer({ apiKey: LANGSMITH_KEY });
     parley = await startParley({ dataDir: setup.dataDir, env: env() });

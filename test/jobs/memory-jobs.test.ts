@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { failedJobs } from '../support/failed-jobs.ts';
 import {
@@ -9,7 +10,6 @@ import {
   reply,
 } from '../support/fake-llm-server.ts';
 import { counted } from '../support/prometheus.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'memory-jobs-admin-token';
@@ -25,7 +25,7 @@ const isDecision = (body: ChatCompletionRequest) => body.response_format !== und
  * the model was deciding is decided by the next process once the lease has run out, once.
  */
 describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let dataDir: string;
   /** How the fake model answers a decision, by a word of the exchange. */
@@ -43,7 +43,7 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
   });
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     ({ llm, dataDir } = setup);
     llm.respond((body) => {
       if (!isDecision(body)) return undefined;

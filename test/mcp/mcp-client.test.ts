@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseChatStream, readUntil } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type FakeMcpHttpServer, startFakeMcpHttpServer } from '../support/fake-mcp-server.ts';
 import { type Json, jsonCaller } from '../support/json-call.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -40,7 +40,7 @@ const offered = (llm: FakeLlmServer, index: number) =>
 
 describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   let http: FakeMcpHttpServer;
   let aliceKey: string;
@@ -50,7 +50,7 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
 
   beforeAll(async () => {
     writeFileSync(descriptionFile, 'Keeps a note');
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     http = await startFakeMcpHttpServer();
     parley = await startParley({

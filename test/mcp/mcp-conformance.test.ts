@@ -3,9 +3,9 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type HeaderProxy, startHeaderProxy } from '../support/header-proxy.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -64,11 +64,11 @@ function runScenario(url: string, scenario: string) {
 
 describe.each(ENGINES)('the MCP conformance suite against /mcp on the %s engine', (engine) => {
   let parley: RunningParley;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let proxy: HeaderProxy;
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     proxy = await startHeaderProxy();
     parley = await startParley({
       dataDir: setup.dataDir,

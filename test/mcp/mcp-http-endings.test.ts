@@ -6,10 +6,10 @@ import {
   startBrokenMcpHttpServer,
 } from '../support/broken-mcp-http-server.ts';
 import { parseChatStream } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type Json, jsonCaller } from '../support/json-call.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -38,14 +38,14 @@ describe.each(ENGINES)(
   (engine) => {
     let llm: FakeLlmServer;
     let mcp: BrokenMcpHttpServer;
-    let setup: RestartSetup;
+    let setup: EngineSetup;
     let parley: RunningParley;
     let key: string;
     let serverId: string;
     const call = jsonCaller(() => parley);
 
     beforeAll(async () => {
-      setup = await restartSetup(engine);
+      setup = await engineSetup(engine);
       llm = setup.llm;
       mcp = await startBrokenMcpHttpServer();
       parley = await startParley({

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseChatStream } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { jsonCaller } from '../support/json-call.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -37,7 +37,7 @@ const alive = (pid: number) => {
 
 describe.each(ENGINES)('stdio MCP server processes on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   const call = jsonCaller(() => parley);
   afterAll(async () => {
@@ -46,7 +46,7 @@ describe.each(ENGINES)('stdio MCP server processes on the %s engine', (engine) =
   });
 
   it('ends a wrapped server with its wrapper when disabled and at shutdown', async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     parley = await startParley({
       dataDir: setup.dataDir,

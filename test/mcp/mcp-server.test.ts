@@ -5,9 +5,9 @@ import {
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { multipartBody } from '../support/multipart.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { seed } from '../support/seed.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -47,7 +47,7 @@ const INITIALIZE = {
 
 describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
   let parley: RunningParley;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   const keys: Record<string, string> = {};
   const clients: Client[] = [];
 
@@ -100,7 +100,7 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
 
   beforeAll(async () => {
     // Its fake model is configured, never asked: no tool here needs the model.
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     const { dataDir } = setup;
     await seed(
       { dataDir, databaseUrl: setup.env.DATABASE_URL },

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { mcpToolOffers } from '../support/mcp-tool-offers.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import {
   listedTool,
@@ -29,7 +29,7 @@ const TOO_LONG = 'x'.repeat(60); // 65 characters once `odd__` is put in front: 
 
 describe.each(ENGINES)('a small MCP tool budget, on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   const servers: Record<string, ToolListMcpServer> = {};
   const { addServer, userWith, chatOffers, toolStatus } = mcpToolOffers(
@@ -39,7 +39,7 @@ describe.each(ENGINES)('a small MCP tool budget, on the %s engine', (engine) => 
   );
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     const listings = {
       alpha: names(20, 'a').map((name) => listedTool(name)),

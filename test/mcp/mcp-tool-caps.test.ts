@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import type { Json } from '../support/json-call.ts';
 import { mcpToolOffers } from '../support/mcp-tool-offers.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import {
   failingListing,
@@ -28,7 +28,7 @@ const names = (count: number, prefix: string) =>
 
 describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   const servers = {} as Record<'many' | 'wide' | 'endless' | 'fickle', ToolListMcpServer>;
   const { addServer, userWith, chatOffers, toolStatus } = mcpToolOffers(
@@ -38,7 +38,7 @@ describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine)
   );
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     const many = names(300, 't').map((name) => listedTool(name));
     servers.many = await startToolListMcpServer(() => ({ tools: [...many].reverse() }));

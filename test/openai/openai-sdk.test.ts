@@ -2,9 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI, { type APIError } from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'openai-door-admin-token';
@@ -21,7 +21,7 @@ type Message = { role: string; content?: unknown };
 // The official SDK as the client: every contract case of issue 23, on both engines.
 describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   /** Alice's own key (`pk_…`). */
   let aliceKey: string;
@@ -43,7 +43,7 @@ describe.each(ENGINES)('the OpenAI-compatible API on the %s engine', (engine) =>
     });
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     parley = await startParley({
       dataDir: setup.dataDir,

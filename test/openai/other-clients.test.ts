@@ -3,9 +3,9 @@ import { ChatOpenAI } from '@langchain/openai';
 import { APICallError, generateText, streamText } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { lockstep } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'other-clients-admin-token';
@@ -13,13 +13,13 @@ const TOKEN = 'other-clients-admin-token';
 // Clients nobody here wrote, pointed at Parley as their users would point them.
 describe.each(ENGINES)('LangChain and the AI SDK against Parley on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   let key: string;
   const baseURL = () => `${parley.url}/v1`;
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     parley = await startParley({
       dataDir: setup.dataDir,

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const run = promisify(execFile);
@@ -42,13 +42,13 @@ async function adminWith(env: Record<string, string>, ...args: string[]) {
 }
 
 describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let parley: RunningParley;
   let port: string;
   const asUser = (key: string) => parley.fetch('/documents', { token: key });
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, { API_TOKEN: TOKEN });
+    setup = await engineSetup(engine, { API_TOKEN: TOKEN });
     parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
     port = new URL(parley.url).port;
   });

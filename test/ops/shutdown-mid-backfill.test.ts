@@ -3,11 +3,11 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
 import { makePdf } from '../support/make-pdf.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -71,7 +71,7 @@ function exitAfter(child: ChildProcess, signal: NodeJS.Signals, limitMs: number)
 }
 
 describe.each(ENGINES)('a SIGTERM during the embedding backfill, on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let dataDir: string;
   const running: RunningParley[] = [];
@@ -123,7 +123,7 @@ describe.each(ENGINES)('a SIGTERM during the embedding backfill, on the %s engin
   };
 
   beforeEach(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     ({ llm, dataDir } = setup);
   });
   afterEach(async () => {

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { restartSetup } from '../support/restart-setup.ts';
 import { readThenLeave, textOf } from '../support/resumable.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -32,7 +32,7 @@ describe.each(ENGINES)('a killed holder on the %s engine', (engine) => {
   });
 
   it("keeps the question and the partial answer in the user's conversation", async () => {
-    const { llm, dataDir, env, cleanup } = await restartSetup(engine, {
+    const { llm, dataDir, env, cleanup } = await engineSetup(engine, {
       JOB_LEASE_SECONDS: String(LEASE_SECONDS),
     });
     cleanups.push(cleanup);

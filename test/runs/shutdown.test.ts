@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { restartSetup } from '../support/restart-setup.ts';
 import { lastEventId, readAll, readThenLeave, textOf } from '../support/resumable.ts';
 import { startParley } from '../support/start-parley.ts';
 
@@ -17,7 +17,7 @@ describe.each(ENGINES)('a detached answer at shutdown on the %s engine', (engine
   });
 
   it('is stopped with the grace period, kept, and replayed after the restart', async () => {
-    const { llm, dataDir, env, cleanup } = await restartSetup(engine, {
+    const { llm, dataDir, env, cleanup } = await engineSetup(engine, {
       SHUTDOWN_GRACE_MS: '1000',
     });
     cleanups.push(cleanup);

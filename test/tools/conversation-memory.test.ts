@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
@@ -9,7 +10,6 @@ import {
   reply,
 } from '../support/fake-llm-server.ts';
 import { file, ingest, listedSources } from '../support/ingest-client.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 interface Memory {
@@ -32,7 +32,7 @@ const decision = (remember: boolean, memory = '', options: { delayMs?: number } 
  */
 describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let dataDir: string;
   let parley: RunningParley;
   /**
@@ -55,7 +55,7 @@ describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
   }
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     ({ llm, dataDir } = setup);
     // Chat turns come from the queue; a decision arrives when the queue is empty.
     llm.respond((body) => (isDecision(body) ? decide(body) : undefined));

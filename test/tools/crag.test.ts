@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type FakeSearchServer, startFakeSearchServer } from '../support/fake-search-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 type ToolOutput = {
@@ -21,7 +21,7 @@ type ToolOutput = {
 describe.each(ENGINES)('the corrective web fallback on the %s engine', (engine) => {
   let llm: FakeLlmServer;
   let search: FakeSearchServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let dataDir: string;
   let parley: RunningParley | undefined;
 
@@ -37,7 +37,7 @@ describe.each(ENGINES)('the corrective web fallback on the %s engine', (engine) 
   const withSearch = { WEB_SEARCH_PROVIDER: 'searxng', SEARXNG_URL: '' };
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, { EMBEDDINGS_PROVIDER: 'none' });
+    setup = await engineSetup(engine, { EMBEDDINGS_PROVIDER: 'none' });
     ({ llm, dataDir } = setup);
     search = await startFakeSearchServer('searxng');
     search.results([

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type ChatExchange, type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const TOKEN = 'graph-test-token';
@@ -24,7 +24,7 @@ const addCall = (subject: string, relation: string, object: string) => ({
 
 describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let dataDir: string;
   let parley: RunningParley;
   const env = () => ({
@@ -57,7 +57,7 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
   }
 
   beforeAll(async () => {
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     ({ llm, dataDir } = setup);
     parley = await startParley({ dataDir, env: env() });
   }, 120_000);

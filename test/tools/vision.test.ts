@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import {
   type ChatCompletionRequest,
@@ -12,7 +13,6 @@ import {
   reply,
   startFakeLlmServer,
 } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const MAX_BYTES = 4096;
@@ -62,7 +62,7 @@ const analyzeThenRepeat = (body: ChatCompletionRequest) => {
 describe.each(ENGINES)('image understanding on the %s engine', (engine) => {
   let llm: FakeLlmServer;
   let visionLlm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let temp: string;
   let dataDir: string;
   let parley: RunningParley;
@@ -104,7 +104,7 @@ describe.each(ENGINES)('image understanding on the %s engine', (engine) => {
   beforeAll(async () => {
     // Parley's own temporary files (TMPDIR) go here, where the test looks for leftovers.
     temp = mkdtempSync(join(tmpdir(), 'parley-vision-test-'));
-    setup = await restartSetup(engine, { IMAGE_MAX_BYTES: String(MAX_BYTES), TMPDIR: temp });
+    setup = await engineSetup(engine, { IMAGE_MAX_BYTES: String(MAX_BYTES), TMPDIR: temp });
     ({ llm, dataDir, env: base } = setup);
     visionLlm = await startFakeLlmServer({ apiKey: 'vision-secret' });
     parley = await startParley({ dataDir, env: visionEnv() });

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import {
@@ -8,7 +9,6 @@ import {
   type SearchProvider,
   startFakeSearchServer,
 } from '../support/fake-search-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const PROVIDERS: SearchProvider[] = ['searxng', 'tavily', 'brave'];
@@ -44,7 +44,7 @@ const envFor = (search: FakeSearchServer): Record<string, string> => {
 
 describe.each(ENGINES)('web_search on the %s engine', (engine) => {
   let llm: FakeLlmServer;
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let dataDir: string;
   let base: Record<string, string>;
   let parley: RunningParley | undefined;
@@ -57,7 +57,7 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
   }
 
   beforeAll(async () => {
-    setup = await restartSetup(engine, {
+    setup = await engineSetup(engine, {
       WEB_SEARCH_MAX_RESULTS: '3',
       WEB_SEARCH_SNIPPET_CHARS: '100',
       WEB_SEARCH_TIMEOUT_MS: '500',

@@ -1,8 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { launchChromium, seriousViolations } from './browser.ts';
 
@@ -15,7 +15,7 @@ const ADDRESS = /#\/c\/([0-9a-f-]{36})$/;
  * role and name, as a screen-reader user finds them.
  */
 describe.each(ENGINES)('conversations in the web client, on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   let browser: Browser;
@@ -27,7 +27,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
 
   beforeAll(async () => {
     browser = await launchChromium();
-    setup = await restartSetup(engine, { API_TOKEN: TOKEN });
+    setup = await engineSetup(engine, { API_TOKEN: TOKEN });
     llm = setup.llm;
     parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
     const created = await parley.fetch('/admin/users', {

@@ -1,8 +1,8 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { launchChromium } from './browser.ts';
 
@@ -15,7 +15,7 @@ const FAILING = "process.stderr.write('upstream token missing\\n'); process.exit
  * page says why, with its stderr.
  */
 describe.each(ENGINES)('MCP servers on the Admin page, on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   let browser: Browser;
@@ -23,7 +23,7 @@ describe.each(ENGINES)('MCP servers on the Admin page, on the %s engine', (engin
 
   beforeAll(async () => {
     browser = await launchChromium();
-    setup = await restartSetup(engine, { API_TOKEN: TOKEN });
+    setup = await engineSetup(engine, { API_TOKEN: TOKEN });
     llm = setup.llm;
     parley = await startParley({ dataDir: setup.dataDir, token: TOKEN, env: setup.env });
     const context = await browser.newContext({

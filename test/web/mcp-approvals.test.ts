@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { launchChromium } from './browser.ts';
 
@@ -19,7 +19,7 @@ const EVERYTHING = fileURLToPath(
  * allow"; the model is sent what the user chose.
  */
 describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   let browser: Browser;
@@ -34,7 +34,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
 
   beforeAll(async () => {
     browser = await launchChromium();
-    setup = await restartSetup(engine, { API_TOKEN: TOKEN, MCP_CREDENTIALS_KEY: 'b'.repeat(64) });
+    setup = await engineSetup(engine, { API_TOKEN: TOKEN, MCP_CREDENTIALS_KEY: 'b'.repeat(64) });
     llm = setup.llm;
     parley = await startParley({ dataDir: setup.dataDir, token: TOKEN, env: setup.env });
     const { key } = (await (await admin('POST', '/admin/users', { user_id: 'alice' })).json()) as {

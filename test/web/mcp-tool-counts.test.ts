@@ -1,9 +1,9 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { mcpToolOffers } from '../support/mcp-tool-offers.ts';
-import { type RestartSetup, restartSetup } from '../support/restart-setup.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import {
   failingListing,
@@ -23,7 +23,7 @@ const ADMIN = 'browser-mcp-tool-counts-admin';
  * (stale). What the page says is what the status route says, read as a screen reader would.
  */
 describe.each(ENGINES)('MCP tool counts in the web client, on the %s engine', (engine) => {
-  let setup: RestartSetup;
+  let setup: EngineSetup;
   let llm: FakeLlmServer;
   let parley: RunningParley;
   let browser: Browser;
@@ -37,7 +37,7 @@ describe.each(ENGINES)('MCP tool counts in the web client, on the %s engine', (e
 
   beforeAll(async () => {
     browser = await launchChromium();
-    setup = await restartSetup(engine);
+    setup = await engineSetup(engine);
     llm = setup.llm;
     const alpha = Array.from({ length: 10 }, (_, i) => listedTool(`a${i}`));
     servers.alpha = await startToolListMcpServer(() => ({ tools: alpha }));

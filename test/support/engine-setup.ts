@@ -9,7 +9,7 @@ import {
 } from './fake-llm-server.ts';
 import type { TestDatabaseOptions } from './postgres-server.ts';
 
-export interface RestartSetup {
+export interface EngineSetup {
   llm: FakeLlmServer;
   dataDir: string;
   env: Record<string, string>;
@@ -24,12 +24,12 @@ export interface RestartSetup {
  * stopped). `storageOptions` choose the server engine's database (`pgvector: false`: a server
  * role that may not create it).
  */
-export async function restartSetup(
+export async function engineSetup(
   engine: Engine,
   env: Record<string, string> = {},
   llmOptions: FakeLlmServerOptions = {},
   storageOptions: TestDatabaseOptions = {},
-): Promise<RestartSetup> {
+): Promise<EngineSetup> {
   const llm = await startFakeLlmServer(llmOptions);
   const storage = await engineEnv(engine, storageOptions);
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-restart-'));
