@@ -20,11 +20,14 @@ export async function restoreBackup(archive: string, dataDir: string): Promise<s
   const target = join(root, 'pg');
   try {
     mkdirSync(target, { mode: 0o700 });
-    // The archive holds the engine's directory under one top-level name.
-    await extract({ file: archive, cwd: target, strip: 1 });
-    if (!existsSync(join(target, 'PG_VERSION'))) {
-      throw new Error(`${archive} is not a backup of Parley's embedded database`);
-    }
+    const notABackup = `${archive} is not a backup of Parley's embedded database`;
+    // The archive holds the engine's directory under one top-level name. A file that is no
+    // gzipped tar, or one cut short, fails with tar's or zlib's code, which says nothing to act on.
+    await extract({ file: archive, cwd: target, strip: 1 }).catch((error: unknown) => {
+      if (!isUnreadableArchive(error)) throw error;
+      throw new Error(`${notABackup} (not a gzipped tar, or one cut short)`);
+    });
+    if (!existsSync(join(target, 'PG_VERSION'))) throw new Error(notABackup);
     return root;
   } catch (error) {
     // Nothing half-restored is left for a start to mistake for data.
@@ -33,4 +36,10 @@ export async function restoreBackup(archive: string, dataDir: string): Promise<s
   } finally {
     await lock.release();
   }
+}
+
+/** tar's own codes (TAR_BAD_ARCHIVE…) and zlib's (Z_BUF_ERROR…): the file's content, not the disk. */
+function isUnreadableArchive(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(TAR_|Z_)/.test(code);
 }

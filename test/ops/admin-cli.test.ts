@@ -189,6 +189,18 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
       expect(notBackup.code).toBe(1);
       expect(notBackup.stderr).toContain("is not a backup of Parley's embedded database");
       expect(existsSync(join(dir, 'fresh'))).toBe(false); // nothing half-restored is left
+      // A file that is no archive at all, or one cut short (a copy that did not finish), is
+      // named so too, not by the tar or zlib code a newcomer cannot act on.
+      const notTar = join(dir, 'notes.tar.gz');
+      writeFileSync(notTar, 'hello\n');
+      const cutShort = join(dir, 'cut.tar.gz');
+      writeFileSync(cutShort, readFileSync(archive).subarray(0, 20));
+      for (const file of [notTar, cutShort]) {
+        const refused = await admin(port, 'restore', file, join(dir, 'fresh'));
+        expect(refused.code).toBe(1);
+        expect(refused.stderr).toContain(`${file} is not a backup of Parley's embedded database`);
+        expect(existsSync(join(dir, 'fresh'))).toBe(false);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
