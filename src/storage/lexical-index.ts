@@ -29,7 +29,10 @@ export const POSTINGS_PER_TERM = 500;
  * `corpus_stats`, so no statement scans the corpus. A term's weight (its count in the query,
  * idf and k1 + 1) is computed once (`w` is MATERIALIZED): inlined, PostgreSQL computed it,
  * logarithm included, for every posting, which on PGlite was a fifth to a third of the
- * search (bench/RESULTS.md, issue 30).
+ * search (bench/RESULTS.md, issue 30). A hidden document's postings (a large version being
+ * written) are skipped before a term's postings and the candidates are cut: left out after,
+ * they took the places of visible chunks, and a search during the write returned fewer than
+ * `limit` hits, none when the new version ranked best.
  */
 export async function searchBm25(
   db: Db,
@@ -62,6 +65,9 @@ export async function searchBm25(
        CROSS JOIN LATERAL (
          SELECT t.chunk_id, t.tf, t.length FROM chunk_terms t
          WHERE t.owner = o.owner AND t.term = w.term
+           AND NOT EXISTS (SELECT 1 FROM chunks hc
+                           JOIN documents hd ON hd.id = hc.document_id AND hd.kind = '${HIDDEN}'
+                           WHERE hc.id = t.chunk_id)
          ORDER BY t.impact DESC NULLS LAST
          LIMIT $4
        ) p
