@@ -17,8 +17,9 @@ const MISSING = 'missing-vectors';
 /**
  * Embeds, in the background, every stored chunk text that has no vector for the current
  * model (or one of another dimension than the model gives now: `dimension`, learned from its
- * vectors): after each ingestion, at start (chunks stored while the model was unavailable, or
- * under another model), when a query's vector shows a new dimension, and again after
+ * vectors, asked of the model at the first sweep): after each ingestion, at start (chunks
+ * stored while the model was unavailable, under another model, or of another dimension), when
+ * a query's vector shows a new dimension, and again after
  * `retryMs` while the model cannot be had or a batch failed (search stays lexical for those
  * chunks meanwhile). A job is one batch, and its end queues the next. Nothing is claimed: what
  * is missing is read from the vectors themselves, and saving one twice is harmless.
@@ -73,6 +74,7 @@ export function embeddingJob(options: {
         // No chunks, nothing to embed and no query to serve: do not load a model for nothing.
         if (!(await vectors.hasChunks())) return [];
         if (!(await embedder.ready())) throw new JobsUnavailable(retryMs);
+        if (dimension.value === undefined) await learnDimension();
         const against = stale();
         if ((await vectors.missing(embedder.id, against, 1)).length > 0) return [MISSING];
         if (against !== undefined) checked = against;
@@ -99,6 +101,18 @@ export function embeddingJob(options: {
     },
     classify: (error) => ({ errorKind: errorKindOf(error), retry: 'pause', pauseMs: retryMs }),
   };
+
+  /**
+   * Asks the model for one vector to learn the dimension it gives now, once a process, at the
+   * first sweep (the start's). Learned only from a search's or a batch's vectors, a model
+   * changed while Parley was stopped went unnoticed until the first search after the start:
+   * that user's search found the moved texts by their words only, and the re-embedding began
+   * then rather than at the start. A failure leaves it unknown; the sweep goes on as before.
+   */
+  async function learnDimension(): Promise<void> {
+    const probe = await embedder.embedQuery('dimension').catch(() => undefined);
+    if (isUsableVector(probe)) dimension.observe(probe.length);
+  }
 
   async function embedBatch({ items }: EmbeddingBatch, signal: AbortSignal): Promise<void> {
     const found = await embedder.embedDocuments(

@@ -133,9 +133,25 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
     expect(batches()).toHaveLength(2); // the backfill has ended: nothing asked again
   }, 90_000);
 
+  it('re-embeds after a restart with another dimension on its own, before any search', async () => {
+    await parley.settled();
+    await parley.stop();
+    dimension = 5; // another model, served under the same name; nobody searches nor uploads
+    parley = await startParley({ dataDir, env: env() });
+    const warned = await logAfter(
+      0,
+      'the embedding model now gives vectors of another dimension: re-embedding its chunks',
+    );
+    expect(warned).toMatchObject({ model: 'openai:fake-embed', from: 4, to: 5 });
+    await logAfter(0, 'chunks embedded');
+    expect((await search('marsupial')).hits[0]?.text).toBe(NEAR_MARSUPIAL);
+    await parley.settled();
+  }, 120_000);
+
   it('keeps searching when the model answers another dimension, and re-embeds every text', async () => {
     await parley.settled();
     await parley.stop();
+    const asked = batches().length;
     dimension = 6; // another model, served under the same name
     parley = await startParley({ dataDir, env: env() });
 
@@ -149,10 +165,10 @@ describe.each(ENGINES)('an embeddings model’s unusual answers, on the %s engin
       0,
       'the embedding model now gives vectors of another dimension: re-embedding its chunks',
     );
-    expect(warned).toMatchObject({ model: 'openai:fake-embed', from: 4, to: 6, retried: 2 });
+    expect(warned).toMatchObject({ model: 'openai:fake-embed', from: 5, to: 6, retried: 2 });
     await logAfter(0, 'chunks embedded');
     // Every text asked of the new model once: those the old one gave no vector too.
-    expect(batches().slice(2).flat().sort()).toEqual([...TEXTS].sort());
+    expect(batches().slice(asked).flat().sort()).toEqual([...TEXTS].sort());
     // Found by meaning again, at the new dimension.
     expect((await search('marsupial')).hits[0]?.text).toBe(NEAR_MARSUPIAL);
     expect((await search('glacier')).hits[0]?.text).toBe(NEAR_GLACIER);
