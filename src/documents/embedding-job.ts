@@ -107,9 +107,12 @@ export function embeddingJob(options: {
    * first sweep (the start's). Learned only from a search's or a batch's vectors, a model
    * changed while Parley was stopped went unnoticed until the first search after the start:
    * that user's search found the moved texts by their words only, and the re-embedding began
-   * then rather than at the start. A failure leaves it unknown; the sweep goes on as before.
+   * then rather than at the start. A failure leaves it unknown; the sweep goes on as before
+   * (asked again at the next sweep).
    */
   async function learnDimension(): Promise<void> {
+    // No vector stored: none can be stale, and the first batch tells the dimension.
+    if (!(await vectors.hasVectorsOf(embedder.id))) return;
     const probe = await embedder.embedQuery('dimension').catch(() => undefined);
     if (isUsableVector(probe)) dimension.observe(probe.length);
   }

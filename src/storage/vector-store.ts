@@ -36,6 +36,16 @@ export class VectorStore {
     return rowCount === 1;
   }
 
+  /** Whether any vector of `model` is stored (of any dimension): only then can one be stale. */
+  async hasVectorsOf(model: string): Promise<boolean> {
+    await this.#ensureTable();
+    const { rowCount } = await this.#db.$client.query(
+      'SELECT 1 FROM chunk_embeddings WHERE model = $1 AND embedding IS NOT NULL LIMIT 1',
+      [model],
+    );
+    return rowCount === 1;
+  }
+
   /**
    * Distinct chunk texts that have no vector for `model` yet, or (when the model's current
    * `dimension` is known) one of another dimension, given as `staleDimension`.
