@@ -49,7 +49,17 @@ describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
   async function start(): Promise<RunningParley> {
     parley = await startParley({
       dataDir,
-      env: { ...setup.env, EMBEDDINGS_PROVIDER: 'none', CONV_RAG_ENABLED: 'true' },
+      env: {
+        ...setup.env,
+        EMBEDDINGS_PROVIDER: 'none',
+        CONV_RAG_ENABLED: 'true',
+        // The shortest first retry a user may set: a failed decision is retried in a second,
+        // not five (the retry tests wait for it).
+        MEMORY_RETRY_MS: '1000',
+        // A decision stalled at shutdown is cut at the end of the grace period either way;
+        // the restart test need not wait out the default 10 s for it.
+        SHUTDOWN_GRACE_MS: '500',
+      },
     });
     return parley;
   }
