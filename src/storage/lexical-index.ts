@@ -32,7 +32,10 @@ export const POSTINGS_PER_TERM = 500;
  * search (bench/RESULTS.md, issue 30). A hidden document's postings (a large version being
  * written) are skipped before a term's postings and the candidates are cut: left out after,
  * they took the places of visible chunks, and a search during the write returned fewer than
- * `limit` hits, none when the new version ranked best.
+ * `limit` hits, none when the new version ranked best. The hidden chunks are gathered once
+ * (`hidden`, empty but while such a write runs), and a posting is probed against them only
+ * when there are any: a lookup of each posting's chunk and document made the search five times
+ * slower, and a probe of an empty set ~15 % (bench/RESULTS.md, 2026-11-28).
  */
 export async function searchBm25(
   db: Db,
@@ -57,6 +60,9 @@ export async function searchBm25(
          WHERE s.owner = ANY($3::text[]) AND s.term = q.term
        ) d
        WHERE d.df > 0
+     ), hidden AS MATERIALIZED (
+       SELECT hc.id FROM documents hd JOIN chunks hc ON hc.document_id = hd.id
+       WHERE hd.kind = '${HIDDEN}' AND hd.owner = ANY($3::text[])
      ), hits AS (
        SELECT p.chunk_id,
               sum(w.weight * p.tf
@@ -65,9 +71,7 @@ export async function searchBm25(
        CROSS JOIN LATERAL (
          SELECT t.chunk_id, t.tf, t.length FROM chunk_terms t
          WHERE t.owner = o.owner AND t.term = w.term
-           AND NOT EXISTS (SELECT 1 FROM chunks hc
-                           JOIN documents hd ON hd.id = hc.document_id AND hd.kind = '${HIDDEN}'
-                           WHERE hc.id = t.chunk_id)
+           AND (NOT EXISTS (SELECT FROM hidden) OR t.chunk_id NOT IN (SELECT id FROM hidden))
          ORDER BY t.impact DESC NULLS LAST
          LIMIT $4
        ) p
