@@ -162,10 +162,11 @@ export class DetachedRuns {
     // whose holder died.
     this.#live.set(run.runId, live);
     // Its final message is yet to be sent: kept alive (its heartbeat) until `told`.
-    if (run.turn?.telegramChat) this.#telling.add(run.runId);
+    const telegram = Boolean(run.turn?.telegramChat);
+    if (telegram) this.#telling.add(run.runId);
     try {
       const turn = run.turn && JSON.stringify(run.turn);
-      await this.#options.store.open(run.runId, run.userId, this.#holder, turn);
+      await this.#options.store.open(run.runId, run.userId, this.#holder, turn, telegram);
     } catch (error) {
       this.#live.delete(run.runId);
       this.#telling.delete(run.runId);
