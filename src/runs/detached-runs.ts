@@ -165,7 +165,9 @@ export class DetachedRuns {
     const telegram = Boolean(run.turn?.telegramChat);
     if (telegram) this.#telling.add(run.runId);
     try {
-      const turn = run.turn && JSON.stringify(run.turn);
+      // Well-formed, as the stored turn's text is: a lone surrogate (a client's cut) would be
+      // written as a `\ud83d` escape that PostgreSQL's json refuses wherever the turn is read.
+      const turn = run.turn && JSON.stringify(run.turn, wellFormed);
       await this.#options.store.open(run.runId, run.userId, this.#holder, turn, telegram);
     } catch (error) {
       this.#live.delete(run.runId);
@@ -496,3 +498,7 @@ function waitFor(
     if (timeoutMs !== undefined) timer = setTimeout(wake, timeoutMs);
   });
 }
+
+/** JSON.stringify's replacer: strings with any lone surrogate replaced by U+FFFD. */
+const wellFormed = (_key: string, value: unknown): unknown =>
+  typeof value === 'string' ? value.toWellFormed() : value;

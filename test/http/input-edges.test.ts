@@ -288,6 +288,33 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
     }
   });
 
+  it('opens a conversation while an answer to half of an emoji is written in it', async () => {
+    // The run registers its turn as JSON text, which the conversation page reads to name the
+    // answer being written: a lone surrogate there made PostgreSQL's json refuse every read.
+    const half = `Cut ${'😀'.slice(0, 1)} here`;
+    const conversation = (await send('POST', '/users/hal/conversations', {})).body as unknown as {
+      id: string;
+    };
+    const hold = holdAt((chunk) => chunk === 2);
+    stack.llm.enqueue(reply.text('Held in the middle of its answer.', { pace: hold.pace }));
+    const asked = await stack.post('/chat', {
+      user_id: 'hal',
+      message: half,
+      conversation_id: conversation.id,
+      resumable: true,
+    });
+    const runId = asked.headers.get('x-parley-run-id') as string;
+    await hold.reached;
+    const open = await send('GET', `/users/hal/conversations/${conversation.id}`);
+    hold.release();
+    expect(open.status).toBe(200);
+    expect((open.body as unknown as { running: unknown }).running).toEqual({
+      run_id: runId,
+      question: 'Cut \ufffd here',
+    });
+    expect(textOf((await readAll(asked)).events)).toBe('Held in the middle of its answer.');
+  });
+
   it('refuses a last OpenAI message with nothing to answer, as /chat does', async () => {
     // content null, absent, an empty list or only blanks: the model was asked nothing.
     for (const content of [null, undefined, [], '', '  \u200b ', [{ type: 'text', text: ' ' }]]) {
