@@ -111,8 +111,10 @@ export function embeddingJob(options: {
    * (asked again at the next sweep).
    */
   async function learnDimension(): Promise<void> {
-    // No vector stored: none can be stale, and the first batch tells the dimension.
+    // No vector stored: none can be stale, and the first batch tells the dimension. Texts
+    // waiting for a vector: their batch tells it, without a call of the model's for nothing.
     if (!(await vectors.hasVectorsOf(embedder.id))) return;
+    if ((await vectors.missing(embedder.id, undefined, 1)).length > 0) return;
     const probe = await embedder.embedQuery('dimension').catch(() => undefined);
     if (isUsableVector(probe)) dimension.observe(probe.length);
   }
