@@ -1,6 +1,7 @@
 import type { InlineKeyboardMarkup } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { ChatEvent } from '../assistant/chat-events.ts';
+import { type FinalWords, finalText } from './final-text.ts';
 import { splitMessage } from './split-message.ts';
 import {
   callFailure,
@@ -16,7 +17,7 @@ export interface DraftSupport {
   enabled: boolean;
 }
 
-export interface AnswerStreamOptions {
+export interface AnswerStreamOptions extends FinalWords {
   telegram: TelegramApi;
   chatId: number;
   /** Least time between two updates of the growing answer (Telegram: ~1 per second per chat). */
@@ -24,13 +25,6 @@ export interface AnswerStreamOptions {
   drafts: DraftSupport;
   /** The 👍/👎 buttons for a finished answer's run. */
   buttons(runId: string): InlineKeyboardMarkup;
-  /** Said when an answer is empty. */
-  noAnswer: string;
-  /**
-   * Said after an answer its owner stopped from another door (the web client's Stop): without
-   * it, what was written would look like the whole answer. `empty`: nothing was written.
-   */
-  stopped: { written: string; empty: string };
   logger: Logger;
   /** Stops waiting on Telegram (shutdown). */
   signal: AbortSignal;
@@ -212,12 +206,7 @@ export class AnswerStream {
   }
 
   async #finish(runId: string | undefined): Promise<void> {
-    let text = this.#text.trim() ? this.#text : '';
-    if (this.#error) text = text ? `${text}\n\n⚠️ ${this.#error}` : `⚠️ ${this.#error}`;
-    else if (this.#stopped) {
-      text = text ? `${text}\n\n⏹ ${this.#o.stopped.written}` : `⏹ ${this.#o.stopped.empty}`;
-    }
-    if (!text) text = this.#o.noAnswer;
+    const text = finalText(this.#text, { error: this.#error, stopped: this.#stopped }, this.#o);
     const parts = splitMessage(text);
     for (; this.#sealed < parts.length; this.#sealed++) {
       const last = this.#sealed === parts.length - 1;

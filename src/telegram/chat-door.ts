@@ -12,6 +12,7 @@ import type { DetachedRuns, NumberedEvent } from '../runs/detached-runs.ts';
 import type { ImageIntake, StoredImage } from '../vision/image-intake.ts';
 import { detectImageType } from '../vision/image-type.ts';
 import { AnswerStream, type DraftSupport } from './answer-stream.ts';
+import { finalWordsOf } from './final-text.ts';
 import type { Incoming } from './incoming.ts';
 import { overLimitText, sendReply } from './send-reply.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';
@@ -147,8 +148,7 @@ export class ChatDoor {
         intervalMs: this.#deps.streamIntervalMs,
         drafts: this.#drafts,
         buttons: rateButtons,
-        noAnswer: t.noAnswer,
-        stopped: { written: t.answerStopped, empty: t.answerStoppedEmpty },
+        ...finalWordsOf(t),
         logger: log,
         signal: AbortSignal.any([sending.signal, AbortSignal.timeout(30 * 60_000)]),
         receivedAt: incoming.receivedAt,

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { PendingTurn } from '../runs/abandoned-runs.ts';
 import type { UntoldRun } from '../storage/run-event-repository.ts';
 import { rateButtons } from './chat-door.ts';
+import { finalText, finalWordsOf } from './final-text.ts';
 import { sendMarkdown } from './send-markdown.ts';
 import { splitMessage } from './split-message.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';
@@ -28,14 +29,11 @@ export function tellUntoldAnswers(
     if (!chat) return true;
     const language = languageOf(chat.language);
     const t = textsFor(language);
-    let text = answer.trim() ? answer : '';
-    if (error) {
-      const said = chatErrorText(language, error);
-      text = text ? `${text}\n\n⚠️ ${said}` : `⚠️ ${said}`;
-    } else if (stopped) {
-      text = text ? `${text}\n\n⏹ ${t.answerStopped}` : `⏹ ${t.answerStoppedEmpty}`;
-    }
-    if (!text) text = t.noAnswer;
+    const text = finalText(
+      answer,
+      { error: error && chatErrorText(language, error), stopped },
+      finalWordsOf(t),
+    );
     const last = splitMessage(text).at(-1) ?? text;
     try {
       await sendMarkdown(
