@@ -104,7 +104,7 @@ const GRAPH_CACHE_USERS = 1_000;
 
 /**
  * Composition root: configuration → storage → services → HTTP. Nothing else builds
- * long-lived objects. Started by start.ts, once per process.
+ * long-lived objects. Started by launch.ts, once per process.
  */
 export async function main(config: Config): Promise<void> {
   const startedAt = performance.now();
