@@ -21,8 +21,11 @@ const MISSING = 'missing-vectors';
  * stored while the model was unavailable, under another model, or of another dimension), when
  * a query's vector shows a new dimension, and again after
  * `retryMs` while the model cannot be had or a batch failed (search stays lexical for those
- * chunks meanwhile). A job is one batch, and its end queues the next. Nothing is claimed: what
- * is missing is read from the vectors themselves, and saving one twice is harmless.
+ * chunks meanwhile). A job is one batch, and its end queues the next. No text is claimed: what
+ * is missing is read from the vectors themselves when a batch starts. Replicas and workers
+ * still ask the model for each text once: the kind has one row, so its stately queue runs one
+ * batch at a time across every process sharing the database, and a batch's vectors are saved
+ * before its job ends (test/scale-out/replica-embeddings.test.ts).
  */
 export function embeddingJob(options: {
   embedder: Embedder;
