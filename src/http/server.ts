@@ -31,6 +31,7 @@ import { type AuthSettings, installAuth } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { CredentialThrottle } from './credential-throttle.ts';
 import { installErrorHandling } from './error-handler.ts';
+import { answerFrameworkError } from './framework-errors.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
 import { registerAccountRoutes } from './routes/account.ts';
 import { type FailedJobs, registerAdminRoutes } from './routes/admin.ts';
@@ -140,6 +141,7 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
       connectionsCheckingInterval: Math.min(30_000, Math.ceil(deps.requestTimeoutMs / 4)),
     },
     clientErrorHandler: clientErrorHandler(deps.logger),
+    frameworkErrors: answerFrameworkError,
     // request.ip (the sign-in and bearer throttles' key) is the socket's address unless a proxy is trusted.
     ...(deps.trustProxy !== undefined && { trustProxy: trustedProxies(deps.trustProxy) }),
   }).withTypeProvider<ZodTypeProvider>();
