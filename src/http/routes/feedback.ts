@@ -2,13 +2,15 @@ import { z } from 'zod';
 import type { FeedbackService } from '../../feedback/feedback-service.ts';
 import type { App } from '../app-types.ts';
 import { AUTHENTICATED, errorResponses } from '../error-responses.ts';
+import { withoutNul } from '../schemas.ts';
 
 export const FEEDBACK_COMMENT_MAX_CHARS = 4000;
 
 const feedbackBody = z.object({
   run_id: z.uuid({ message: 'must be the run_id (a UUID) from the end of a chat stream' }),
   score: z.number().finite(),
-  comment: z.string().max(FEEDBACK_COMMENT_MAX_CHARS).optional(),
+  // PostgreSQL cannot store U+0000 in text: the rating was a 500.
+  comment: withoutNul(z.string().max(FEEDBACK_COMMENT_MAX_CHARS)).optional(),
   key: z
     .string()
     .min(1)
