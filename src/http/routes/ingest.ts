@@ -50,6 +50,7 @@ export function registerIngestRoutes(
       async (request, reply) => {
         // A client that disconnects stops its extraction.
         const gone = new AbortController();
+        const parserErrors = new WeakSet<object>();
         reply.raw.on('close', () => {
           if (!reply.raw.writableFinished) gone.abort(new Error('client disconnected'));
         });
@@ -70,8 +71,9 @@ export function registerIngestRoutes(
             },
             admit: (owner, bytes, source) => limits.admitIngest(principal, owner, bytes, source),
           };
-          return await ingestion.ingest(uploadParts(request), access, gone.signal);
-        } catch (error) {
+          return await ingestion.ingest(uploadParts(request, parserErrors), access, gone.signal);
+        } catch (caught) {
+          const error = parserErrors.has(caught as object) ? malformed(caught) : caught;
           // Nobody to answer: not a server error, and nothing worth an error line in the log.
           if (request.raw.socket?.destroyed) {
             throw new AppError('client_disconnected', 499, 'The client disconnected.');
@@ -84,20 +86,54 @@ export function registerIngestRoutes(
   });
 }
 
-async function* uploadParts(request: FastifyRequest): AsyncGenerator<UploadPart> {
-  for await (const part of request.parts()) {
-    if (part.type === 'file') {
-      yield { type: 'file', fieldname: part.fieldname, filename: part.filename, stream: part.file };
-    } else {
-      if (part.valueTruncated) {
-        throw new AppError(
-          'field_too_long',
-          422,
-          `The field "${part.fieldname}" is longer than ${FIELD_MAX_BYTES} bytes.`,
-        );
+/**
+ * A body the multipart parser cannot read (no boundary, garbage, cut before its closing
+ * boundary) fails inside busboy with a plain Error, no code: without this it was a 500. The
+ * parser's own coded errors (a file or field past its limit) keep their answers.
+ */
+function malformed(error: unknown): unknown {
+  if (AppError.isInstance(error) || (error as { code?: unknown }).code !== undefined) return error;
+  return new AppError(
+    'multipart_invalid',
+    422,
+    'The body is not valid multipart/form-data (a missing or wrong boundary, or cut short).',
+    { cause: error },
+  );
+}
+
+/** The upload's parts; every error the parser raises (iterating, or in a file) is noted. */
+async function* uploadParts(
+  request: FastifyRequest,
+  parserErrors: WeakSet<object>,
+): AsyncGenerator<UploadPart> {
+  const note = (error: unknown) => {
+    if (error instanceof Error) parserErrors.add(error);
+  };
+  try {
+    for await (const part of request.parts()) {
+      if (part.type === 'file') {
+        part.file.on('error', note);
+        yield {
+          type: 'file',
+          fieldname: part.fieldname,
+          filename: part.filename,
+          stream: part.file,
+        };
+      } else {
+        if (part.valueTruncated) {
+          throw new AppError(
+            'field_too_long',
+            422,
+            `The field "${part.fieldname}" is longer than ${FIELD_MAX_BYTES} bytes.`,
+          );
+        }
+        yield { type: 'field', fieldname: part.fieldname, value: String(part.value) };
       }
-      yield { type: 'field', fieldname: part.fieldname, value: String(part.value) };
     }
+  } catch (error) {
+    // Only the parser's errors reach here: a consumer's failure ends this generator by return.
+    note(error);
+    throw error;
   }
 }
 
