@@ -1,0 +1,330 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type BaseCall,
+  badInputVariants,
+  type Operation,
+  type Variant,
+} from '../support/bad-input-variants.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import type { JsonSchema } from '../support/schema-example.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+
+/**
+ * Walks every operation of /openapi.json with the input a careless or hostile client sends
+ * (path parameters that name nothing or break the URL, query values of the wrong type or
+ * size, bodies that are no JSON, the wrong JSON or too much of it, headers of garbage), as a
+ * caller entitled to call it. Every answer must be a client error that says what is wrong,
+ * in the door's own shape, never a 5xx, and the server must still be healthy after. An
+ * operation added later is walked too: nothing here names which routes exist.
+ */
+
+const ADMIN = 'bad-input-admin-token';
+/** Requests in flight at once: enough to finish in time, few enough for two shared cores. */
+const GROUP = 6;
+/** A request not answered in this long hangs: a defect too. */
+const ANSWER_WITHIN_MS = 20_000;
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
+
+/**
+ * Valid bodies for the operations whose schema a plain example does not satisfy (patterns,
+ * unions, ids that must exist); the others get one built from their schema.
+ */
+const BASE_BODIES: Record<string, (f: Fixture) => unknown> = {
+  'POST /chat': () => ({ message: 'hello' }),
+  'POST /v1/chat/completions': () => ({
+    model: 'parley',
+    messages: [{ role: 'user', content: 'hello' }],
+  }),
+  'POST /session': () => ({ key: 'not-a-key' }),
+  'POST /feedback': (f) => ({ run_id: f.runId, score: 1 }),
+  'PUT /users/{user_id}/profile': () => ({ display_name: 'Alice' }),
+  'POST /users/{user_id}/automations': () => ({
+    prompt: 'What is new?',
+    schedule: { type: 'daily', time: '08:00' },
+  }),
+  'PATCH /users/{user_id}/automations/{id}': () => ({ name: 'renamed' }),
+  'PATCH /users/{user_id}/conversations/{conversation_id}': () => ({ pinned: true }),
+  'POST /users/{user_id}/conversations/{conversation_id}/select': (f) => ({ run_id: f.runId }),
+  'POST /mcp': () => ({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
+  'POST /admin/users': () => ({ user_id: `walk-${crypto.randomUUID().slice(0, 8)}` }),
+  'POST /admin/users/{user_id}/keys': () => ({}),
+  'PATCH /admin/users/{user_id}': () => ({ limits: { chats_per_minute: 1000 } }),
+  'POST /admin/mcp-servers': () => ({
+    transport: 'http',
+    name: `walk-${crypto.randomUUID().slice(0, 8)}`,
+    url: 'http://127.0.0.1:9/mcp',
+  }),
+  'PATCH /admin/mcp-servers/{server_id}': () => ({ trusted: false }),
+  'POST /admin/mcp-servers/{server_id}/approve-tools': () => ({ fingerprint: '0'.repeat(64) }),
+  'PUT /admin/mcp-servers/{server_id}/users/{user_id}': () => ({ allowed: null }),
+  'PUT /users/{user_id}/mcp-servers/{server_id}': () => ({ enabled: true }),
+  'POST /users/{user_id}/approvals/{approval_id}': () => ({ decision: 'approve' }),
+};
+
+/**
+ * Operations that read multipart/form-data: their parts are read as a stream, not validated
+ * by a schema, so the spec has no requestBody that says so.
+ */
+const MULTIPART = new Set(['POST /ingest']);
+
+/** Query values that must be given for the call to be valid. */
+const BASE_QUERY: Record<string, string> = { q: 'hello', state: 'failed' };
+
+interface Fixture {
+  runId: string;
+  conversationId: string;
+  automationId: string;
+  mcpServerId: string;
+}
+
+/** The administrator's routes are walked with API_TOKEN, every other with alice's key. */
+const isAdminRoute = (template: string) =>
+  template.startsWith('/admin/') || template === '/admin' || template === '/metrics';
+
+function baseParam(op: Operation, name: string, schema: JsonSchema, f: Fixture): string {
+  if (name === 'user_id') {
+    if (!isAdminRoute(op.template)) return 'alice';
+    // Deleting carol would leave the rest of the walk on a user that is not there.
+    return op.method === 'DELETE' && op.template === '/admin/users/{user_id}'
+      ? 'walk-nobody'
+      : 'carol';
+  }
+  if (name === 'run_id') return f.runId;
+  if (name === 'conversation_id') return f.conversationId;
+  if (name === 'server_id') return f.mcpServerId;
+  if (name === 'id' && op.template.includes('/automations/')) return f.automationId;
+  if (name === 'model') return 'parley';
+  if (name === '*') return 'walk-none.txt';
+  return schema.format === 'uuid' ? crypto.randomUUID() : 'x';
+}
+
+/** The operations of the document, with their parameters and body as the walk reads them. */
+function operationsOf(document: {
+  paths: Record<string, Record<string, Record<string, unknown>>>;
+}): Operation[] {
+  return Object.entries(document.paths).flatMap(([template, methods]) =>
+    Object.entries(methods)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, spec]) => {
+        const content = (spec.requestBody as { content?: Record<string, { schema?: JsonSchema }> })
+          ?.content;
+        return {
+          method: method.toUpperCase(),
+          template,
+          parameters: ((spec.parameters ?? []) as Operation['parameters']).map((p) => ({
+            name: p.name,
+            in: p.in,
+            schema: p.schema ?? {},
+            required: p.required,
+          })),
+          ...(content && {
+            body: {
+              mediaTypes: Object.keys(content),
+              schema: content['application/json']?.schema,
+            },
+          }),
+        } as Operation;
+      }),
+  );
+}
+
+/** Whether a 4xx body is the error shape of the door the path belongs to. */
+function errorShapeProblem(path: string, status: number, text: string): string | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return `a ${status} whose body is not JSON: ${text.slice(0, 200)}`;
+  }
+  const record = (body ?? {}) as Record<string, unknown>;
+  if (path.startsWith('/v1/')) {
+    const error = record.error as { message?: unknown } | undefined;
+    return typeof error?.message === 'string'
+      ? undefined
+      : `a ${status} without OpenAI's {"error": {"message"}}: ${text.slice(0, 200)}`;
+  }
+  // The MCP door answers what its clients read: a JSON-RPC error (or the usual detail).
+  if (path.startsWith('/mcp') && record.jsonrpc === '2.0' && record.error) return undefined;
+  const detail = record.detail;
+  const isList =
+    Array.isArray(detail) &&
+    detail.length > 0 &&
+    detail.every(
+      (item) =>
+        Array.isArray((item as { loc?: unknown }).loc) &&
+        typeof (item as { msg?: unknown }).msg === 'string',
+    );
+  return typeof detail === 'string' || isList
+    ? undefined
+    : `a ${status} without Parley's {"detail": …}: ${text.slice(0, 200)}`;
+}
+
+describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => {
+  let setup: EngineSetup;
+  let parley: RunningParley;
+  let aliceKey: string;
+  let fixture: Fixture;
+
+  const call = (path: string, init: RequestInit & { token?: string | null }) =>
+    parley.fetch(path, { ...init, signal: AbortSignal.timeout(ANSWER_WITHIN_MS) });
+  const admin = async (method: string, path: string, json?: unknown) => {
+    const response = await call(path, {
+      method,
+      ...(json !== undefined && {
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(json),
+      }),
+    });
+    const text = await response.text();
+    expect(response.status, `${method} ${path}: ${text}`).toBeLessThan(300);
+    return JSON.parse(text) as Record<string, unknown>;
+  };
+
+  beforeAll(async () => {
+    setup = await engineSetup(engine);
+    // Any chat a valid part of a call lets through is answered at once: the walk never waits
+    // on the model, and never depends on what it says.
+    setup.llm.respond(() => reply.text('ok'));
+    parley = await startParley({
+      dataDir: setup.dataDir,
+      env: {
+        ...setup.env,
+        API_TOKEN: ADMIN,
+        METRICS_ENABLED: 'true',
+        EMBEDDINGS_PROVIDER: 'none',
+        // Small limits, so one body over every route's limit is small enough to send often.
+        MESSAGE_MAX_CHARS: '2000',
+        IMAGE_MAX_BYTES: '1024',
+        INGEST_MAX_BYTES: String(64 * 1024),
+      },
+    });
+    aliceKey = (await admin('POST', '/admin/users', { user_id: 'alice' })).key as string;
+    await admin('POST', '/admin/users', { user_id: 'carol' });
+    const chat = await call('/chat', {
+      method: 'POST',
+      token: aliceKey,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'hello', resumable: true }),
+    });
+    expect(chat.status).toBe(200);
+    await chat.text();
+    const automation = await admin(
+      'POST',
+      '/users/alice/automations',
+      BASE_BODIES['POST /users/{user_id}/automations']?.({} as Fixture),
+    );
+    const server = await admin('POST', '/admin/mcp-servers', {
+      transport: 'http',
+      name: 'walk',
+      url: 'http://127.0.0.1:9/mcp',
+    });
+    fixture = {
+      runId: chat.headers.get('x-parley-run-id') as string,
+      conversationId: chat.headers.get('x-parley-conversation-id') as string,
+      automationId: automation.id as string,
+      mcpServerId: server.id as string,
+    };
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await setup?.cleanup();
+  });
+
+  /** What the server logged for a 500's request id: where to look. */
+  const loggedCause = async (text: string) => {
+    let requestId: unknown;
+    try {
+      requestId = (JSON.parse(text) as { request_id?: unknown }).request_id;
+    } catch {
+      return '';
+    }
+    const line = await parley
+      .waitForLog((entry) => entry.reqId === requestId && entry.err !== undefined, 2000)
+      .catch(() => undefined);
+    return line ? ` (logged: ${JSON.stringify(line.err).slice(0, 300)})` : '';
+  };
+
+  /** Sends one variant; what is wrong with its answer, if anything. */
+  const send = async (op: Operation, variant: Variant): Promise<string | undefined> => {
+    const label = `${op.method} ${op.template} [${variant.what}] → ${variant.path.slice(0, 160)}`;
+    let response: Response;
+    try {
+      response = await call(variant.path, {
+        method: op.method,
+        headers: variant.headers,
+        body: variant.body,
+        token: isAdminRoute(op.template) ? ADMIN : aliceKey,
+      });
+    } catch (error) {
+      return `${label}: no answer (${(error as Error).cause ?? error})`;
+    }
+    const { status } = response;
+    // A stream that was let through is not read: closing it is the client's right.
+    if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+      await response.body?.cancel();
+    }
+    const text = (await response.text().catch(() => '')) as string;
+    if (status >= 500) return `${label}: ${status} ${text.slice(0, 200)}${await loggedCause(text)}`;
+    if (variant.expectNotFound && status !== 404) {
+      return `${label}: ${status}, expected 404: ${text.slice(0, 200)}`;
+    }
+    if (status >= 400) {
+      const problem = errorShapeProblem(variant.path, status, text);
+      if (problem) return `${label}: ${problem}`;
+    }
+    return undefined;
+  };
+
+  it('answers every bad input to every operation with an explained 4xx, and stays healthy', async () => {
+    const document = (await (await call('/openapi.json', {})).json()) as Parameters<
+      typeof operationsOf
+    >[0];
+    const operations = operationsOf(document);
+    expect(operations.length).toBeGreaterThan(40);
+    const roots = [document];
+    const failures: string[] = [];
+    let sent = 0;
+    for (const op of operations) {
+      const key = `${op.method} ${op.template}`;
+      const base: BaseCall = {
+        params: Object.fromEntries(
+          op.parameters
+            .filter((p) => p.in === 'path')
+            .map((p) => [p.name, baseParam(op, p.name, p.schema, fixture)]),
+        ),
+        query: Object.fromEntries(
+          op.parameters
+            .filter((p) => p.in === 'query' && p.required)
+            .map((p) => [p.name, BASE_QUERY[p.name] ?? 'x']),
+        ),
+        headers: {
+          ...(op.template === '/mcp' && { accept: 'application/json, text/event-stream' }),
+          ...(op.template.startsWith('/session') && { 'x-parley-client': '1' }),
+        },
+        json: BASE_BODIES[key]?.(fixture),
+      };
+      const walked = MULTIPART.has(key)
+        ? { ...op, body: { mediaTypes: ['multipart/form-data'] } }
+        : op;
+      const variants = badInputVariants(walked, base, roots);
+      // Skip nothing silently: every operation gets at least its header variants.
+      expect(variants.length, key).toBeGreaterThan(0);
+      for (let i = 0; i < variants.length; i += GROUP) {
+        const group = variants.slice(i, i + GROUP);
+        const found = await Promise.all(group.map((variant) => send(op, variant)));
+        failures.push(...found.filter((f): f is string => f !== undefined));
+        sent += group.length;
+        const health = await call('/health', { token: null }).catch((error) => error as Error);
+        if (!(health instanceof Response) || health.status !== 200) {
+          const what = health instanceof Response ? health.status : health.message;
+          failures.push(`/health ${what} after ${key} [${group.map((v) => v.what).join('; ')}]`);
+          expect(failures, `the server is down; ${sent} requests were sent`).toEqual([]);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(sent).toBeGreaterThan(operations.length * 10);
+  }, 600_000);
+});
