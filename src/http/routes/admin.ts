@@ -68,6 +68,9 @@ export function registerAdminRoutes(
 ): void {
   const tags = ['admin'];
   app.addHook('preValidation', async (request) => {
+    // A public route has no principal: under /admin/ that is only the 405 answer to a method
+    // a path does not take (http/method-not-allowed.ts), which was a TypeError and a 500.
+    if (request.routeOptions.config.public) return;
     if (request.routeOptions.url?.startsWith('/admin/')) requireAdmin(request.principal);
   });
 
