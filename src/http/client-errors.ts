@@ -32,9 +32,12 @@ export function clientErrorHandler(logger: FastifyBaseLogger) {
     // The same check Node makes (its `_httpMessage` is the response in flight, if any).
     const inFlight = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage;
     if (socket.writable && !inFlight?.headersSent) {
-      // A request of the OpenAI-compatible door (its head has arrived) gets OpenAI's shape.
+      // A request of the OpenAI-compatible door gets OpenAI's shape: its URL is the parsed
+      // request's when its head has arrived, else the request line in the bytes refused
+      // (headers too large: the head never arrived whole).
+      const url = inFlight?.req?.url ?? requestTarget(error);
       const body = JSON.stringify(
-        inFlight?.req?.url?.startsWith('/v1/') ? openAiError(status, detail, { code }) : { detail },
+        url?.startsWith('/v1/') ? openAiError(status, detail, { code }) : { detail },
       );
       socket.write(
         `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
@@ -43,4 +46,11 @@ export function clientErrorHandler(logger: FastifyBaseLogger) {
     }
     socket.destroy(error);
   };
+}
+
+/** The request line's target in the bytes Node's parser refused, when they begin with it. */
+function requestTarget(error: NodeJS.ErrnoException): string | undefined {
+  const packet = (error as { rawPacket?: unknown }).rawPacket;
+  if (!Buffer.isBuffer(packet)) return undefined;
+  return /^[A-Z]{3,7} (\S+)/.exec(packet.subarray(0, 1024).toString('latin1'))?.[1];
 }

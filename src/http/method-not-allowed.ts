@@ -1,4 +1,5 @@
 import type { FastifyInstance, HTTPMethods } from 'fastify';
+import { openAiError } from '../openai/openai-error.ts';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
@@ -30,8 +31,16 @@ export function methodNotAllowed(app: FastifyInstance) {
           url,
           config: { public: true },
           schema: { hide: true },
+          // The OpenAI-compatible door answers in OpenAI's shape, as its clients read errors.
           handler: async (_request, reply) =>
-            reply.code(405).header('allow', allow).send({ detail: 'Method Not Allowed' }),
+            reply
+              .code(405)
+              .header('allow', allow)
+              .send(
+                url.startsWith('/v1/')
+                  ? openAiError(405, 'Method Not Allowed')
+                  : { detail: 'Method Not Allowed' },
+              ),
         });
       }
     },
