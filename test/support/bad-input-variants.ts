@@ -28,6 +28,8 @@ export interface BaseCall {
 
 export interface Variant {
   what: string;
+  /** Another method than the operation's: one its path does not take. */
+  method?: string;
   path: string;
   headers: Record<string, string>;
   body?: string | Uint8Array;
@@ -159,6 +161,18 @@ export function pathOf(template: string, encoded: Record<string, string>): strin
 const encodeParam = (name: string, value: string) =>
   name === '*' ? value.split('/').map(encodeURIComponent).join('/') : encodeURIComponent(value);
 
+/** The path (and required query) of the valid call. */
+export function basePathOf(op: Operation, base: BaseCall): string {
+  const encoded = Object.entries(base.params).map(([name, value]) => [
+    name,
+    encodeParam(name, value),
+  ]);
+  const query = Object.entries(base.query).map(
+    ([name, value]) => [name, encodeURIComponent(value)] as [string, string],
+  );
+  return pathOf(op.template, Object.fromEntries(encoded)) + queryString(query);
+}
+
 const queryString = (query: [string, string][]) =>
   query.length ? `?${query.map(([name, value]) => `${name}=${value}`).join('&')}` : '';
 
@@ -231,6 +245,21 @@ export function badInputVariants(op: Operation, base: BaseCall, roots: unknown[]
       }),
     );
   }
+  variants.push(variant('trailing slash', { path: `${pathOnly}/${queryString(baseQuery)}` }));
+  variants.push(
+    variant('1,000 query parameters', {
+      path: withQuery([
+        ...baseQuery,
+        ...Array.from({ length: 1000 }, (_, i) => [`p${i}`, '1'] as [string, string]),
+      ]),
+    }),
+  );
+  // Past Node's 16 KiB of headers: refused before any route (431).
+  variants.push(
+    variant('URL of 20,000 characters', {
+      path: withQuery([...baseQuery, ['zz', 'a'.repeat(20_000)]]),
+    }),
+  );
   for (const [what, name] of [
     ['unknown query parameter', 'zz_unknown'],
     ['query __proto__', '__proto__'],
@@ -288,6 +317,11 @@ function bodyVariants(
     typed('multipart of garbage', 'multipart/form-data; boundary=xyz', 'garbage'),
     typed('JSON in UTF-16', 'application/json; charset=utf-16', '{}'),
     typed('content-type of garbage', ';;;/', '{}'),
+    json('JSON after a byte order mark', '\ufeff{}'),
+    variant('gzip-encoded garbage', {
+      headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      body: 'not gzip',
+    }),
   ];
   const schema = op.body?.schema;
   if (schema) {
@@ -305,6 +339,20 @@ function bodyVariants(
       variants.push(field('past a 32-bit integer', at, 2 ** 31));
       variants.push(field('largest safe integer', at, Number.MAX_SAFE_INTEGER));
       variants.push(field('negative', at, -1));
+      variants.push(
+        field(
+          'array of 20,000 items',
+          at,
+          Array.from({ length: 20_000 }, () => 'x'),
+        ),
+      );
+      variants.push(
+        field(
+          'object of 10,000 keys',
+          at,
+          Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, 'v'])),
+        ),
+      );
       variants.push(
         json(
           `field ${at.join('.')}: ${DEEP} arrays deep`,
