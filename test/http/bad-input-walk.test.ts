@@ -9,6 +9,7 @@ import {
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
+import { multipartBody } from '../support/multipart.ts';
 import type { JsonSchema } from '../support/schema-example.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -72,6 +73,14 @@ const BASE_BODIES: Record<string, (f: Fixture) => unknown> = {
  */
 const MULTIPART = new Set(['POST /ingest']);
 
+/** A valid upload, for the variants of an upload's path, query and headers. */
+const uploadForm = () => {
+  const { body, contentType } = multipartBody([
+    { name: 'file', filename: 'walk.txt', data: 'Notes about the walk.' },
+  ]);
+  return { contentType, body: new Uint8Array(body) };
+};
+
 /** Query values that must be given for the call to be valid. */
 const BASE_QUERY: Record<string, string> = { q: 'hello', state: 'failed' };
 
@@ -82,7 +91,13 @@ interface Fixture {
   mcpServerId: string;
 }
 
-/** The administrator's routes are walked with API_TOKEN, every other with alice's key. */
+type Caller = 'alice' | 'admin';
+/**
+ * The administrator's routes are walked with API_TOKEN; every other with alice's key and
+ * with API_TOKEN acting on alice's data (the two take different paths through a route).
+ */
+const callersOf = (template: string): Caller[] =>
+  isAdminRoute(template) ? ['admin'] : ['alice', 'admin'];
 const isAdminRoute = (template: string) =>
   template.startsWith('/admin/') || template === '/admin' || template === '/metrics';
 
@@ -249,22 +264,30 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
     return line ? ` (logged: ${JSON.stringify(line.err).slice(0, 300)})` : '';
   };
 
+  /** How often each status was answered: the walk is worth little if all were 401. */
+  const statuses = new Map<number, number>();
+
   /** Sends one variant; what is wrong with its answer, if anything. */
-  const send = async (op: Operation, variant: Variant): Promise<string | undefined> => {
+  const send = async (
+    op: Operation,
+    variant: Variant,
+    caller: Caller,
+  ): Promise<string | undefined> => {
     const method = variant.method ?? op.method;
-    const label = `${method} ${op.template} [${variant.what}] → ${variant.path.slice(0, 160)}`;
+    const label = `${method} ${op.template} as ${caller} [${variant.what}] → ${variant.path.slice(0, 160)}`;
     let response: Response;
     try {
       response = await call(variant.path, {
         method,
         headers: variant.headers,
         body: variant.body,
-        token: isAdminRoute(op.template) ? ADMIN : aliceKey,
+        token: caller === 'admin' ? ADMIN : aliceKey,
       });
     } catch (error) {
       return `${label}: no answer (${(error as Error).cause ?? error})`;
     }
     const { status } = response;
+    statuses.set(status, (statuses.get(status) ?? 0) + 1);
     // A stream that was let through is not read: closing it is the client's right.
     if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
       await response.body?.cancel();
@@ -310,6 +333,7 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
           ...(op.template.startsWith('/session') && { 'x-parley-client': '1' }),
         },
         json: BASE_BODIES[key]?.(fixture),
+        ...(MULTIPART.has(key) && { raw: uploadForm() }),
       };
       const walked = MULTIPART.has(key)
         ? { ...op, body: { mediaTypes: ['multipart/form-data'] } }
@@ -330,20 +354,28 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
       }
       // Skip nothing silently: every operation gets at least its header variants.
       expect(variants.length, key).toBeGreaterThan(0);
-      for (let i = 0; i < variants.length; i += GROUP) {
-        const group = variants.slice(i, i + GROUP);
-        const found = await Promise.all(group.map((variant) => send(op, variant)));
+      const sends = callersOf(op.template).flatMap((caller) =>
+        variants.map((variant) => ({ variant, caller })),
+      );
+      for (let i = 0; i < sends.length; i += GROUP) {
+        const group = sends.slice(i, i + GROUP);
+        const found = await Promise.all(group.map((s) => send(op, s.variant, s.caller)));
         failures.push(...found.filter((f): f is string => f !== undefined));
         sent += group.length;
         const health = await call('/health', { token: null }).catch((error) => error as Error);
         if (!(health instanceof Response) || health.status !== 200) {
           const what = health instanceof Response ? health.status : health.message;
-          failures.push(`/health ${what} after ${key} [${group.map((v) => v.what).join('; ')}]`);
+          failures.push(
+            `/health ${what} after ${key} [${group.map((s) => s.variant.what).join('; ')}]`,
+          );
           expect(failures, `the server is down; ${sent} requests were sent`).toEqual([]);
         }
       }
     }
     expect(failures).toEqual([]);
     expect(sent).toBeGreaterThan(operations.length * 10);
+    // The answers refuse the input, not the caller (POST /session's key of nothing is a 401).
+    expect(statuses.get(401) ?? 0, JSON.stringify([...statuses])).toBeLessThan(sent / 100);
+    expect(statuses.get(422) ?? 0).toBeGreaterThan(sent / 4);
   }, 600_000);
 });

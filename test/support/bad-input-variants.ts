@@ -24,6 +24,8 @@ export interface BaseCall {
   headers: Record<string, string>;
   /** A JSON body, when the operation takes one. */
   json?: unknown;
+  /** Any other valid body (an upload's form), sent as it is. */
+  raw?: { contentType: string; body: Uint8Array };
 }
 
 export interface Variant {
@@ -189,10 +191,11 @@ export function badInputVariants(op: Operation, base: BaseCall, roots: unknown[]
   );
   const basePath = pathOf(op.template, encodedParams) + queryString(baseQuery);
   const takesBody = op.method !== 'GET';
-  const jsonBody =
-    takesBody && base.json !== undefined
+  const jsonBody = !takesBody
+    ? undefined
+    : base.json !== undefined
       ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(base.json) }
-      : undefined;
+      : base.raw && { headers: { 'content-type': base.raw.contentType }, body: base.raw.body };
   /** A variant of one part, the rest as the base call has it. */
   const variant = (what: string, change: Partial<Variant>): Variant => ({
     what,
