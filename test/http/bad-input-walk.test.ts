@@ -378,4 +378,40 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
     expect(statuses.get(401) ?? 0, JSON.stringify([...statuses])).toBeLessThan(sent / 100);
     expect(statuses.get(422) ?? 0).toBeGreaterThan(sent / 4);
   }, 600_000);
+
+  it('answers bad paths outside the spec (the web client, the docs, nothing) the same way', async () => {
+    const paths = [
+      '/%00',
+      '/%ED%A0%80',
+      '/%zz',
+      `/${'a'.repeat(5000)}`,
+      '/index.html%00',
+      '/assets/..%2F..%2Fpackage.json',
+      '/assets/%ED%A0%80.js',
+      '/assets/%zz.js',
+      `/assets/${'a'.repeat(5000)}.js`,
+      '/docs/%zz',
+      '/docs/static/..%2F..%2Fpackage.json',
+      '/docs/static/%ED%A0%80',
+      '/v1/%ED%A0%80',
+      '/v1/nothing/%zz',
+      '/openapi.json/%zz',
+    ];
+    const failures: string[] = [];
+    for (const path of paths) {
+      for (const method of ['GET', 'POST', 'DELETE']) {
+        const response = await call(path, { method, token: aliceKey });
+        const text = await response.text();
+        const label = `${method} ${path.slice(0, 80)}`;
+        if (response.status >= 500)
+          failures.push(`${label}: ${response.status} ${text.slice(0, 200)}`);
+        else if (response.status >= 400) {
+          const problem = errorShapeProblem(path, response.status, text);
+          if (problem) failures.push(`${label}: ${problem}`);
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect((await call('/health', { token: null })).status).toBe(200);
+  });
 });
