@@ -91,13 +91,14 @@ interface Fixture {
   mcpServerId: string;
 }
 
-type Caller = 'alice' | 'admin';
+type Caller = 'alice' | 'alice-web' | 'admin';
 /**
- * The administrator's routes are walked with API_TOKEN; every other with alice's key and
- * with API_TOKEN acting on alice's data (the two take different paths through a route).
+ * The administrator's routes are walked with API_TOKEN; every other with alice's key, with
+ * the web client's session made from it, and with API_TOKEN acting on alice's data (each
+ * takes another path through a route).
  */
 const callersOf = (template: string): Caller[] =>
-  isAdminRoute(template) ? ['admin'] : ['alice', 'admin'];
+  isAdminRoute(template) ? ['admin'] : ['alice', 'alice-web', 'admin'];
 const isAdminRoute = (template: string) =>
   template.startsWith('/admin/') || template === '/admin' || template === '/metrics';
 
@@ -216,9 +217,13 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
         MESSAGE_MAX_CHARS: '2000',
         IMAGE_MAX_BYTES: '1024',
         INGEST_MAX_BYTES: String(64 * 1024),
+        // The walk's sign-ins with a key of nothing would throttle the web caller's own
+        // sign-in: each of those comes from an address of its own (X-Forwarded-For).
+        TRUST_PROXY: 'loopback',
       },
     });
     aliceKey = (await admin('POST', '/admin/users', { user_id: 'alice' })).key as string;
+    await signIn();
     await admin('POST', '/admin/users', { user_id: 'carol' });
     const chat = await call('/chat', {
       method: 'POST',
@@ -264,6 +269,24 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
     return line ? ` (logged: ${JSON.stringify(line.err).slice(0, 300)})` : '';
   };
 
+  let webCookie = '';
+  let signIns = 0;
+  /** Signs the web caller in as the page does (alice's key in the body), keeping the cookie. */
+  const signIn = async () => {
+    const response = await call('/session', {
+      method: 'POST',
+      token: null,
+      headers: {
+        'content-type': 'application/json',
+        'x-parley-client': '1',
+        'x-forwarded-for': `10.9.${(++signIns >> 8) & 255}.${signIns & 255}`,
+      },
+      body: JSON.stringify({ key: aliceKey }),
+    });
+    expect(response.status, await response.text()).toBe(200);
+    webCookie = (response.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  };
+
   /** How often each status was answered: the walk is worth little if all were 401. */
   const statuses = new Map<number, number>();
 
@@ -279,9 +302,12 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
     try {
       response = await call(variant.path, {
         method,
-        headers: variant.headers,
+        headers:
+          caller === 'alice-web'
+            ? { ...variant.headers, cookie: webCookie, 'x-parley-client': '1' }
+            : variant.headers,
         body: variant.body,
-        token: caller === 'admin' ? ADMIN : aliceKey,
+        token: caller === 'admin' ? ADMIN : caller === 'alice' ? aliceKey : null,
       });
     } catch (error) {
       return `${label}: no answer (${(error as Error).cause ?? error})`;
@@ -362,6 +388,8 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
         const found = await Promise.all(group.map((s) => send(op, s.variant, s.caller)));
         failures.push(...found.filter((f): f is string => f !== undefined));
         sent += group.length;
+        // Signing out (DELETE /session) ended the web caller's session: it signs in again.
+        if (op.template === '/session') await signIn();
         const health = await call('/health', { token: null }).catch((error) => error as Error);
         if (!(health instanceof Response) || health.status !== 200) {
           const what = health instanceof Response ? health.status : health.message;

@@ -278,6 +278,11 @@ export function badInputVariants(op: Operation, base: BaseCall, roots: unknown[]
     }
   }
   variants.push(variant('Accept of garbage', { headers: { accept: 'garbage/;;;q=x, */' } }));
+  variants.push(
+    variant('X-Forwarded-For of garbage', {
+      headers: { 'x-forwarded-for': 'garbage, ::zz, 999.1.1.1,, ' },
+    }),
+  );
   if (op.method === 'GET') {
     variants.push(
       variant('If-None-Match of garbage', { headers: { 'if-none-match': '"\\garbage' } }),
