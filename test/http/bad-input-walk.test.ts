@@ -402,6 +402,12 @@ describe.each(ENGINES)('bad input to every route on the %s engine', (engine) => 
     }
     expect(failures).toEqual([]);
     expect(sent).toBeGreaterThan(operations.length * 10);
+    // Nothing failed out of sight either (in a stream already answered 200, in the background).
+    await parley.settled();
+    const errors = parley.logs
+      .filter((line) => line.level >= 50)
+      .map((line) => `${line.msg} ${JSON.stringify(line.err ?? line.code ?? '').slice(0, 300)}`);
+    expect(errors, 'errors the server logged during the walk').toEqual([]);
     // The answers refuse the input, not the caller (POST /session's key of nothing is a 401).
     expect(statuses.get(401) ?? 0, JSON.stringify([...statuses])).toBeLessThan(sent / 100);
     expect(statuses.get(422) ?? 0).toBeGreaterThan(sent / 4);
