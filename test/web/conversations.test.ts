@@ -339,4 +339,15 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect(idOf()).toBe(fresh);
     expect((await stored()).length).toBe(before + 1);
   });
+
+  // Last: "Chat" moves to the current conversation, which the cases above do not expect.
+  it('keeps the draft when "Chat" is followed from a conversation', async () => {
+    await messageBox().fill('Half a thought');
+    // "Chat" opens the current conversation once the list has loaded (`#/chat`, then its
+    // address): the page on screen stays meanwhile, and the draft with it.
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await page.waitForURL(ADDRESS);
+    await expect.poll(() => messageBox().inputValue()).toBe('Half a thought');
+    await messageBox().fill('');
+  });
 });

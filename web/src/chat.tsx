@@ -30,6 +30,8 @@ export function ChatPage(props: {
   visit: number;
   /** Told when the list of conversations may have changed (a turn stored, a rename…). */
   onActivity: () => void;
+  /** Told when this conversation was deleted, before the page goes to the current one. */
+  onDeleted: () => void;
 }) {
   const [turns, setTurns] = useState<Turn[]>([]);
   const [meta, setMeta] = useState<Conversation | undefined>();
@@ -531,6 +533,7 @@ export function ChatPage(props: {
         }}
         onDeleted={() => {
           props.onActivity();
+          props.onDeleted();
           location.hash = '#/chat';
         }}
         onFailure={setNotice}

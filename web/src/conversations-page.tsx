@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ChatPage } from './chat.tsx';
 import { ConversationList } from './conversation-list.tsx';
 import { conversationHref, createConversation, listConversations } from './conversations-api.ts';
@@ -19,6 +19,12 @@ export interface ChatRoute {
  */
 export function ConversationsPage(props: { user: string; route: ChatRoute }) {
   const { conversation } = props.route;
+  // While "Chat" looks for the current conversation (`#/chat`), the one open before stays on
+  // screen, its draft and focus with it: removed and mounted again, its draft was lost and
+  // words typed meanwhile went nowhere. One deleted is cleared first, so it is not shown again.
+  const lastShown = useRef<ChatRoute | undefined>(undefined);
+  if (conversation) lastShown.current = props.route;
+  const shown = conversation ? props.route : lastShown.current;
   const [changed, setChanged] = useState(0);
   const [listOpen, setListOpen] = useState(false);
   const [failure, setFailure] = useState<string | undefined>();
@@ -63,13 +69,16 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
           {failure}
         </p>
       )}
-      {conversation && (
+      {shown?.conversation && (
         <ChatPage
           user={props.user}
-          conversation={conversation}
-          focus={props.route.turn}
-          visit={props.route.visit}
+          conversation={shown.conversation}
+          focus={shown.turn}
+          visit={shown.visit}
           onActivity={() => setChanged((n) => n + 1)}
+          onDeleted={() => {
+            lastShown.current = undefined;
+          }}
         />
       )}
     </div>
