@@ -1,7 +1,7 @@
 import { type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyBaseLogger } from 'fastify';
-import { openAiError } from '../openai/openai-error.ts';
+import { errorBodyForUrl } from '../openai/openai-error.ts';
 
 const ANSWERS: Record<string, { status: number; detail: string; code: string }> = {
   ERR_HTTP_REQUEST_TIMEOUT: {
@@ -36,9 +36,7 @@ export function clientErrorHandler(logger: FastifyBaseLogger) {
       // request's when its head has arrived, else the request line in the bytes refused
       // (headers too large: the head never arrived whole).
       const url = inFlight?.req?.url ?? requestTarget(error);
-      const body = JSON.stringify(
-        url?.startsWith('/v1/') ? openAiError(status, detail, { code }) : { detail },
-      );
+      const body = JSON.stringify(errorBodyForUrl(url, status, detail, code));
       socket.write(
         `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,

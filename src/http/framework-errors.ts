@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { openAiError } from '../openai/openai-error.ts';
+import { errorBodyForUrl } from '../openai/openai-error.ts';
 
 const ANSWERS: Record<string, { status: number; detail: string }> = {
   FST_ERR_BAD_URL: {
@@ -28,8 +28,5 @@ export function answerFrameworkError(
   }
   const { status, detail } = known;
   request.log.info({ code: error.code, status }, 'request rejected before routing');
-  const body = request.url.startsWith('/v1/')
-    ? openAiError(status, detail, { code: error.code })
-    : { detail };
-  return reply.code(status).send(body);
+  return reply.code(status).send(errorBodyForUrl(request.url, status, detail, error.code));
 }

@@ -1,5 +1,5 @@
 import type { FastifyInstance, HTTPMethods } from 'fastify';
-import { openAiError } from '../openai/openai-error.ts';
+import { errorBodyForUrl } from '../openai/openai-error.ts';
 
 const METHODS: HTTPMethods[] = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 
@@ -36,11 +36,7 @@ export function methodNotAllowed(app: FastifyInstance) {
             reply
               .code(405)
               .header('allow', allow)
-              .send(
-                url.startsWith('/v1/')
-                  ? openAiError(405, 'Method Not Allowed')
-                  : { detail: 'Method Not Allowed' },
-              ),
+              .send(errorBodyForUrl(url, 405, 'Method Not Allowed')),
         });
       }
     },

@@ -62,3 +62,17 @@ export function chatErrorStatus(code: ChatErrorCode): 500 | 503 {
       return 500;
   }
 }
+
+/**
+ * The error body of the door a URL belongs to, where no route's own error handler answers (a
+ * path the router refuses, a method a path does not take, a request Node's parser refuses):
+ * OpenAI's shape under `/v1/`, which that door's clients read, else Parley's `{"detail"}`.
+ */
+export function errorBodyForUrl(
+  url: string | undefined,
+  status: number,
+  detail: string,
+  code?: string,
+): OpenAiErrorBody | { detail: string } {
+  return url?.startsWith('/v1/') ? openAiError(status, detail, { code }) : { detail };
+}
