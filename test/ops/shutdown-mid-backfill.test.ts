@@ -3,6 +3,7 @@ import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/storage/database.ts';
+import { backfillEnv } from '../support/backfill-env.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
@@ -77,13 +78,7 @@ describe.each(ENGINES)('a SIGTERM during the embedding backfill, on the %s engin
   const running: RunningParley[] = [];
   const env = (extra: Record<string, string> = {}) => ({
     ...setup.env,
-    EMBEDDINGS_PROVIDER: 'openai',
-    EMBEDDINGS_BASE_URL: llm.url,
-    EMBEDDINGS_MODEL: MODEL,
-    EMBEDDINGS_BATCH_SIZE: String(BATCH),
-    EMBEDDINGS_MAX_RETRIES: '0',
-    CHUNK_MAX_TOKENS: '32',
-    CHUNK_OVERLAP_TOKENS: '0',
+    ...backfillEnv(llm.url, MODEL, BATCH),
     SHUTDOWN_GRACE_MS: String(GRACE_MS),
     ...extra,
   });

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backfillEnv } from '../support/backfill-env.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { embedText } from '../support/fake-llm/embeddings.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
@@ -61,13 +62,7 @@ describe('the embedding backfill of replicas on one PostgreSQL database', () => 
 
   const env = (extra: Record<string, string> = {}) => ({
     ...setup.env,
-    EMBEDDINGS_PROVIDER: 'openai',
-    EMBEDDINGS_BASE_URL: llm.url,
-    EMBEDDINGS_MODEL: MODEL,
-    EMBEDDINGS_BATCH_SIZE: String(BATCH),
-    EMBEDDINGS_MAX_RETRIES: '0',
-    CHUNK_MAX_TOKENS: '32',
-    CHUNK_OVERLAP_TOKENS: '0',
+    ...backfillEnv(llm.url, MODEL, BATCH),
     ...extra,
   });
 
