@@ -114,7 +114,9 @@ export async function startParley(options: StartOptions = {}): Promise<RunningPa
       const { token = defaultToken, ...rest } = init;
       const headers = new Headers(rest.headers);
       if (token && !headers.has('authorization')) headers.set('authorization', `Bearer ${token}`);
-      return fetch(`${url}${path}`, { ...rest, headers });
+      return fetch(`${url}${path}`, { ...rest, headers }).catch((error: unknown) => {
+        throw networkFailure(error, `${rest.method ?? 'GET'} ${path}`, child, raw);
+      });
     },
     async stop(signal = 'SIGTERM') {
       if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
@@ -125,6 +127,25 @@ export async function startParley(options: StartOptions = {}): Promise<RunningPa
       return code;
     },
   };
+}
+
+/**
+ * A request that got no answer at all (the connection refused or closed) says what the server
+ * was doing: whether it had exited, and its last output. A bare "fetch failed" left a flaky
+ * failure unexplained. Aborts and other errors pass unchanged.
+ */
+function networkFailure(error: unknown, request: string, child: ChildProcess, output: string) {
+  if (!(error instanceof TypeError) || error.message !== 'fetch failed') return error;
+  const cause = error.cause as NodeJS.ErrnoException | undefined;
+  const state =
+    child.exitCode !== null || child.signalCode !== null
+      ? `Parley had exited (code ${child.exitCode}, signal ${child.signalCode})`
+      : 'Parley was still running';
+  return new TypeError(
+    `fetch failed: ${request}: ${cause?.code} ${cause?.message}; ${state}; ` +
+      `its last output:\n${output.slice(-3_000)}`,
+    { cause: error },
+  );
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
