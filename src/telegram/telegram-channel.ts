@@ -13,6 +13,7 @@ import type { ReminderDoor } from './reminder-door.ts';
 import { sendReply } from './send-reply.ts';
 import { callFailure, isNotModified, type TelegramApi } from './telegram-api.ts';
 import { chatErrorText, type Language, languageOf, textsFor } from './telegram-texts.ts';
+import { unreadableFields } from './update-shape.ts';
 
 export interface TelegramChannelDependencies {
   telegram: TelegramApi;
@@ -62,6 +63,14 @@ export class TelegramChannel {
     for (const update of updates) {
       if (!fresh.has(update.update_id)) {
         logger.info({ updateId: update.update_id }, 'Telegram update already taken: skipped');
+        continue;
+      }
+      const unreadable = unreadableFields(update);
+      if (unreadable.length > 0) {
+        logger.warn(
+          { updateId: update.update_id, fields: unreadable.slice(0, 10) },
+          'Telegram update of an unexpected shape: ignored',
+        );
         continue;
       }
       this.#dispatch(update, receivedAt);

@@ -79,6 +79,11 @@ export interface FakeTelegramServer {
   pushMessage(chatId: number, text: string, languageCode?: string): number;
   /** Queues any message (photo, document, sticker, a group's…); returns its update_id. */
   pushUpdateMessage(chatId: number, fields: Record<string, unknown>, options?: PushOptions): number;
+  /**
+   * Queues an update as given (after its update_id): kinds and shapes the other helpers do not
+   * make, down to ones Telegram never sends; returns its update_id.
+   */
+  pushUpdate(fields: Record<string, unknown>): number;
   /** Queues the user's edit of a message they sent earlier (`edited_message`); returns its update_id. */
   pushEditedMessage(chatId: number, text: string, languageCode?: string): number;
   /** Queues a button press under message `messageId`; returns the callback query's id. */
@@ -202,6 +207,7 @@ export async function startFakeTelegramServer(
         },
       });
     },
+    pushUpdate: (fields) => push(fields),
     pushEditedMessage(chatId, text, languageCode = 'en') {
       const now = Math.floor(Date.now() / 1000);
       return push({
