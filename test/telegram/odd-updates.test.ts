@@ -73,3 +73,74 @@ describe.each(ENGINES)('Telegram updates of odd shapes, on the %s engine', (engi
     s.llm.assertNoUnexpected();
   });
 });
+
+describe.each(ENGINES)('bad input to the Telegram webhook, on the %s engine', (engine) => {
+  vi.setConfig({ testTimeout: 400_000 });
+  let stack: TelegramStack | undefined;
+  afterEach(async () => {
+    await stack?.stop();
+    stack = undefined;
+  });
+
+  it('is refused with an explained 4xx, and the bot goes on', async () => {
+    stack = await startTelegramStack(engine, {
+      TELEGRAM_POLLING: 'false',
+      // Where Telegram is told to post (the test posts to Parley itself).
+      TELEGRAM_WEBHOOK_URL: 'https://parley.example/telegram/webhook',
+    });
+    const s = stack;
+    await s.telegram.waitFor(() => s.telegram.webhook !== undefined);
+    const secret = s.telegram.webhook?.secret as string;
+    const post = (body: string | Uint8Array, contentType = 'application/json') =>
+      s.parley.fetch('/telegram/webhook', {
+        method: 'POST',
+        token: null,
+        headers: { 'content-type': contentType, 'x-telegram-bot-api-secret-token': secret },
+        body,
+      });
+    const bodies: [string, string | Uint8Array, string?][] = [
+      ['nothing', ''],
+      ['no JSON', '{"update_id": 1'],
+      ['a list', '[{"update_id": 1}]'],
+      ['null', 'null'],
+      ['a string', '"update"'],
+      ['no update_id', '{}'],
+      ['a negative update_id', '{"update_id": -1}'],
+      ['update_id as text', '{"update_id": "1"}'],
+      ['a fractional update_id', '{"update_id": 1.5}'],
+      ['an update_id past any integer', '{"update_id": 1e300}'],
+      ['plain text', 'update_id=1', 'text/plain'],
+      ['too large', JSON.stringify({ update_id: 1, message: { text: 'x'.repeat(3 << 20) } })],
+    ];
+    const failures: string[] = [];
+    for (const [what, body, contentType] of bodies) {
+      const response = await post(body, contentType);
+      const text = await response.text();
+      const detail = (() => {
+        try {
+          return (JSON.parse(text) as { detail?: unknown }).detail;
+        } catch {
+          return undefined;
+        }
+      })();
+      if (
+        response.status < 400 ||
+        response.status >= 500 ||
+        !(typeof detail === 'string' || (Array.isArray(detail) && detail.length > 0))
+      ) {
+        failures.push(`${what}: ${response.status} ${text.slice(0, 200)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    // A well-formed update is still taken (an unlinked chat is told how to link).
+    const update = {
+      update_id: 77,
+      message: { message_id: 1, date: date(), chat, from, text: 'hi' },
+    };
+    expect((await post(JSON.stringify(update))).status).toBe(200);
+    await s.telegram.waitFor(() => s.telegram.sentTo(String(CHAT)).length === 1);
+    expect((await s.parley.fetch('/health')).status).toBe(200);
+    const errors = s.parley.logs.filter((line) => line.level >= 50).map((line) => line.msg);
+    expect(errors).toEqual([]);
+  });
+});
