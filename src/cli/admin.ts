@@ -45,6 +45,36 @@ is not at http://127.0.0.1:$PORT.`;
 
 class UsageError extends Error {}
 
+/**
+ * The most words each command takes after its name (set-limits: any number of pairs), and
+ * its options beyond --url and --json. A word more is refused, not ignored: `delete-user a b
+ * --yes` deleted a and said so, and the operator believed b gone too.
+ */
+const WORDS: Record<string, { most: number; what: string; options?: string[] }> = {
+  users: { most: 0, what: 'no word' },
+  'create-user': { most: 1, what: 'one user id' },
+  'create-key': { most: 2, what: 'a user id and, at most, a number of days' },
+  'revoke-key': { most: 1, what: 'one key id' },
+  'set-limits': { most: Number.POSITIVE_INFINITY, what: 'a user id, then name=value pairs' },
+  'delete-user': { most: 1, what: 'one user id', options: ['--yes'] },
+  'failed-jobs': { most: 0, what: 'no word' },
+  backup: { most: 1, what: 'one file' },
+  restore: { most: 2, what: 'a backup file and a new data directory' },
+};
+
+function checkWords(command: string, args: readonly string[]): void {
+  const rule = WORDS[command];
+  if (!rule) return; // an unknown command is refused as such
+  const option = args.find((word) => word.startsWith('--') && !rule.options?.includes(word));
+  if (option) throw new UsageError(`${command} has no option ${option}`);
+  const words = args.filter((word) => !rule.options?.includes(word));
+  if (words.length > rule.most) {
+    throw new UsageError(
+      `${command} takes ${rule.what}; got ${words.length}: ${words.map((w) => JSON.stringify(w)).join(' ')}`,
+    );
+  }
+}
+
 type Json = Record<string, unknown>;
 
 /**
@@ -76,6 +106,7 @@ async function run(argv: string[]): Promise<void> {
     console.log(USAGE);
     return;
   }
+  checkWords(command, args);
   if (command === 'restore') {
     const [archive, dataDir] = args;
     if (!archive || !dataDir)

@@ -157,6 +157,23 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
     const refused = await admin(port, 'delete-user', 'erin');
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('add --yes');
+    // A second user named is refused, not ignored: the operator would believe both deleted.
+    await admin(port, 'create-user', 'fred');
+    const two = await admin(port, 'delete-user', 'erin', 'fred', '--yes');
+    expect(two.code).toBe(2);
+    expect(two.stderr).toContain('delete-user takes one user id; got 2: "erin" "fred"');
+    const mistyped = await admin(port, 'delete-user', 'erin', '--yse');
+    expect(mistyped.code).toBe(2);
+    expect(mistyped.stderr).toContain('delete-user has no option --yse');
+    for (const words of [
+      ['users', 'erin'],
+      ['create-key', 'erin', '3', 'extra'],
+    ]) {
+      expect((await admin(port, ...words)).code, words.join(' ')).toBe(2);
+    }
+    const listed = (await admin(port, 'users')).stdout;
+    expect(listed).toMatch(/^erin\t/m);
+    expect(listed).toMatch(/^fred\t/m);
     const deleted = await admin(port, 'delete-user', 'erin', '--yes');
     expect(deleted.stdout).toContain('Deleted erin');
     expect((await admin(port, 'users')).stdout).not.toContain('erin');
