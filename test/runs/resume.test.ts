@@ -163,6 +163,37 @@ describe.each(ENGINES)('resumable answers on the %s engine', (engine) => {
     expect((await readAll(await resume('alone', runId, done))).raw).toBe('data: [DONE]\n\n');
   });
 
+  // A model stream cut anywhere (before, between or inside its events, or after the finish
+  // chunk before `[DONE]`), in a burst: the live stream says so, and a listener who comes
+  // back after the end replays the very same bytes, the error included, never an answer that
+  // looks whole. The turn is kept as the text written, marked as failed.
+  it.each([0, 3, 6, 7].flatMap((after) => [false, true].map((inside) => ({ after, inside }))))(
+    'replays a model stream cut after $after chunks (inside an event: $inside) as it was shown',
+    async ({ after, inside }) => {
+      const user = `upstream-cut-${after}-${inside}`;
+      const full = 'one two three four five six';
+      stack.llm.enqueue(
+        reply.text(full, { chunks: 6, disconnectAfter: after, cutInsideEvent: inside }),
+      );
+      const response = await chat({ user_id: user, message: 'go', resumable: true });
+      const runId = response.headers.get('x-parley-run-id') as string;
+      const live = await readAll(response);
+      const error = live.events
+        .map((event) => JSON.parse(event.data === '[DONE]' ? 'null' : event.data) as unknown)
+        .find((data) => typeof data === 'object' && data !== null && '__error' in data);
+      expect(error).toMatchObject({ __error: { code: 'model_unreachable' } });
+      expect(live.events.at(-1)?.data).toBe('[DONE]');
+      expect(full.startsWith(textOf(live.events))).toBe(true);
+      if (after < 6) expect(textOf(live.events).length).toBeLessThan(full.length);
+
+      const replay = await readAll(await resume(user, runId, 0));
+      expect(replay.raw).toBe(live.raw);
+      const turn = (await history(user)).turns.at(-1);
+      expect(turn).toMatchObject({ run_id: runId, answer: textOf(live.events) });
+      expect(turn?.status).toBe('failed');
+    },
+  );
+
   it('takes ?after= like Last-Event-ID; the header wins', async () => {
     stack.llm.enqueue(reply.text('one two three'));
     const response = await chat({ user_id: 'after', message: 'go', resumable: true });
