@@ -2,7 +2,8 @@ import { ModelNotConfiguredError } from './chat-model.ts';
 
 /**
  * Where the chat model stands, for `GET /health` and the web client's first run: a model
- * server is ready as configured (it is not probed); the embedded model is being looked for
+ * server is ready until a request finds nothing answering, then unreachable until one gets an
+ * answer (it is not probed); the embedded model is being looked for
  * on disk, downloading (how far), on disk, or could not be had (why).
  */
 export type ModelStatus =
@@ -18,7 +19,9 @@ export type ModelStatus =
       /** What an interrupted download had already fetched: it goes on from there. */
       resumedFromBytes: number;
     }
-  | { source: 'file' | 'download'; state: 'failed'; reason: string };
+  | { source: 'file' | 'download'; state: 'failed'; reason: string }
+  /** The last request to the model server found nothing answering (not probed). */
+  | { source: 'server'; state: 'unreachable'; reason: string };
 
 /**
  * A chat asked for the embedded model while it downloads: answered at once (never a wait

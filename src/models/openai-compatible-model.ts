@@ -3,11 +3,14 @@ import { extractReasoningMiddleware, wrapLanguageModel } from 'ai';
 import type { ChatModel } from './chat-model.ts';
 import { createSseBurstMerger } from './coalesce-sse-bursts.ts';
 import { createHttpFetch } from './http-fetch.ts';
+import type { ServerReachability } from './server-reachability.ts';
 
 export interface OpenAICompatibleSettings {
   baseURL: string;
   apiKey?: string | undefined;
   model?: string | undefined;
+  /** Learns from every request whether the server answers (`/health`'s model state). */
+  reachability?: ServerReachability | undefined;
 }
 
 /**
@@ -17,6 +20,8 @@ export interface OpenAICompatibleSettings {
  * the tool loop).
  */
 export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): ChatModel {
+  const { reachability } = settings;
+  const watched = (fetch: typeof globalThis.fetch) => reachability?.watch(fetch) ?? fetch;
   const provider = createOpenAICompatible({
     name: 'llm',
     baseURL: settings.baseURL.replace(/\/+$/, ''),
@@ -27,12 +32,14 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     supportsStructuredOutputs: true,
     // Streams are read with undici's dispatcher (less CPU per token than the built-in fetch), and
     // tokens that arrive together are merged before the SDK's per-chunk pipeline.
-    fetch: createHttpFetch({
-      transformBody: (headers) =>
-        headers.get('content-type')?.startsWith('text/event-stream')
-          ? createSseBurstMerger()
-          : undefined,
-    }),
+    fetch: watched(
+      createHttpFetch({
+        transformBody: (headers) =>
+          headers.get('content-type')?.startsWith('text/event-stream')
+            ? createSseBurstMerger()
+            : undefined,
+      }),
+    ),
   });
   const modelName = settings.model ?? 'default';
   const chatModel = provider.chatModel(modelName);
@@ -45,7 +52,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     get: async () => model,
     // The chat's loop splits the tags itself, on the provider's own stream.
     getForChat: async () => ({ model: chatModel, reasoningTag: 'think' }),
-    // As configured: the server is not probed (a chat that cannot reach it says so).
-    status: () => ({ source: 'server', state: 'ready' }),
+    // Not probed: learnt from the requests made anyway (see ServerReachability).
+    status: () => reachability?.status() ?? { source: 'server', state: 'ready' },
   };
 }

@@ -29,6 +29,8 @@ const en = {
   modelDownloading: (percent: number) =>
     `Downloading the assistant's model: ${percent} %. Chats can start when it is done.`,
   modelFailed: "The assistant's model could not be had",
+  modelServer: 'Model server',
+  modelUnreachable: 'The model server cannot be reached',
   newConversation: 'New conversation',
   conversations: 'Conversations',
   searchConversations: 'Search conversations',
@@ -227,6 +229,8 @@ const ko: Strings = {
   modelDownloading: (percent: number) =>
     `어시스턴트의 모델을 내려받는 중입니다: ${percent} %. 다 받으면 대화를 시작할 수 있습니다.`,
   modelFailed: '어시스턴트의 모델을 가져올 수 없습니다',
+  modelServer: '모델 서버',
+  modelUnreachable: '모델 서버에 연결할 수 없습니다',
   newConversation: '새 대화',
   conversations: '대화 목록',
   searchConversations: '대화 검색',

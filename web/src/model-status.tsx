@@ -4,7 +4,7 @@ import { t } from './i18n.ts';
 /** The `model` of GET /health (see src/http/routes/health.ts). */
 interface ModelHealth {
   source: 'server' | 'file' | 'download';
-  state: 'checking' | 'downloading' | 'ready' | 'failed';
+  state: 'checking' | 'downloading' | 'ready' | 'failed' | 'unreachable';
   downloaded_bytes?: number;
   total_bytes?: number;
   percent?: number;
@@ -12,14 +12,22 @@ interface ModelHealth {
 }
 
 /** How often /health is asked while the model is not ready. */
-const POLL_MS = { checking: 1_000, downloading: 1_000, failed: 5_000 } as const;
+const POLL_MS: Record<string, number> = {
+  checking: 1_000,
+  downloading: 1_000,
+  failed: 5_000,
+  unreachable: 5_000,
+};
+/** A state this page does not know (a newer server): asked again, but never in a tight loop. */
+const POLL_OTHER_MS = 5_000;
 
 const gigabytes = (bytes: number | undefined) => ((bytes ?? 0) / 1e9).toFixed(1);
 
 /**
  * The first run of the embedded model: while it downloads, a progress bar and what the
  * assistant is waiting for; if it cannot be had, why (a download that resumes shows again).
- * Nothing once it is ready, and nothing for a model server.
+ * A model server that the last request found not answering says so and why, until it
+ * answers again. Nothing once the model is ready.
  */
 export function ModelStatusBanner() {
   const [model, setModel] = useState<ModelHealth | undefined>();
@@ -38,7 +46,7 @@ export function ModelStatusBanner() {
       if (stopped) return;
       setModel(next);
       if (next?.state === 'ready') return;
-      timer = setTimeout(poll, next ? POLL_MS[next.state] : POLL_MS.failed);
+      timer = setTimeout(poll, (next && POLL_MS[next.state]) || POLL_OTHER_MS);
     };
     void poll();
     return () => {
@@ -65,6 +73,15 @@ export function ModelStatusBanner() {
       <section class="model-status error" aria-label={t.modelDownload}>
         <p class="model-status-text" role="alert">
           {t.modelFailed}: {model.reason}
+        </p>
+      </section>
+    );
+  }
+  if (model?.state === 'unreachable') {
+    return (
+      <section class="model-status error" aria-label={t.modelServer}>
+        <p class="model-status-text" role="alert">
+          {t.modelUnreachable}: {model.reason}
         </p>
       </section>
     );

@@ -10,8 +10,11 @@ const modelSchema = z
       .enum(['server', 'file', 'download'])
       .describe('A model server (LLM_BASE_URL), a file (LLM_MODEL_PATH), or downloaded'),
     state: z
-      .enum(['checking', 'downloading', 'ready', 'failed'])
-      .describe('A model server is ready as configured; it is not probed'),
+      .enum(['checking', 'downloading', 'ready', 'failed', 'unreachable'])
+      .describe(
+        'A model server is ready until a request to it finds nothing answering, then ' +
+          '`unreachable` (with the reason) until one gets an answer; it is not probed',
+      ),
     downloaded_bytes: z.number().int().optional(),
     total_bytes: z.number().int().optional().describe('0 until the host has said'),
     percent: z.number().int().optional(),
@@ -20,7 +23,7 @@ const modelSchema = z
       .int()
       .optional()
       .describe('Downloading: what an interrupted download had fetched (it goes on from there)'),
-    reason: z.string().optional().describe('Why it failed, and what to set'),
+    reason: z.string().optional().describe('Why it failed or is unreachable, and what to set'),
   })
   .describe('The chat model (not in the spec): its first download, or why it cannot be had');
 
@@ -77,6 +80,7 @@ function modelBody(status: ModelStatus): z.infer<typeof modelSchema> {
         resumed_from_bytes: status.resumedFromBytes,
       };
     case 'failed':
+    case 'unreachable':
       return { source: status.source, state: status.state, reason: status.reason };
     default:
       return { source: status.source, state: status.state };
