@@ -7,8 +7,8 @@ import { createEmbeddedLlamaModel } from './embedded-llama-model.ts';
 import { createLlamaModelLoader } from './llama/llama-model-loader.ts';
 import { DEFAULT_MODEL_URI } from './model-download.ts';
 import { ModelFetch } from './model-fetch.ts';
+import { ModelServerWatch } from './model-server-watch.ts';
 import { createOpenAICompatibleModel } from './openai-compatible-model.ts';
-import { ServerReachability } from './server-reachability.ts';
 import { shownUri } from './shown-uri.ts';
 
 type ModelConfig = Pick<
@@ -31,7 +31,11 @@ export function createChatModel(config: ModelConfig, logger: Logger): ChatModel 
       baseURL: config.LLM_BASE_URL,
       apiKey: config.LLM_API_KEY,
       model: config.LLM_MODEL,
-      reachability: new ServerReachability(config.LLM_BASE_URL, logger),
+      watch: new ModelServerWatch({
+        baseUrl: config.LLM_BASE_URL,
+        model: config.LLM_MODEL ?? 'default',
+        logger,
+      }),
     });
   }
   return createEmbeddedChatModel(config, logger);

@@ -2,8 +2,8 @@ import { ModelNotConfiguredError } from './chat-model.ts';
 
 /**
  * Where the chat model stands, for `GET /health` and the web client's first run: a model
- * server is ready until a request finds nothing answering, then unreachable until one gets an
- * answer (it is not probed); the embedded model is being looked for
+ * server is ready until a request finds nothing answering (unreachable) or is refused for its key
+ * or model (refusing), until one is answered otherwise (it is not probed); the embedded model is being looked for
  * on disk, downloading (how far), on disk, or could not be had (why).
  */
 export type ModelStatus =
@@ -20,8 +20,9 @@ export type ModelStatus =
       resumedFromBytes: number;
     }
   | { source: 'file' | 'download'; state: 'failed'; reason: string }
-  /** The last request to the model server found nothing answering (not probed). */
-  | { source: 'server'; state: 'unreachable'; reason: string };
+  /** The last request to the model server found nothing answering, or was refused for its
+   * key or model (learnt from requests made anyway, not probed). */
+  | { source: 'server'; state: 'unreachable' | 'refusing'; reason: string };
 
 /**
  * A chat asked for the embedded model while it downloads: answered at once (never a wait

@@ -3,14 +3,14 @@ import { extractReasoningMiddleware, wrapLanguageModel } from 'ai';
 import type { ChatModel } from './chat-model.ts';
 import { createSseBurstMerger } from './coalesce-sse-bursts.ts';
 import { createHttpFetch } from './http-fetch.ts';
-import type { ServerReachability } from './server-reachability.ts';
+import type { ModelServerWatch } from './model-server-watch.ts';
 
 export interface OpenAICompatibleSettings {
   baseURL: string;
   apiKey?: string | undefined;
   model?: string | undefined;
-  /** Learns from every request whether the server answers (`/health`'s model state). */
-  reachability?: ServerReachability | undefined;
+  /** Learns from every request whether the server can be used (`/health`'s model state). */
+  watch?: ModelServerWatch | undefined;
 }
 
 /**
@@ -20,8 +20,7 @@ export interface OpenAICompatibleSettings {
  * the tool loop).
  */
 export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings): ChatModel {
-  const { reachability } = settings;
-  const watched = (fetch: typeof globalThis.fetch) => reachability?.watch(fetch) ?? fetch;
+  const watched = (fetch: typeof globalThis.fetch) => settings.watch?.watch(fetch) ?? fetch;
   const provider = createOpenAICompatible({
     name: 'llm',
     baseURL: settings.baseURL.replace(/\/+$/, ''),
@@ -52,7 +51,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     get: async () => model,
     // The chat's loop splits the tags itself, on the provider's own stream.
     getForChat: async () => ({ model: chatModel, reasoningTag: 'think' }),
-    // Not probed: learnt from the requests made anyway (see ServerReachability).
-    status: () => reachability?.status() ?? { source: 'server', state: 'ready' },
+    // Not probed: learnt from the requests made anyway (see ModelServerWatch).
+    status: () => settings.watch?.status() ?? { source: 'server', state: 'ready' },
   };
 }

@@ -19,7 +19,7 @@ interface Health {
  * again. The server is not probed: what it learns comes from the chats themselves.
  */
 describe.each(ENGINES)(
-  'a model server that goes away and comes back, on the %s engine',
+  'a model server that cannot be used (gone, or refusing Parley), on the %s engine',
   (engine) => {
     let llm: FakeLlmServer;
     let proxy: TcpProxy;
@@ -114,6 +114,53 @@ describe.each(ENGINES)(
         await browser.close();
       }
       llm.assertNoUnexpected();
+    });
+
+    it.each([
+      {
+        what: 'a key it does not take',
+        env: (llm: FakeLlmServer) => ({ LLM_BASE_URL: llm.url, LLM_API_KEY: 'not-the-key' }),
+        status: 401,
+        fix: 'check LLM_API_KEY.',
+      },
+      {
+        what: 'a base URL without the API path',
+        env: (llm: FakeLlmServer) => ({
+          LLM_BASE_URL: new URL(llm.url).origin,
+          LLM_API_KEY: 'the-key',
+        }),
+        status: 404,
+        fix: 'it does not serve LLM_MODEL ("fake-chat"), or LLM_BASE_URL lacks the API\'s path (such as /v1).',
+      },
+    ])('says it refuses requests for $what, naming the setting', async ({ env, status, fix }) => {
+      const guarded = await startFakeLlmServer({ apiKey: 'the-key' });
+      const refusing = await startParley({
+        env: { ...storage.env, ...env(guarded), LLM_MODEL: 'fake-chat', LLM_MAX_RETRIES: '0' },
+      });
+      try {
+        const chat = await refusing.fetch('/chat', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ message: 'hello', user_id: 'refused' }),
+        });
+        expect((await readChat(chat)).error?.code).toBe('model_error');
+        const { model } = (await (await refusing.fetch('/health')).json()) as Health;
+        expect(model).toEqual({
+          source: 'server',
+          state: 'refusing',
+          reason: expect.stringMatching(/^The model server at LLM_BASE_URL/),
+        });
+        expect(model.reason).toContain(`answers HTTP ${status}: ${fix}`);
+        expect(model.reason).toContain(new URL(env(guarded).LLM_BASE_URL).host);
+        await refusing.waitForLog(
+          (line) =>
+            line.msg.startsWith('the model server (LLM_BASE_URL) refuses requests') &&
+            line.status === String(status),
+        );
+      } finally {
+        await refusing.stop();
+        await guarded.close();
+      }
     });
   },
 );

@@ -4,7 +4,7 @@ import { t } from './i18n.ts';
 /** The `model` of GET /health (see src/http/routes/health.ts). */
 interface ModelHealth {
   source: 'server' | 'file' | 'download';
-  state: 'checking' | 'downloading' | 'ready' | 'failed' | 'unreachable';
+  state: 'checking' | 'downloading' | 'ready' | 'failed' | 'unreachable' | 'refusing';
   downloaded_bytes?: number;
   total_bytes?: number;
   percent?: number;
@@ -17,6 +17,7 @@ const POLL_MS: Record<string, number> = {
   downloading: 1_000,
   failed: 5_000,
   unreachable: 5_000,
+  refusing: 5_000,
 };
 /** A state this page does not know (a newer server): asked again, but never in a tight loop. */
 const POLL_OTHER_MS = 5_000;
@@ -26,8 +27,8 @@ const gigabytes = (bytes: number | undefined) => ((bytes ?? 0) / 1e9).toFixed(1)
 /**
  * The first run of the embedded model: while it downloads, a progress bar and what the
  * assistant is waiting for; if it cannot be had, why (a download that resumes shows again).
- * A model server that the last request found not answering says so and why, until it
- * answers again. Nothing once the model is ready.
+ * A model server that the last request found not answering, or that refused it for its key
+ * or model, says so and why, until it answers again. Nothing once the model is ready.
  */
 export function ModelStatusBanner() {
   const [model, setModel] = useState<ModelHealth | undefined>();
@@ -77,11 +78,11 @@ export function ModelStatusBanner() {
       </section>
     );
   }
-  if (model?.state === 'unreachable') {
+  if (model?.state === 'unreachable' || model?.state === 'refusing') {
     return (
       <section class="model-status error" aria-label={t.modelServer}>
         <p class="model-status-text" role="alert">
-          {t.modelUnreachable}: {model.reason}
+          {model.state === 'unreachable' ? t.modelUnreachable : t.modelRefusing}: {model.reason}
         </p>
       </section>
     );

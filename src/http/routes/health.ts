@@ -10,10 +10,11 @@ const modelSchema = z
       .enum(['server', 'file', 'download'])
       .describe('A model server (LLM_BASE_URL), a file (LLM_MODEL_PATH), or downloaded'),
     state: z
-      .enum(['checking', 'downloading', 'ready', 'failed', 'unreachable'])
+      .enum(['checking', 'downloading', 'ready', 'failed', 'unreachable', 'refusing'])
       .describe(
-        'A model server is ready until a request to it finds nothing answering, then ' +
-          '`unreachable` (with the reason) until one gets an answer; it is not probed',
+        'A model server is ready until a request to it finds nothing answering (`unreachable`) ' +
+          'or is refused for its key or model (`refusing`, HTTP 401, 403 or 404), each with ' +
+          'the reason, until one is answered otherwise; it is not probed',
       ),
     downloaded_bytes: z.number().int().optional(),
     total_bytes: z.number().int().optional().describe('0 until the host has said'),
@@ -81,6 +82,7 @@ function modelBody(status: ModelStatus): z.infer<typeof modelSchema> {
       };
     case 'failed':
     case 'unreachable':
+    case 'refusing':
       return { source: status.source, state: status.state, reason: status.reason };
     default:
       return { source: status.source, state: status.state };
