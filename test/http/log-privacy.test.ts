@@ -8,6 +8,7 @@ import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, type Reply, reply } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { expectNoSecrets as expectNoSecretsIn } from '../support/log-secrets.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -45,11 +46,7 @@ describe.each(ENGINES)('the log on the %s engine, at level trace', (engine) => {
   });
 
   /** Everything printed holds no secret marker; on failure, shows where one was. */
-  const expectNoSecrets = () => {
-    const output = parley.output();
-    const at = output.indexOf('secret-');
-    expect(at, at >= 0 ? output.slice(Math.max(0, at - 300), at + 100) : '').toBe(-1);
-  };
+  const expectNoSecrets = () => expectNoSecretsIn(parley.output());
 
   const ask = async (message: string): Promise<ChatStream> =>
     readChat(

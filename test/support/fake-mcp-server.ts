@@ -12,8 +12,27 @@ import { z } from 'zod';
  * `note` is its description from a file (FAKE_MCP_DESCRIPTION_FILE) so a test can change the
  * tool definitions between two processes. Over HTTP it records every request's headers.
  */
-function buildServer(headers: () => IncomingHttpHeaders | undefined): McpServer {
+function buildServer(
+  headers: () => IncomingHttpHeaders | undefined,
+  options: FakeMcpOptions = {},
+): McpServer {
   const server = new McpServer({ name: 'fake-mcp', version: '1.0.0' });
+  if (options.echoTools) registerEchoTools(server);
+  if (options.crashTool) {
+    server.registerTool(
+      'crash',
+      {
+        description: 'Dies mid-call',
+        inputSchema: { text: z.string() },
+        annotations: { readOnlyHint: true },
+      },
+      async ({ text }) => {
+        process.stdout.write(`garbage instead of an answer: ${text}\n`);
+        process.stderr.write(`dying on ${text}\n`);
+        process.exit(3);
+      },
+    );
+  }
   const file = process.env.FAKE_MCP_DESCRIPTION_FILE;
   server.registerTool(
     'whoami',
@@ -43,6 +62,36 @@ function buildServer(headers: () => IncomingHttpHeaders | undefined): McpServer 
   return server;
 }
 
+export interface FakeMcpOptions {
+  /**
+   * Adds `echo` (answers with its `text`) and `fail` (throws an error quoting its `text`, which
+   * the SDK hands back as an error result): a server repeating what it was sent, either way.
+   */
+  echoTools?: boolean;
+  /**
+   * Adds `crash` (stdio only: it ends the process): prints its `text` as a line that is not
+   * JSON-RPC on stdout and on stderr, then exits mid-call.
+   */
+  crashTool?: boolean;
+}
+
+function registerEchoTools(server: McpServer): void {
+  const annotations = { readOnlyHint: true };
+  const inputSchema = { text: z.string() };
+  server.registerTool(
+    'echo',
+    { description: 'Repeats its text', inputSchema, annotations },
+    async ({ text }) => ({ content: [{ type: 'text', text: `echo: ${text}` }] }),
+  );
+  server.registerTool(
+    'fail',
+    { description: 'Fails, quoting its text', inputSchema, annotations },
+    async ({ text }) => {
+      throw new Error(`could not handle ${text}`);
+    },
+  );
+}
+
 export interface FakeMcpHttpServer {
   url: string;
   /** Every request's headers, in order. */
@@ -51,7 +100,9 @@ export interface FakeMcpHttpServer {
 }
 
 /** The fake over Streamable HTTP, stateless (a server per request), on a loopback port. */
-export async function startFakeMcpHttpServer(): Promise<FakeMcpHttpServer> {
+export async function startFakeMcpHttpServer(
+  options: FakeMcpOptions = {},
+): Promise<FakeMcpHttpServer> {
   const requests: IncomingHttpHeaders[] = [];
   const http = createServer(async (request, response) => {
     requests.push(request.headers);
@@ -64,7 +115,7 @@ export async function startFakeMcpHttpServer(): Promise<FakeMcpHttpServer> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
-    const server = buildServer(() => request.headers);
+    const server = buildServer(() => request.headers, options);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     response.on('close', () => {
       void transport.close();
@@ -86,11 +137,15 @@ export async function startFakeMcpHttpServer(): Promise<FakeMcpHttpServer> {
   };
 }
 
-// Run as a program: the fake over stdio (its pid written where FAKE_MCP_PID_FILE says).
+// Run as a program: the fake over stdio (its pid written where FAKE_MCP_PID_FILE says;
+// FAKE_MCP_ECHO: with `echo`, `fail` and `crash`).
 if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop() ?? '\0')) {
   if (process.env.FAKE_MCP_PID_FILE)
     writeFileSync(process.env.FAKE_MCP_PID_FILE, String(process.pid));
   // FAKE_MCP_LINGER: outlives the end of its stdin, as a server holding other work does.
   if (process.env.FAKE_MCP_LINGER) setInterval(() => {}, 60_000);
-  await buildServer(() => undefined).connect(new StdioServerTransport());
+  const echo = Boolean(process.env.FAKE_MCP_ECHO);
+  await buildServer(() => undefined, { echoTools: echo, crashTool: echo }).connect(
+    new StdioServerTransport(),
+  );
 }
