@@ -9,12 +9,15 @@ import {
   startBrokenMcpHttpServer,
 } from '../support/broken-mcp-http-server.ts';
 import { readChat } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
-import { reply } from '../support/fake-llm-server.ts';
+import { type Reply, reply } from '../support/fake-llm-server.ts';
 import { type FakeMcpHttpServer, startFakeMcpHttpServer } from '../support/fake-mcp-server.ts';
+import type { SentMessage } from '../support/fake-telegram-server.ts';
 import { jsonCaller } from '../support/json-call.ts';
 import { expectNoSecrets } from '../support/log-secrets.ts';
 import { holdAt, sseEvents, textOf } from '../support/resumable.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { startTelegramStack, type TelegramStack } from '../support/telegram-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -26,6 +29,14 @@ import { waitFor } from '../support/wait-for.ts';
  * none of them: only codes, statuses and configured names.
  */
 const USER = 'private-user';
+type Button = { text: string; callback_data: string };
+const keyboardOf = (message: SentMessage | undefined): Button[] =>
+  (
+    (message?.replyMarkup as { inline_keyboard?: Button[][] } | undefined)?.inline_keyboard ?? []
+  ).flat();
+/** The bot's question asking to approve a tool call, among these messages. */
+const approvalIn = (messages: SentMessage[]) =>
+  messages.find((m) => keyboardOf(m).some((b) => b.text === 'Approve'));
 const FAKE_MCP = fileURLToPath(new URL('../support/fake-mcp-server.ts', import.meta.url));
 const CHAT = 7301;
 
@@ -39,7 +50,6 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
   /** Neither our markers nor the broken MCP server's bodies were printed. */
   const expectClean = async () => {
     await stack.parley.settled();
-    require('node:fs').writeFileSync(`/tmp/wave-${engine}.log`, stack.parley.output());
     expectNoSecrets(stack.parley.output(), ['secret-', SECRET_BODY]);
   };
   const chat = async (message: string, extra: Record<string, unknown> = {}) =>
@@ -58,24 +68,31 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
       LLM_CHUNK_TIMEOUT_MS: '1000',
       MCP_CALL_TIMEOUT_MS: '4000',
       MCP_CALLS_PER_ANSWER: '20',
+      MCP_CREDENTIALS_KEY: Buffer.alloc(32, 7).toString('base64'),
+      // A question the Bot API refused is never answered: the call is given up soon.
+      MCP_APPROVAL_TIMEOUT_SECONDS: '3',
     });
     key = await stack.link(USER, CHAT);
     const servers = [
       { transport: 'http', name: 'echo', url: echo.url },
       { transport: 'http', name: 'broken', url: broken.url },
+      // The echo server again, for a user's credential it refuses (echoing it) and for calls
+      // that ask the user first (an untrusted server's read-only tools still ask).
+      { transport: 'http', name: 'guarded', url: echo.url },
+      { transport: 'http', name: 'asking', url: echo.url, trusted: false },
       // The same fake over stdio, which can also die mid-call.
       {
         transport: 'stdio',
         name: 'local',
         command: process.execPath,
         args: [FAKE_MCP],
-        env: { FAKE_MCP_ECHO: '1' },
+        env: { FAKE_MCP_ECHO: '1', FAKE_MCP_API_KEY: 'secret-mcp-env-value' },
       },
     ];
     for (const server of servers) {
       const created = await call(admin(), 'POST', '/admin/mcp-servers', {
-        ...server,
         trusted: true,
+        ...server,
       });
       expect(created.status, created.text).toBe(201);
       const enabled = await call(admin(), 'PATCH', `/admin/mcp-servers/${created.body.id}`, {
@@ -134,9 +151,38 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
       (line) => line.msg === 'mcp tool call' && line.tool === 'fail' && line.mcpServer === 'echo',
     );
     await stack.parley.waitForLog(
-      (line) => line.msg === 'mcp tool call' && line.tool === 'rpc_error' && line.outcome === 'failed',
+      (line) =>
+        line.msg === 'mcp tool call' && line.tool === 'rpc_error' && line.outcome === 'failed',
     );
     broken.assertNoUnexpected();
+    await expectClean();
+  });
+
+  it('holds no tool arguments a /chat client is asked to approve, or its decision', async () => {
+    stack.llm.enqueue(
+      reply.toolCalls([{ name: 'asking__echo', args: { text: 'secret-ask-arg' } }]),
+      reply.text('secret-ask-answer'),
+    );
+    const response = await chat('secret-ask-question', { approvals: 'ask' });
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let raw = '';
+    while (!raw.includes('__approval"')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`no approval asked: ${raw}`);
+      raw += decoder.decode(value, { stream: true });
+    }
+    const event = raw.split('\n\n').find((e) => e.includes('__approval"')) ?? '';
+    const { id } = JSON.parse(event.slice(event.indexOf('{'))).__approval as { id: string };
+    const decide = (body: unknown) => call(key, 'POST', `/users/${USER}/approvals/${id}`, body);
+    expect((await decide({ decision: 'secret-ask-decision' })).status).toBe(422);
+    expect((await decide({ decision: 'approve' })).status).toBe(200);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      raw += decoder.decode(value, { stream: true });
+    }
+    expect(raw).toContain('secret-ask-answer');
     await expectClean();
   });
 
@@ -236,9 +282,15 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     const bad: unknown[] = [
       { prompt: 'secret-automation-bad-1', schedule: { type: 'secret-automation-type' } },
       { prompt: 'secret-automation-bad-2', schedule: { type: 'daily', time: 'secret-time' } },
-      { prompt: 'secret-automation-bad-3', schedule: { type: 'once', date: '2000-01-01', time: '08:00' } },
+      {
+        prompt: 'secret-automation-bad-3',
+        schedule: { type: 'once', date: '2000-01-01', time: '08:00' },
+      },
       { prompt: 'secret-automation-\u0000-nul', schedule: { type: 'daily', time: '08:00' } },
-      { prompt: 'secret-automation-bad-4'.repeat(1000), schedule: { type: 'daily', time: '08:00' } },
+      {
+        prompt: 'secret-automation-bad-4'.repeat(1000),
+        schedule: { type: 'daily', time: '08:00' },
+      },
     ];
     for (const body of bad) {
       const refused = await call(key, 'POST', `/users/${USER}/automations`, body);
@@ -276,11 +328,155 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     await stack.telegram.waitFor(() =>
       stack.telegram.calls.slice(from).some((c) => c.method === 'sendMessage' && c.status === 400),
     );
+    // A button press Parley never made, and an edit of a message.
+    const answered = stack.telegram.callbackAnswers.length;
+    stack.telegram.pushCallback(CHAT, 1, 'secret-telegram-callback-data');
+    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > answered);
+    stack.telegram.pushEditedMessage(CHAT, 'secret-telegram-edited');
     // A model failure told in the chat.
     stack.llm.enqueue(reply.error(500, { message: 'echo: secret-telegram-upstream' }));
     const before = stack.sentSince(CHAT, 0).length;
     stack.telegram.pushMessage(CHAT, 'secret-telegram-question-3');
     await stack.telegram.waitFor(() => stack.sentSince(CHAT, before).length > 0);
+    await expectClean();
+  });
+
+  it('holds no credential an MCP server refuses and echoes back', async () => {
+    const { servers } = (await call(key, 'GET', `/users/${USER}/mcp-servers`)).body;
+    const guarded = servers.find((s: { name: string }) => s.name === 'guarded');
+    const stored = await call(key, 'PUT', `/users/${USER}/mcp-servers/${guarded.id}`, {
+      credential: { header: 'Authorization', value: 'Bearer secret-mcp-credential-revoked' },
+    });
+    expect(stored.status, stored.text).toBe(200);
+    stack.llm.enqueue(
+      reply.toolCalls([{ name: 'guarded__echo', args: { text: 'secret-mcp-arg-guarded' } }]),
+      reply.text('secret-mcp-answer-guarded'),
+    );
+    const refused = await call(key, 'PUT', `/users/${USER}/mcp-servers/${guarded.id}`, {
+      credential: { header: 'secret-mcp-header\n', value: 'secret-mcp-credential-bad\n' },
+    });
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    const stream = await readChat(await chat('secret-mcp-question-guarded'));
+    expect(stream.error).toBeUndefined();
+    // Left out of the chat, by its status: the fake echoed the credential in its 401's body.
+    expect(echo.requests.some((r) => r.authorization?.includes('secret-mcp-credential'))).toBe(
+      true,
+    );
+    await stack.parley.waitForLog(
+      (line) => line.code === 'mcp_server_down' && line.mcpServer === 'guarded',
+    );
+    await expectClean();
+  });
+
+  it('holds no tool arguments shown for approval on Telegram, or the Bot API refusing them', async () => {
+    const from = stack.sentSince(CHAT, 0).length;
+    stack.llm.enqueue(
+      reply.toolCalls([
+        { id: 'approved', name: 'asking__echo', args: { text: 'secret-approval-arg-1' } },
+      ]),
+      reply.text('secret-approval-answer-1'),
+    );
+    stack.telegram.pushMessage(CHAT, 'secret-approval-question-1');
+    await stack.telegram.waitFor(
+      () => approvalIn(stack.sentSince(CHAT, from)) !== undefined,
+      60_000,
+    );
+    const question = approvalIn(stack.sentSince(CHAT, from));
+    expect(question?.visible).toContain('secret-approval-arg-1');
+    const approve = keyboardOf(question).find((b) => b.text === 'Approve');
+    const answered = stack.telegram.callbackAnswers.length;
+    stack.telegram.pushCallback(CHAT, question?.messageId ?? 0, approve?.callback_data ?? '');
+    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > answered);
+    await stack.telegram.waitFor(
+      () =>
+        stack
+          .sentSince(CHAT, from)
+          .some((m) => [m.visible, ...m.edits].some((t) => t.includes('secret-approval-answer-1'))),
+      60_000,
+    );
+
+    // The question itself refused, its description quoting the arguments.
+    const calls = stack.telegram.calls.length;
+    stack.telegram.failMethod('sendMessage', {
+      kind: 'error',
+      status: 400,
+      description: 'Bad Request: secret-approval-telegram-description',
+    });
+    stack.llm.enqueue(
+      reply.toolCalls([{ name: 'asking__echo', args: { text: 'secret-approval-arg-2' } }]),
+      reply.text('secret-approval-answer-2'),
+    );
+    stack.telegram.pushMessage(CHAT, 'secret-approval-question-2');
+    await stack.telegram.waitFor(() =>
+      stack.telegram.calls.slice(calls).some((c) => c.method === 'sendMessage' && c.status === 400),
+    );
+    await waitFor(
+      () =>
+        stack.llm.chats.some(
+          (c) =>
+            JSON.stringify(c.body).includes('secret-approval-arg-2') &&
+            c.body.messages.some((m) => m.role === 'tool'),
+        ),
+      60_000,
+    );
+    await expectClean();
+  });
+
+  it('holds no documents sent on Telegram, their names or the Bot API refusing the reply', async () => {
+    const say = async (fields: Record<string, unknown>, fault?: string) => {
+      const calls = stack.telegram.calls.length;
+      if (fault) {
+        stack.telegram.failMethod('sendMessage', {
+          kind: 'error',
+          status: 400,
+          description: `Bad Request: ${fault}`,
+        });
+      }
+      const from = stack.sentSince(CHAT, 0).length;
+      stack.telegram.pushUpdateMessage(CHAT, fields);
+      await stack.telegram.waitFor(
+        () =>
+          stack.telegram.calls
+            .slice(calls)
+            .some((c) => c.method === 'sendMessage' && (fault ? c.status === 400 : true)) &&
+          (fault !== undefined || stack.sentSince(CHAT, from).length > 0),
+        60_000,
+      );
+    };
+    const text = stack.telegram.addFile(Buffer.from('secret-telegram-document-text'), 'txt');
+    await say({
+      caption: 'secret-telegram-caption',
+      document: {
+        file_id: text.fileId,
+        file_unique_id: 'secret-1',
+        file_name: 'secret-telegram-file.txt',
+        mime_type: 'text/plain',
+        file_size: text.size,
+      },
+    });
+    const again = stack.telegram.addFile(Buffer.from('secret-telegram-document-2'), 'txt');
+    await say(
+      {
+        document: {
+          file_id: again.fileId,
+          file_unique_id: 'secret-2',
+          file_name: 'secret-telegram-file-2.txt',
+          mime_type: 'text/plain',
+          file_size: again.size,
+        },
+      },
+      'secret-telegram-document-description',
+    );
+    // Not a document Parley reads: refused, by its name.
+    const binary = stack.telegram.addFile(Buffer.from([0, 1, 2, 3, 0xff, 0xfe]), 'bin');
+    await say({
+      document: {
+        file_id: binary.fileId,
+        file_unique_id: 'secret-3',
+        file_name: 'secret-telegram-file-3.exe',
+        file_size: binary.size,
+      },
+    });
     await expectClean();
   });
 
@@ -297,6 +493,14 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     const failed = await chat('secret-resumable-question-2', { resumable: true });
     expect(await errorOf(failed)).toBe('model_error');
 
+    const runOf = cut.headers.get('x-parley-run-id') as string;
+    for (const lastEventId of ['secret-resumable-event-id', '999999']) {
+      const resumed = await stack.parley.fetch(`/users/${USER}/runs/${runOf}/events`, {
+        token: key,
+        headers: { 'last-event-id': lastEventId },
+      });
+      expect(resumed.status).toBe(422);
+    }
     const hold = holdAt((chunk) => chunk === 2);
     stack.llm.enqueue(
       reply.text('secret-resumable-stopped-answer', { chunks: 6, pace: hold.pace }),
@@ -315,3 +519,101 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     await expectClean();
   });
 });
+
+/**
+ * Memories and the knowledge graph, which the model writes: a memory decision the model
+ * answers with text that is no decision (quoting the exchange), or with an error echoing it;
+ * facts past the graph's limit. Their own Parley: both are off by default.
+ */
+describe.each(ENGINES)(
+  'the log on the %s engine, at level trace, for memories and the graph',
+  (engine) => {
+    let setup: EngineSetup;
+    let parley: RunningParley;
+    /** How the model answers each memory decision, in turn (then: nothing to remember). */
+    const decisions: Reply[] = [];
+
+    beforeAll(async () => {
+      setup = await engineSetup(engine);
+      setup.llm.respond((body) => {
+        if (body.response_format !== undefined) {
+          return decisions.shift() ?? reply.text(JSON.stringify({ remember: false, memory: '' }));
+        }
+        // The graph's chat: one fact, a second past the limit, a look-up; one step each.
+        const asked = JSON.stringify(body.messages.findLast((m) => m.role === 'user')?.content);
+        if (asked.includes('secret-graph-question')) {
+          const relation = (n: number) => ({
+            name: 'add_relation',
+            args: {
+              subject: `secret-graph-s${n}`,
+              relation: 'likes',
+              object: `secret-graph-o${n}`,
+            },
+          });
+          const steps = [
+            relation(1),
+            relation(2),
+            { name: 'query_entity', args: { name: 'secret-graph-s1' } },
+          ];
+          const at = body.messages.findLastIndex((m) => m.role === 'user');
+          const step = steps[body.messages.slice(at).filter((m) => m.role === 'tool').length];
+          return step ? reply.toolCalls([step]) : reply.text('secret-graph-answer');
+        }
+        return reply.text('secret-memory-answer');
+      });
+      parley = await startParley({
+        dataDir: setup.dataDir,
+        env: {
+          ...setup.env,
+          LOG_LEVEL: 'trace',
+          EMBEDDINGS_PROVIDER: 'none',
+          CONV_RAG_ENABLED: 'true',
+          GRAPH_ENABLED: 'true',
+          GRAPH_MAX_TRIPLES: '1',
+          MEMORY_RETRY_MS: '1000',
+        },
+      });
+    });
+    afterAll(async () => {
+      await parley?.stop();
+      await setup?.cleanup();
+    });
+
+    const ask = async (message: string) =>
+      readChat(
+        await parley.fetch('/chat', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ message, user_id: USER }),
+        }),
+      );
+
+    it('holds no exchange, memory or fact after failed memory decisions and a full graph', async () => {
+      decisions.push(
+        reply.text('I would remember secret-memory-garbage, not as JSON'),
+        reply.error(500, { message: 'echo: secret-memory-upstream' }),
+        reply.text(JSON.stringify({ remember: true, memory: 'secret-memory-kept' })),
+      );
+      expect((await ask('secret-memory-question')).error).toBeUndefined();
+      // Tried again after each failure, until the third answer is remembered.
+      await waitFor(async () => {
+        const { memories } = (await (await parley.fetch(`/users/${USER}/memories`)).json()) as {
+          memories: { text: string }[];
+        };
+        return memories.some((m) => m.text === 'secret-memory-kept');
+      }, 30_000);
+      await parley.waitForLog((line) => line.msg === 'background job failed; will retry');
+
+      const graph = await ask('secret-graph-question');
+      expect(graph.error).toBeUndefined();
+      expect(graph.text).toBe('secret-graph-answer');
+      const results = setup.llm.chats
+        .at(-1)
+        ?.body.messages.filter((m) => m.role === 'tool')
+        .map((m) => JSON.stringify(m.content));
+      expect(results?.join()).toContain('its limit'); // the second fact was refused
+      await parley.settled();
+      expectNoSecrets(parley.output());
+    });
+  },
+);
