@@ -17,6 +17,7 @@ import {
 import { describeChatError } from './describe-chat-error.ts';
 import { fitHistory } from './history-window.ts';
 import { localDate, resolveTimezone } from './local-time.ts';
+import { loggableTools } from './loggable-tools.ts';
 import type { RunTrace, RunTracer } from './run-tracer.ts';
 import { buildSystemPrompt } from './system-prompt.ts';
 import { runToolLoop, type ToolLoopPart } from './tool-loop.ts';
@@ -444,7 +445,7 @@ export class ChatService {
         })
         .catch((error: unknown) => log.warn({ err: error }, 'after-answer work not queued'));
       log.info(
-        { ms: Date.now() - run.startedAt.getTime(), tools: [...toolsUsed] },
+        { ms: Date.now() - run.startedAt.getTime(), ...loggableTools(toolsUsed, toolSet) },
         'chat answered',
       );
       yield {

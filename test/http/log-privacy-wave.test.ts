@@ -158,6 +158,26 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     await expectClean();
   });
 
+  it('holds no tool names or arguments the model made up', async () => {
+    stack.llm.enqueue(
+      reply.toolCalls([
+        { name: 'secret-made-up-tool', args: { text: 'secret-made-up-arg' } },
+        { name: 'echo__secret-made-up-tool', args: { text: 'secret-made-up-arg-2' } },
+        { name: 'echo__echo', args: { text: 42, other: 'secret-made-up-arg-3' } },
+        { name: 'set_reminder', args: '{"title": "secret-made-up-json' },
+      ]),
+      reply.text('secret-made-up-answer'),
+    );
+    const stream = await readChat(await chat('secret-made-up-question'));
+    expect(stream.error).toBeUndefined();
+    // The operator still reads which of the offered tools were used, and that others were not.
+    const answered = await stack.parley.waitForLog(
+      (line) => line.msg === 'chat answered' && line.unknownTools !== undefined,
+    );
+    expect(answered).toMatchObject({ tools: ['echo__echo', 'set_reminder'], unknownTools: 2 });
+    await expectClean();
+  });
+
   it('holds no tool arguments a /chat client is asked to approve, or its decision', async () => {
     stack.llm.enqueue(
       reply.toolCalls([{ name: 'asking__echo', args: { text: 'secret-ask-arg' } }]),
