@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type BrokenMcpHttpServer,
@@ -19,6 +19,12 @@ import { expectNoSecrets } from '../support/log-secrets.ts';
 import { holdAt, sseEvents, textOf } from '../support/resumable.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { startTelegramStack, type TelegramStack } from '../support/telegram-stack.ts';
+import {
+  type ListingPage,
+  listedTool,
+  startToolListMcpServer,
+  type ToolListMcpServer,
+} from '../support/tool-list-mcp-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /**
@@ -29,6 +35,10 @@ import { waitFor } from '../support/wait-for.ts';
  * none of them: only codes, statuses and configured names.
  */
 const USER = 'private-user';
+/** A listing with a tool whose name models refuse and one whose schema is too large. */
+const FIRST_LISTING = (): ListingPage => ({
+  tools: [listedTool('fine'), listedTool('secret-listed name'), listedTool('big', 200_000)],
+});
 type Button = { text: string; callback_data: string };
 const keyboardOf = (message: SentMessage | undefined): Button[] =>
   (
@@ -44,6 +54,7 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
   let stack: TelegramStack;
   let echo: FakeMcpHttpServer;
   let broken: BrokenMcpHttpServer;
+  let listing: ToolListMcpServer;
   let key: string;
   const call = jsonCaller(() => stack.parley);
   const admin = () => stack.env.API_TOKEN as string;
@@ -63,6 +74,7 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
   beforeAll(async () => {
     echo = await startFakeMcpHttpServer({ echoTools: true });
     broken = await startBrokenMcpHttpServer();
+    listing = await startToolListMcpServer(FIRST_LISTING);
     stack = await startTelegramStack(engine, {
       LOG_LEVEL: 'trace',
       LLM_CHUNK_TIMEOUT_MS: '1000',
@@ -76,6 +88,7 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     const servers = [
       { transport: 'http', name: 'echo', url: echo.url },
       { transport: 'http', name: 'broken', url: broken.url },
+      { transport: 'http', name: 'listing', url: listing.url },
       // The echo server again, for a user's credential it refuses (echoing it) and for calls
       // that ask the user first (an untrusted server's read-only tools still ask).
       { transport: 'http', name: 'guarded', url: echo.url },
@@ -105,6 +118,7 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     await stack?.stop();
     await echo?.close();
     await broken?.close();
+    await listing?.close();
   });
 
   it('holds no tool arguments, results or MCP servers’ answers after MCP tool calls', async () => {
@@ -155,6 +169,29 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
         line.msg === 'mcp tool call' && line.tool === 'rpc_error' && line.outcome === 'failed',
     );
     broken.assertNoUnexpected();
+    await expectClean();
+  });
+
+  it('holds no tool definitions or listing errors of an MCP server', async () => {
+    // Connected at the first chat: two of its tools are left out, logged by count.
+    stack.llm.enqueue(reply.text('secret-listing-answer-1'));
+    expect((await readChat(await chat('secret-listing-question-1'))).error).toBeUndefined();
+    await stack.parley.waitForLog((line) => line.code === 'mcp_tools_left_out');
+    // Its listing fails after it said its tools changed, the error quoting them.
+    listing.listing = () => {
+      throw new McpError(-32603, 'cannot list secret-listing-error');
+    };
+    await listing.notifyChanged();
+    await stack.parley.waitForLog((line) => line.code === 'mcp_tools_stale');
+    // Then lists changed definitions: held for the administrator, by fingerprint.
+    listing.listing = () => ({
+      tools: [{ ...listedTool('fine'), description: 'secret-listing-description' }],
+    });
+    await listing.notifyChanged();
+    await stack.parley.waitForLog((line) => line.msg === 'mcp tool listing is fresh again');
+    stack.llm.enqueue(reply.text('secret-listing-answer-2'));
+    expect((await readChat(await chat('secret-listing-question-2'))).error).toBeUndefined();
+    await stack.parley.waitForLog((line) => line.code === 'mcp_tools_changed');
     await expectClean();
   });
 
