@@ -334,6 +334,24 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     await stack.telegram.waitFor(() =>
       stack.telegram.calls.slice(from).some((c) => c.method === 'sendMessage' && c.status === 400),
     );
+    // Made by the assistant: once, then refused (a time that has passed), then listed.
+    const made = (schedule: unknown) => ({
+      name: 'create_automation',
+      args: { prompt: 'secret-automation-tool-prompt', name: 'secret-automation-name', schedule },
+    });
+    stack.llm.enqueue(
+      reply.toolCalls([made({ type: 'daily', time: '09:00' })]),
+      reply.toolCalls([made({ type: 'once', date: '2000-01-01', time: '08:00' })]),
+      reply.toolCalls([{ name: 'list_automations', args: {} }]),
+      reply.text('secret-automation-tool-answer'),
+    );
+    expect((await readChat(await chat('secret-automation-tool-question'))).error).toBeUndefined();
+    const told = stack.llm.chats
+      .at(-1)
+      ?.body.messages.filter((m) => m.role === 'tool')
+      .map((m) => JSON.stringify(m.content));
+    expect(told?.join()).toContain('has passed');
+    expect(told?.join()).toContain('secret-automation-name'); // listed back to the model
     // Bad input to the routes, each carrying the marker.
     const bad: unknown[] = [
       { prompt: 'secret-automation-bad-1', schedule: { type: 'secret-automation-type' } },
