@@ -46,23 +46,27 @@ export class GraphService {
 
   /** Stores a triple once (by its keys); false when it was already known. */
   async add(userId: string, triple: Triple): Promise<boolean> {
-    const { count } = await this.#repository.version(userId);
-    if (count >= this.#settings.maxTriples) {
-      throw new GraphFullError(
-        `The knowledge graph already holds ${count} relations, its limit; nothing was added.`,
-      );
-    }
     const clean = {
       subject: tidy(triple.subject),
       relation: tidy(triple.relation),
       object: tidy(triple.object),
     };
-    return this.#repository.add(userId, {
-      ...clean,
-      subjectKey: termKey(clean.subject),
-      relationKey: termKey(clean.relation),
-      objectKey: termKey(clean.object),
-    });
+    const stored = await this.#repository.add(
+      userId,
+      {
+        ...clean,
+        subjectKey: termKey(clean.subject),
+        relationKey: termKey(clean.relation),
+        objectKey: termKey(clean.object),
+      },
+      this.#settings.maxTriples,
+    );
+    if (stored.outcome === 'full') {
+      throw new GraphFullError(
+        `The knowledge graph already holds ${stored.count} relations, its limit; nothing was added.`,
+      );
+    }
+    return stored.outcome === 'added';
   }
 
   /** Triples where `name` is the subject or the object, tolerant of case, spaces and particles. */

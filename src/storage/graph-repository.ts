@@ -4,6 +4,13 @@ const { count, desc, eq, max } = orm;
 
 import type { Db } from './database.ts';
 import { graphTriples } from './schema.ts';
+import { withTransaction } from './transaction.ts';
+
+/**
+ * The first key of the two-key advisory lock a user's graph additions take (the second is the
+ * user id's hash): apart from the one-key locks used elsewhere.
+ */
+const ADD_LOCK_CLASS = 0x67727068; // "grph"
 
 export interface TripleRecord {
   id: number;
@@ -32,14 +39,50 @@ export class GraphRepository {
     this.#db = db;
   }
 
-  /** Inserts the triple unless one with the same keys exists; true when it was new. */
-  async add(userId: string, triple: NewTriple): Promise<boolean> {
-    const rows = await this.#db
-      .insert(graphTriples)
-      .values({ userId, ...triple })
-      .onConflictDoNothing()
-      .returning({ id: graphTriples.id });
-    return rows.length > 0;
+  /**
+   * Inserts the triple unless one with the same keys exists, or the user has `max` already
+   * (`full`, with how many). A model's calls of one step run together, and on PostgreSQL (read
+   * committed) each would count without the others' uncommitted rows: counting first and
+   * inserting after stored 4 of a limit of 2. So one user's additions are taken one at a time
+   * under a transaction lock on the user, the count and the insert in one statement.
+   */
+  async add(
+    userId: string,
+    triple: NewTriple,
+    max: number,
+  ): Promise<{ outcome: 'added' | 'known' } | { outcome: 'full'; count: number }> {
+    return withTransaction(this.#db.$client, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+        ADD_LOCK_CLASS,
+        userId,
+      ]);
+      const { rows } = await client.query<{ count: string; added: boolean }>(
+        `WITH counted AS (SELECT count(*) AS count FROM graph_triples WHERE user_id = $1),
+              added AS (
+                INSERT INTO graph_triples
+                       (user_id, subject, relation, object, subject_key, relation_key, object_key)
+                SELECT $1, $2, $3, $4, $5, $6, $7 FROM counted WHERE counted.count < $8
+                ON CONFLICT DO NOTHING
+                RETURNING id)
+         SELECT (SELECT count FROM counted) AS count, EXISTS (SELECT 1 FROM added) AS added`,
+        [
+          userId,
+          triple.subject,
+          triple.relation,
+          triple.object,
+          triple.subjectKey,
+          triple.relationKey,
+          triple.objectKey,
+          max,
+        ],
+      );
+      const row = rows[0];
+      const stored = Number(row?.count ?? 0);
+      if (row?.added) return { outcome: 'added' as const };
+      return stored >= max
+        ? { outcome: 'full' as const, count: stored }
+        : { outcome: 'known' as const };
+    });
   }
 
   /** The user's triples, newest first. */

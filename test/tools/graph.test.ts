@@ -323,4 +323,19 @@ describe.each(ENGINES)('knowledge graph on the %s engine', (engine) => {
     expect(String(tool?.content)).toContain('already holds 2 relations, its limit');
     expect(await graphOf('full')).toHaveLength(2);
   });
+
+  it('holds GRAPH_MAX_TRIPLES when the model adds several relations in one step', async () => {
+    // The model's calls of one step run together: each counted before the others were stored.
+    const told = await tell('burst', [
+      ['A', 'is', '1'],
+      ['B', 'is', '2'],
+      ['C', 'is', '3'],
+      ['D', 'is', '4'],
+    ]);
+    expect(await graphOf('burst')).toHaveLength(2);
+    const refusals = told?.body.messages.filter(
+      (m) => m.role === 'tool' && String(m.content).includes('its limit; nothing was added'),
+    );
+    expect(refusals).toHaveLength(2);
+  });
 });
