@@ -73,6 +73,12 @@ export interface RunOutcome {
   pauseReason: string;
 }
 
+/**
+ * The first key of the two-key advisory lock a user's automation creations take (the second
+ * is the user id's hash): the two-key locks are apart from the one-key ones used elsewhere.
+ */
+const CREATE_LOCK_CLASS = 0x6175746f; // "auto"
+
 const COLUMNS = `a.id, a.user_id, a.name, a.prompt, a.schedule, a.timezone, a.status,
   a.paused_reason, a.next_run_at, a.consecutive_failures, a.conversation_id, a.created_at,
   (SELECT count(*)::int FROM automation_runs r
@@ -106,7 +112,13 @@ export class AutomationRepository {
     this.#db = db;
   }
 
-  /** Stores a new automation unless the user has `max` already (one statement: no race). */
+  /**
+   * Stores a new automation unless the user has `max` already. The count and the insert are
+   * one statement, but on PostgreSQL (read committed) concurrent requests each count without
+   * the others' uncommitted rows, so they would all find room: the user's creations are taken
+   * one at a time under a transaction lock on the user (the embedded engine has one
+   * connection, and takes them one at a time anyway).
+   */
   async create(
     automation: Omit<
       AutomationRecord,
@@ -115,25 +127,32 @@ export class AutomationRepository {
     max: number,
   ): Promise<AutomationRecord | undefined> {
     const id = randomUUID();
-    const { rows } = await this.#db.$client.query<{ id: string }>(
-      `INSERT INTO automations (id, user_id, name, prompt, schedule, timezone, next_run_at,
-                                created_at)
-       SELECT $1, $2, $3, $4, $5, $6, $7, $8
-        WHERE (SELECT count(*) FROM automations WHERE user_id = $2) < $9
-       RETURNING id`,
-      [
-        id,
+    const inserted = await withTransaction(this.#db.$client, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+        CREATE_LOCK_CLASS,
         automation.userId,
-        automation.name,
-        automation.prompt,
-        JSON.stringify(automation.schedule),
-        automation.timezone,
-        automation.nextRunAt,
-        automation.createdAt,
-        max,
-      ],
-    );
-    return rows[0] && this.get(automation.userId, id);
+      ]);
+      const { rows } = await client.query<{ id: string }>(
+        `INSERT INTO automations (id, user_id, name, prompt, schedule, timezone, next_run_at,
+                                  created_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8
+          WHERE (SELECT count(*) FROM automations WHERE user_id = $2) < $9
+         RETURNING id`,
+        [
+          id,
+          automation.userId,
+          automation.name,
+          automation.prompt,
+          JSON.stringify(automation.schedule),
+          automation.timezone,
+          automation.nextRunAt,
+          automation.createdAt,
+          max,
+        ],
+      );
+      return rows.length > 0;
+    });
+    return inserted ? this.get(automation.userId, id) : undefined;
   }
 
   async get(userId: string, id: string): Promise<AutomationRecord | undefined> {
