@@ -94,9 +94,13 @@ export class AutomationService {
     const now = this.#o.clock.now();
     const timing = change.schedule !== undefined || change.timezone !== undefined;
     const timezone = change.timezone ?? current.timezone;
+    // A new timezone alone moves the schedule too: a one-time automation it puts in the past
+    // is refused, as a new schedule would be (else it stayed "active" and never ran).
     const schedule = change.schedule
       ? this.#checked(anchored(change.schedule, now), timezone, now)
-      : current.schedule;
+      : change.timezone !== undefined
+        ? this.#checked(current.schedule, timezone, now, { interval: false })
+        : current.schedule;
     const next = nextOccurrence(schedule, timezone, now) ?? null;
     await this.#o.automations.update(userId, id, {
       name: change.name,
@@ -171,9 +175,10 @@ export class AutomationService {
     return resolveTimezone(profile?.timezone ?? this.#o.defaultTimezone);
   }
 
-  #checked(schedule: Schedule, timezone: string, now: Date): Schedule {
+  /** `interval: false` for a schedule kept as it was (the minimum may have risen since). */
+  #checked(schedule: Schedule, timezone: string, now: Date, { interval = true } = {}): Schedule {
     const minimum = this.#o.minIntervalMinutes;
-    if (intervalMinutes(schedule) < minimum) {
+    if (interval && intervalMinutes(schedule) < minimum) {
       throw new AppError(
         'automation_too_often',
         422,

@@ -517,4 +517,54 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     expect((await api('DELETE', `/users/rules/automations/${theirs}`)).status).toBe(404);
     expect((await api('GET', '/users/ny/automations')).body.automations).toHaveLength(1);
   });
+  it('refuses a new timezone that puts a one-time automation in the past', async () => {
+    // Where the long report's test left the clock (set again for this test alone).
+    stack.setClock('2030-03-22T06:00:30Z');
+    const once = await create('moved', {
+      prompt: 'Take the cake out',
+      schedule: { type: 'once', date: '2030-03-22', time: '12:00' },
+      timezone: 'UTC',
+    });
+    expect(once.next_run_at).toBe('2030-03-22T12:00:00.000Z');
+    // 12:00 in Tokyo was 03:00 UTC: already past. Kept as it was, not "active" with no run.
+    const moved = await api('PATCH', `/users/moved/automations/${once.id}`, {
+      timezone: 'Asia/Tokyo',
+    });
+    expect(moved).toMatchObject({
+      status: 422,
+      body: { detail: expect.stringContaining('has passed') },
+    });
+    const after = (await api('GET', '/users/moved/automations')).body.automations[0];
+    expect(after).toMatchObject({
+      timezone: 'UTC',
+      status: 'active',
+      next_run_at: '2030-03-22T12:00:00.000Z',
+    });
+    // Ahead in the new timezone, it moves with it.
+    const west = await api('PATCH', `/users/moved/automations/${once.id}`, {
+      timezone: 'America/New_York',
+    });
+    expect(west.body).toMatchObject({ status: 'active', next_run_at: '2030-03-22T16:00:00.000Z' });
+    expect((await api('DELETE', `/users/moved/automations/${once.id}`)).status).toBe(200);
+  });
+
+  it('keeps to the per-user limit when many automations are created at once', async () => {
+    // On PostgreSQL each request has a connection of its own: counting and inserting in one
+    // statement let concurrent ones each see room for one more (9 of 3 were stored).
+    for (let round = 0; round < 3; round++) {
+      const userId = `crowd${round}`;
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          api('POST', `/users/${userId}/automations`, {
+            prompt: `p${i}`,
+            schedule: { type: 'daily', time: '08:00' },
+          }),
+        ),
+      );
+      expect(answers.filter((a) => a.status === 201)).toHaveLength(3);
+      expect(answers.filter((a) => a.status === 422)).toHaveLength(27);
+      const listed = (await api('GET', `/users/${userId}/automations`)).body.automations;
+      expect(listed).toHaveLength(3);
+    }
+  });
 });
