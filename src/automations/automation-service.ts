@@ -40,6 +40,7 @@ export interface AutomationServiceOptions {
 
 const NAME_CHARS = 60;
 const YEAR_MS = 365.25 * 24 * 3_600_000;
+const TURNED_OFF = 'Automations are turned off on this server (AUTOMATIONS_PER_USER is 0).';
 const noAutomation = () => notFound('No such automation.');
 
 /** Automations as users and the assistant see them: set, list, change, pause, run now. */
@@ -71,7 +72,7 @@ export class AutomationService {
         'automations_limit',
         422,
         this.#o.perUser === 0
-          ? 'Automations are turned off on this server (AUTOMATIONS_PER_USER is 0).'
+          ? TURNED_OFF
           : `You have ${this.#o.perUser} automations, the most allowed: delete one first.`,
       );
     }
@@ -146,6 +147,12 @@ export class AutomationService {
    * while a run of the automation is queued or running: a second press would run it twice.
    */
   async runNow(userId: string, id: string): Promise<void> {
+    // Turned off, nothing runs automations: a run queued now would wait for ever, and every
+    // press after it be refused as "already queued".
+    if (this.#o.perUser === 0) {
+      await this.get(userId, id);
+      throw new AppError('automations_off', 422, TURNED_OFF);
+    }
     const queued = await this.#o.automations.queueManual(userId, id, this.#o.clock.now());
     if (!queued) throw noAutomation();
     if (queued === 'busy') {
