@@ -15,7 +15,7 @@ export interface AutomationRunDependencies {
   chats: { chat(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatEvent> };
   /** ConversationService.create: the automation's own conversation, not made current. */
   createConversation(userId: string, title: string): Promise<{ id: string }>;
-  automations: Pick<AutomationRepository, 'keepConversation'>;
+  automations: Pick<AutomationRepository, 'keepConversation' | 'runExists'>;
   /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
   admitChat(principal: Principal, userId: string): Promise<unknown>;
   /** Absent without TELEGRAM_BOT_TOKEN: results go to the web client only. */
@@ -92,6 +92,12 @@ export async function runAutomation(
   }
   if (failure !== undefined || !text.trim()) {
     return { status: 'failed', error: failure ?? 'the assistant gave no answer', chatRunId };
+  }
+  // Deleted while it ran (the automation, or the user with it): its answer stays in the
+  // conversation, but nothing more is sent to someone who has just said "stop".
+  if (!(await deps.automations.runExists(run.runId))) {
+    log.info({ chatRunId }, 'automation deleted during its run: result not sent');
+    return { status: 'done', chatRunId };
   }
   const deliveredTo = ['web'];
   const chatId = run.chatId ?? deps.defaultChatId;

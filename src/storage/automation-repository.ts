@@ -478,6 +478,15 @@ export class AutomationRepository {
     );
   }
 
+  /** False once the run's automation was deleted (its runs go with it). */
+  async runExists(runId: string): Promise<boolean> {
+    const { rowCount } = await this.#db.$client.query(
+      'SELECT 1 FROM automation_runs WHERE id = $1',
+      [runId],
+    );
+    return rowCount === 1;
+  }
+
   /** The automation's own conversation: the one stored, or `made` if it has none yet. */
   async keepConversation(automationId: string, made: string): Promise<string> {
     const { rows } = await this.#db.$client.query<{ conversation_id: string }>(

@@ -567,4 +567,28 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
       expect(listed).toHaveLength(3);
     }
   });
+  it('sends nothing more once the automation is deleted during its run', async () => {
+    await profile('regret', { telegram_chat_id: '5501' });
+    const made = await create('regret', {
+      prompt: 'Spam me',
+      schedule: { type: 'daily', time: '09:00' },
+    });
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const chats = stack.llm.chats.length;
+    stack.llm.enqueue(reply.text('One more message.', { pace: () => held }));
+    expect((await api('POST', `/users/regret/automations/${made.id}/run`)).status).toBe(202);
+    await waitFor(() => stack.llm.chats.length > chats);
+    expect((await api('DELETE', `/users/regret/automations/${made.id}`)).status).toBe(200);
+    release();
+    // The run ends (its answer stays in the conversation, which is kept) but is not sent.
+    await waitFor(() =>
+      stack.parley.logs.some(
+        (l) => l.automationId === made.id && /^automation (run done|deleted)/.test(String(l.msg)),
+      ),
+    );
+    expect(visible('5501')).toEqual([]);
+  });
 });
