@@ -116,6 +116,7 @@ export async function runAutomation(
 
 /**
  * The name as a conversation's title, within a title's limits (60 characters, one line): a
- * name may be longer (100), and one the assistant gave may hold line breaks.
+ * name may be longer (100), and one the assistant's tool kept before it took the API's
+ * one-line rule may hold line breaks.
  */
 const conversationTitle = (name: string) => questionTitle(name.replace(/\p{Cc}/gu, ' '));

@@ -1,5 +1,6 @@
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
+import { automationName } from '../automations/automation-fields.ts';
 import type { AutomationService } from '../automations/automation-service.ts';
 import { scheduleSchema } from '../automations/schedule.ts';
 import { scheduleInWords } from '../automations/schedule-words.ts';
@@ -22,7 +23,7 @@ const createInput = zodSchema(
       'once (date + time), daily, weekdays, weekly (days), monthly (day) at a local HH:MM; or ' +
         'every N hours',
     ),
-    name: visibleText(z.string().trim().min(1).max(100)).optional().describe('A short name'),
+    name: automationName.optional().describe('A short name, one line'),
   }),
 );
 const listInput = zodSchema(z.object({}));

@@ -591,4 +591,31 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     );
     expect(visible('5501')).toEqual([]);
   });
+
+  it('takes a name from the assistant by the same rule as from the API: one line', async () => {
+    stack.llm.enqueue(
+      reply.toolCalls([
+        {
+          name: 'create_automation',
+          args: {
+            name: 'Morning\nbrief',
+            prompt: 'Brief me',
+            schedule: { type: 'daily', time: '09:00' },
+          },
+        },
+      ]),
+      (request) => {
+        const result = String(request.messages.findLast((m) => m.role === 'tool')?.content);
+        return reply.text(result.includes('control characters') ? 'Refused.' : 'Stored.');
+      },
+    );
+    const chat = await stack.parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: 'oneline', message: 'Brief me at 9 every day' }),
+    });
+    expect(await chat.text()).toContain('Refused.');
+    // The API would refuse to keep such a name (a PATCH of it back, as the web client does).
+    expect((await api('GET', '/users/oneline/automations')).body.automations).toEqual([]);
+  });
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isTimezoneName } from '../../assistant/local-time.ts';
+import { automationName } from '../../automations/automation-fields.ts';
 import type { AutomationService } from '../../automations/automation-service.ts';
 import { scheduleSchema } from '../../automations/schedule.ts';
 import { scheduleInWords } from '../../automations/schedule-words.ts';
@@ -11,7 +12,6 @@ import { userIdSchema, withoutNul } from '../schemas.ts';
 
 /** A prompt is a chat message: long enough for instructions, short enough to send every day. */
 export const PROMPT_MAX_CHARS = 4_000;
-const NAME_MAX_CHARS = 100;
 
 const timezone = z
   .string()
@@ -46,16 +46,7 @@ const runSchema = z.object({
   read: z.boolean(),
 });
 
-const name = visibleText(
-  z
-    .string()
-    .trim()
-    .min(1)
-    .max(NAME_MAX_CHARS)
-    .regex(/^[^\p{Cc}]*$/u, {
-      message: 'must not contain control characters (a name is one line)',
-    }),
-);
+const name = automationName;
 const prompt = visibleText(withoutNul(z.string().trim().min(1).max(PROMPT_MAX_CHARS)));
 
 const newAutomation = z
