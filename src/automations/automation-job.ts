@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { errorKindOf } from '../background/error-kind.ts';
 import type { JobFailure, JobKindDefinition, JobPolicy } from '../background/job-kind.ts';
 import { isUuid } from '../is-uuid.ts';
+import { markdownLiteral } from '../markdown-literal.ts';
 import type { Clock } from '../reminders/clock.ts';
 import type { AutomationRepository, ClaimedRun } from '../storage/automation-repository.ts';
 import { type AutomationRunDependencies, type RunResult, runAutomation } from './run-automation.ts';
@@ -152,7 +153,11 @@ async function tellPaused(
   const chatId = job.chatId ?? run.defaultChatId;
   if (!run.delivery || !chatId) return;
   try {
-    await run.delivery.send(chatId, `⏸️ **${job.name}**\n\n${reason}`, AbortSignal.timeout(60_000));
+    await run.delivery.send(
+      chatId,
+      `⏸️ **${markdownLiteral(job.name)}**\n\n${reason}`,
+      AbortSignal.timeout(60_000),
+    );
   } catch (error) {
     logger.warn(
       { err: error, automationId: job.automationId },

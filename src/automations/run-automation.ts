@@ -3,6 +3,7 @@ import type { Principal } from '../accounts/principal.ts';
 import type { ChatEvent, ChatRequest } from '../assistant/chat-events.ts';
 import { questionTitle } from '../conversations/question-title.ts';
 import { AppError } from '../errors.ts';
+import { markdownLiteral } from '../markdown-literal.ts';
 import type { AutomationRepository, ClaimedRun } from '../storage/automation-repository.ts';
 
 /** Where a result goes besides the web client: a Telegram chat (src/telegram/). */
@@ -103,7 +104,7 @@ export async function runAutomation(
   const chatId = run.chatId ?? deps.defaultChatId;
   if (deps.delivery && chatId) {
     try {
-      await deps.delivery.send(chatId, `🔁 **${run.name}**\n\n${text}`, signal);
+      await deps.delivery.send(chatId, `🔁 **${markdownLiteral(run.name)}**\n\n${text}`, signal);
       deliveredTo.unshift('telegram');
     } catch (error) {
       // The answer is in the conversation: the run is done, the web client shows it.

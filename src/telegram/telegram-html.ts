@@ -63,6 +63,13 @@ function inline(text: string): string {
   const open: { delimiter: string; at: number }[] = [];
   let i = 0;
   while (i < text.length) {
+    // A backslash before ASCII punctuation makes it text, as in Markdown (`\*` is a `*`).
+    const escaped = text[i] === '\\' ? text[i + 1] : undefined;
+    if (escaped !== undefined && /[!-/:-@[-`{-~]/.test(escaped)) {
+      out.push(escapeHtml(escaped));
+      i += 2;
+      continue;
+    }
     const rest = text.slice(i);
     const code = /^(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/.exec(rest);
     if (code) {

@@ -618,4 +618,21 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     // The API would refuse to keep such a name (a PATCH of it back, as the web client does).
     expect((await api('GET', '/users/oneline/automations')).body.automations).toEqual([]);
   });
+
+  it('shows a name on Telegram as it was written, Markdown characters and all', async () => {
+    await profile('marks', { telegram_chat_id: '5601' });
+    const name = '**Fish** & *chips* <today> snake_case_ `x ~~y [z]';
+    const made = await create('marks', {
+      name,
+      prompt: 'What is for dinner?',
+      schedule: { type: 'daily', time: '09:00' },
+    });
+    stack.llm.enqueue(reply.text('**Fish**, of course.'));
+    expect((await api('POST', `/users/marks/automations/${made.id}/run`)).status).toBe(202);
+    await waitFor(async () => (await runsOf('marks', made.id))[0]?.status === 'done');
+    expect(visible('5601')).toEqual([`🔁 ${name}\n\nFish, of course.`]);
+    const [sent] = stack.telegram.sentTo('5601');
+    expect(sent?.text.startsWith('🔁 <b>')).toBe(true); // the name is the heading, in bold
+    expect((await api('DELETE', `/users/marks/automations/${made.id}`)).status).toBe(200);
+  });
 });

@@ -20,6 +20,8 @@ describe('Markdown to Telegram HTML', () => {
     expect(toTelegramHtml('```ts\nif (a < b && c) {}\n```')).toBe(
       '<pre><code class="language-ts">if (a &lt; b &amp;&amp; c) {}</code></pre>',
     );
+    // A backslash makes a mark text, as in Markdown; before anything else it is a backslash.
+    expect(toTelegramHtml('\\*not it\\*, C:\\dir, \\<b>')).toBe('*not it*, C:\\dir, &lt;b&gt;');
   });
 
   it('never produces HTML Telegram refuses, whatever the answer holds', () => {
