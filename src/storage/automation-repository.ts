@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
 import type { Schedule } from '../automations/schedule.ts';
 import type { Db } from './database.ts';
 import { withTransaction } from './transaction.ts';
@@ -78,6 +79,8 @@ export interface RunOutcome {
  * is the user id's hash): the two-key locks are apart from the one-key ones used elsewhere.
  */
 const CREATE_LOCK_CLASS = 0x6175746f; // "auto"
+/** The same for claiming a user's runs, one at a time. */
+const RUN_LOCK_CLASS = 0x6175746e;
 
 const COLUMNS = `a.id, a.user_id, a.name, a.prompt, a.schedule, a.timezone, a.status,
   a.paused_reason, a.next_run_at, a.consecutive_failures, a.conversation_id, a.created_at,
@@ -268,21 +271,55 @@ export class AutomationRepository {
     now: Date,
     claimUntil: Date,
   ): Promise<ClaimedRun | undefined> {
-    const { rows } = await this.#db.$client.query<{ id: string }>(
-      `INSERT INTO automation_runs AS r (id, automation_id, occurrence, status, claimed_until,
-                                         started_at)
-       SELECT $1, a.id, $3, 'running', $5, $4 FROM automations a
-        WHERE a.id = $2 AND a.status = 'active' AND a.next_run_at <= $3
-       ON CONFLICT (automation_id, manual, occurrence) DO UPDATE
-          SET status = 'running', claimed_until = EXCLUDED.claimed_until,
-              started_at = EXCLUDED.started_at
-        WHERE r.status = 'running' AND r.claimed_until <= $4
-       RETURNING r.id`,
-      [randomUUID(), automationId, occurrence, now, claimUntil],
-    );
-    if (!rows[0]) return undefined;
+    const runId = await this.#oneAtATime(automationId, now, async (client) => {
+      const { rows } = await client.query<{ id: string }>(
+        `INSERT INTO automation_runs AS r (id, automation_id, occurrence, status, claimed_until,
+                                           started_at)
+         SELECT $1, a.id, $3, 'running', $5, $4 FROM automations a
+          WHERE a.id = $2 AND a.status = 'active' AND a.next_run_at <= $3
+         ON CONFLICT (automation_id, manual, occurrence) DO UPDATE
+            SET status = 'running', claimed_until = EXCLUDED.claimed_until,
+                started_at = EXCLUDED.started_at
+          WHERE r.status = 'running' AND r.claimed_until <= $4
+         RETURNING r.id`,
+        [randomUUID(), automationId, occurrence, now, claimUntil],
+      );
+      return rows[0]?.id;
+    });
+    if (!runId) return undefined;
     await this.#settleAbandoned(automationId, occurrence, now);
-    return this.#claimed(rows[0].id);
+    return this.#claimed(runId);
+  }
+
+  /**
+   * Claims under a lock on the automation's user, and only while no other run of that user is
+   * under way: a user's chats run one at a time, so a second run would wait for the first
+   * inside its own time limit (and fail, two automations at the same minute), holding a worker
+   * meanwhile. It waits for a later tick instead. A run whose claim ran out does not count.
+   */
+  async #oneAtATime(
+    automationId: string,
+    now: Date,
+    claim: (client: pg.PoolClient) => Promise<string | undefined>,
+  ): Promise<string | undefined> {
+    return withTransaction(this.#db.$client, async (client) => {
+      const owner = await client.query<{ user_id: string }>(
+        'SELECT user_id FROM automations WHERE id = $1',
+        [automationId],
+      );
+      const userId = owner.rows[0]?.user_id;
+      if (userId === undefined) return undefined;
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+        RUN_LOCK_CLASS,
+        userId,
+      ]);
+      const busy = await client.query(
+        `SELECT 1 FROM automation_runs r JOIN automations a ON a.id = r.automation_id
+          WHERE a.user_id = $1 AND r.status = 'running' AND r.claimed_until > $2 LIMIT 1`,
+        [userId, now],
+      );
+      return busy.rowCount ? undefined : claim(client);
+    });
   }
 
   /**
@@ -307,14 +344,17 @@ export class AutomationRepository {
     now: Date,
     claimUntil: Date,
   ): Promise<ClaimedRun | undefined> {
-    const { rows } = await this.#db.$client.query<{ id: string }>(
-      `UPDATE automation_runs SET status = 'running', claimed_until = $4, started_at = $3
-        WHERE automation_id = $1 AND occurrence = $2 AND manual
-          AND (status = 'queued' OR (status = 'running' AND claimed_until <= $3))
-       RETURNING id`,
-      [automationId, occurrence, now, claimUntil],
-    );
-    return rows[0] && this.#claimed(rows[0].id);
+    const runId = await this.#oneAtATime(automationId, now, async (client) => {
+      const { rows } = await client.query<{ id: string }>(
+        `UPDATE automation_runs SET status = 'running', claimed_until = $4, started_at = $3
+          WHERE automation_id = $1 AND occurrence = $2 AND manual
+            AND (status = 'queued' OR (status = 'running' AND claimed_until <= $3))
+         RETURNING id`,
+        [automationId, occurrence, now, claimUntil],
+      );
+      return rows[0]?.id;
+    });
+    return runId ? this.#claimed(runId) : undefined;
   }
 
   async #claimed(runId: string): Promise<ClaimedRun | undefined> {
