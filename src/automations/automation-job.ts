@@ -73,10 +73,24 @@ export function automationJob(options: {
         const now = clock.now();
         const keys: string[] = [];
         for (const due of await automations.due(now, options.policy.batch)) {
-          const occurrence = latestOccurrence(due.schedule, due.timezone, due.nextRunAt, now);
+          // One automation whose schedule cannot be worked out (a stored timezone this Node no
+          // longer knows) is passed over, not the whole tick: else nobody's would run again.
+          let occurrence: Date | undefined;
+          let next: Date | null = null;
+          try {
+            occurrence = latestOccurrence(due.schedule, due.timezone, due.nextRunAt, now);
+            if (occurrence && now.getTime() - occurrence.getTime() >= MAX_LATENESS_MS) {
+              next = nextOccurrence(due.schedule, due.timezone, now) ?? null;
+            }
+          } catch (error) {
+            logger.warn(
+              { automationId: due.id, errorName: (error as Error).name },
+              'automation passed over: its schedule cannot be worked out',
+            );
+            continue;
+          }
           if (!occurrence) continue;
           if (now.getTime() - occurrence.getTime() >= MAX_LATENESS_MS) {
-            const next = nextOccurrence(due.schedule, due.timezone, now) ?? null;
             await automations.skip(due.id, occurrence, next, now);
             logger.info({ automationId: due.id }, 'automation occurrence skipped: a day late');
             continue;
