@@ -1,4 +1,5 @@
 import type { AccountRepository } from '../storage/account-repository.ts';
+import type { StorageCap } from '../storage/document-repository.ts';
 import type { AdmittedChat, UsageRepository } from '../storage/usage-repository.ts';
 import { LimitExceededError } from './limit-exceeded.ts';
 import { effectiveLimits, type Limits, MB } from './limits.ts';
@@ -135,19 +136,24 @@ export class UsageLimits {
     userId: string,
     bytes: number,
     privateSource: string | undefined,
-  ): Promise<void> {
+  ): Promise<StorageCap | undefined> {
     const limits = await this.limitsOf(userId);
     const enforce = isLimited(principal, this.#deps.applyToAdmin);
+    let cap: StorageCap | undefined;
     if (enforce && privateSource !== undefined && limits.storage_mb > 0) {
+      cap = {
+        maxBytes: limits.storage_mb * MB,
+        refusal: () =>
+          new LimitExceededError(
+            'storage_mb',
+            limits.storage_mb,
+            `Your documents and conversations would take more than your ${limits.storage_mb} MB: delete some first.`,
+            60 * MINUTE_MS,
+          ),
+      };
+      // Refused here before the upload is read; checked again as it is stored (StorageCap).
       const stored = await this.#deps.usage.storedBytes(userId, privateSource);
-      if (stored + bytes > limits.storage_mb * MB) {
-        throw new LimitExceededError(
-          'storage_mb',
-          limits.storage_mb,
-          `Your documents and conversations would take more than your ${limits.storage_mb} MB: delete some first.`,
-          60 * MINUTE_MS,
-        );
-      }
+      if (stored + bytes > cap.maxBytes) throw cap.refusal();
     }
     const counted = await this.#deps.usage.addIngest(
       userId,
@@ -165,6 +171,7 @@ export class UsageLimits {
         state.dayEndsInMs,
       );
     }
+    return cap;
   }
 
   async usage(userId: string): Promise<UsageView> {

@@ -8,6 +8,7 @@ import {
   type NewChunk,
   type OwnedSource,
   SHARED,
+  type StorageCap,
 } from '../storage/document-repository.ts';
 import type { VectorStore } from '../storage/vector-store.ts';
 import { type ChunkingOptions, chunkDocument } from './chunker.ts';
@@ -133,8 +134,9 @@ export class DocumentService {
     input: IngestInput,
     signal?: AbortSignal,
     privateTo?: string | undefined,
+    cap?: StorageCap,
   ): Promise<{ chunks: number }> {
-    return this.#store(privateTo ?? SHARED, 'document', input, signal);
+    return this.#store(privateTo ?? SHARED, 'document', input, signal, cap);
   }
 
   /**
@@ -155,6 +157,7 @@ export class DocumentService {
     kind: 'document' | 'conversation',
     input: IngestInput,
     signal?: AbortSignal,
+    cap?: StorageCap,
   ): Promise<{ chunks: number }> {
     const started = performance.now();
     const prepared = await this.#prepare(input, signal);
@@ -173,6 +176,7 @@ export class DocumentService {
       },
       prepared,
       signal,
+      cap,
     );
     this.#deps.semantic?.indexer.kick();
     this.#deps.logger.info(

@@ -2,6 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { AppError } from '../errors.ts';
+import type { StorageCap } from '../storage/document-repository.ts';
 import type { DocumentService } from './document-service.ts';
 import type { ExtractedDocument } from './extracted-document.ts';
 import { CONTENT_TYPES, detectType, SNIFF_BYTES } from './extraction/detect-type.ts';
@@ -39,8 +40,11 @@ export interface IngestionSettings {
 export interface IngestAccess {
   /** The user whose private document it becomes, or undefined for a shared one. */
   owner(fields: ReadonlyMap<string, string>): string | undefined;
-  /** Counts the upload against the owner's limits, or throws (429). */
-  admit(owner: string, bytes: number, source: string): Promise<void>;
+  /**
+   * Counts the upload against the owner's limits, or throws (429); the storage limit, when
+   * one holds, is checked again as the document is stored.
+   */
+  admit(owner: string, bytes: number, source: string): Promise<StorageCap | undefined>;
 }
 
 export interface IngestResult {
@@ -180,8 +184,9 @@ export class IngestionService {
     const { kind } = detected;
     const started = performance.now();
     const log = this.#logger.child({ kind, bytes: upload.bytes });
+    let cap: StorageCap | undefined;
     const extracting = await this.#extractionSlot(log, signal, async () => {
-      if (owner !== undefined) await access.admit(owner, upload.bytes, source);
+      if (owner !== undefined) cap = await access.admit(owner, upload.bytes, source);
     });
     const { document, extractedAt, storing } = await this.#extractThenWaitForStoring(
       extracting,
@@ -201,6 +206,7 @@ export class IngestionService {
         { source, filename, contentType: CONTENT_TYPES[kind], bytes: upload.bytes, document },
         signal,
         owner,
+        cap,
       ));
     } finally {
       storing();

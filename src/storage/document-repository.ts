@@ -13,6 +13,7 @@ import {
   writePostings,
 } from './lexical-index.ts';
 import { withTransaction } from './transaction.ts';
+import { storedBytesOf } from './usage-repository.ts';
 import { pruneOrphanVectors } from './vector-store.ts';
 
 /** Owner of shared documents; a user's own rows carry the user id (never empty). */
@@ -25,6 +26,18 @@ export interface NewDocument {
   filename: string | null;
   contentType: string | null;
   bytes: number | null;
+}
+
+/**
+ * A user's storage limit, checked again when a private document becomes visible: uploads of
+ * one user admitted together each counted only what was stored before them, and all were kept
+ * (four of 0.6 MB under a limit of 1 MB). The transactions that make documents visible take
+ * turns (INDEX_WRITE_LOCK), so there the count includes every upload that came first.
+ */
+export interface StorageCap {
+  maxBytes: number;
+  /** The error an upload that does not fit fails with (the limit's own 429). */
+  refusal(): Error;
 }
 
 export interface ListedSource {
@@ -186,8 +199,11 @@ export class DocumentRepository {
     document: NewDocument,
     chunks: readonly NewChunk[],
     signal?: AbortSignal,
+    cap?: StorageCap,
   ): Promise<number> {
-    if (chunks.length <= this.#batchChunks) return this.#replaceAtOnce(document, chunks, signal);
+    if (chunks.length <= this.#batchChunks) {
+      return this.#replaceAtOnce(document, chunks, signal, cap);
+    }
     const staged = await this.#db.$client.query<{ id: string }>(
       `INSERT INTO documents (source, owner, kind) VALUES ($1, $2, $3) RETURNING id`,
       [hiddenSource(randomUUID()), document.owner, HIDDEN],
@@ -208,6 +224,7 @@ export class DocumentRepository {
       signal?.throwIfAborted();
       const replaced = await withTransaction(this.#db.$client, async (client) => {
         await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
+        await assertFits(client, document, cap);
         const old = await hideDocument(client, document.owner, document.source);
         await countIntoStatistics(client, document.owner, chunks);
         await client.query(
@@ -239,9 +256,11 @@ export class DocumentRepository {
     document: NewDocument,
     chunks: readonly NewChunk[],
     signal?: AbortSignal,
+    cap?: StorageCap,
   ): Promise<number> {
     const replaced = await withTransaction(this.#db.$client, async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [INDEX_WRITE_LOCK]);
+      await assertFits(client, document, cap);
       const old = await hideDocument(client, document.owner, document.source);
       const inserted = await client.query<{ id: string }>(
         `INSERT INTO documents (source, owner, kind, filename, content_type, bytes, chunk_count)
@@ -409,4 +428,15 @@ async function insertChunks(
     (index) => ids.get(firstIndex + index) as number,
     avgdl,
   );
+}
+
+/** Throws the cap's refusal when the document would take its owner past their storage limit. */
+async function assertFits(
+  client: pg.PoolClient,
+  document: NewDocument,
+  cap: StorageCap | undefined,
+): Promise<void> {
+  if (!cap) return;
+  const stored = await storedBytesOf(client, document.owner, document.source);
+  if (stored + (document.bytes ?? 0) > cap.maxBytes) throw cap.refusal();
 }

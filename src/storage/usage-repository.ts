@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { Db } from './database.ts';
 
 /**
@@ -149,13 +150,7 @@ export class UsageRepository {
    * conversations (every version of every turn; each conversation keeps its own sum).
    */
   async storedBytes(userId: string, except?: string): Promise<number> {
-    const { rows } = await this.#db.$client.query<{ bytes: string }>(
-      `SELECT (SELECT coalesce(sum(bytes), 0) FROM documents
-                WHERE owner = $1 AND kind = 'document' AND ($2::text IS NULL OR source <> $2))
-            + (SELECT coalesce(sum(bytes), 0) FROM conversations WHERE user_id = $1) AS bytes`,
-      [userId, except ?? null],
-    );
-    return Number(rows[0]?.bytes ?? 0);
+    return storedBytesOf(this.#db.$client, userId, except);
   }
 
   /** Chats of the user that started in the last minute (runs are stored when they end). */
@@ -167,4 +162,23 @@ export class UsageRepository {
     );
     return Number(rows[0]?.n ?? 0);
   }
+}
+
+/**
+ * What a user's storage limit counts: their private documents (but `except`, a source about
+ * to be replaced) and their conversations. Also read inside the transaction that makes a new
+ * document visible (document-repository.ts), where uploads of one user take turns.
+ */
+export async function storedBytesOf(
+  client: Pick<pg.Pool, 'query'> | Pick<pg.PoolClient, 'query'>,
+  userId: string,
+  except?: string,
+): Promise<number> {
+  const { rows } = await client.query<{ bytes: string }>(
+    `SELECT (SELECT coalesce(sum(bytes), 0) FROM documents
+              WHERE owner = $1 AND kind = 'document' AND ($2::text IS NULL OR source <> $2))
+          + (SELECT coalesce(sum(bytes), 0) FROM conversations WHERE user_id = $1) AS bytes`,
+    [userId, except ?? null],
+  );
+  return Number(rows[0]?.bytes ?? 0);
 }

@@ -198,6 +198,29 @@ describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
     expect((await json(full)).detail).toContain('1 MB');
   });
 
+  it('holds the storage limit when a user uploads several documents at once', async () => {
+    const key = await createUser(stack.parley, 'burst-storage', { storage_mb: 1 });
+    const put = (name: string) => {
+      const { body, contentType } = multipartBody([
+        { name: 'file', filename: name, data: 'text '.repeat(120_000) },
+      ]);
+      return stack.parley.fetch('/ingest', {
+        method: 'POST',
+        token: key,
+        headers: { 'content-type': contentType },
+        body: new Uint8Array(body),
+      });
+    };
+    // Each is 0.6 MB: one fits in 1 MB, two do not, however they arrive.
+    const answers = await Promise.all(['a.txt', 'b.txt', 'c.txt', 'd.txt'].map(put));
+    const statuses = answers.map((answer) => answer.status).sort();
+    expect(statuses).toEqual([200, 429, 429, 429]);
+    const usage = await json(
+      await stack.parley.fetch('/users/burst-storage/usage', { token: key }),
+    );
+    expect(usage.storage_mb).toBeLessThanOrEqual(1);
+  });
+
   it('counts conversations, every version, in the storage limit; deleting them frees it', async () => {
     const key = await createUser(stack.parley, 'talker', { storage_mb: 1 });
     const long = 'x'.repeat(700_000);
