@@ -239,6 +239,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   REMINDER_INTERVAL_SECONDS: {
     doc: 'How often the reminder scheduler wakes (1–3600); automations are looked at as often.',
   },
+  REMINDERS_PER_USER: {
+    doc: 'How many reminders a user may have at once, past ones included until deleted (1–100000); one more is refused (422) until they delete some.',
+  },
   TELEGRAM_BOT_TOKEN: {
     unset: 'unset',
     doc: "The bot's token from @BotFather. Unset: the scheduler does not run and Parley says so at start; once it is set, the catch-up rule of Reminders and Telegram applies.",

@@ -407,6 +407,7 @@ export const configSchema = z.object({
       .default('UTC'),
   ),
   REMINDER_INTERVAL_SECONDS: integer(60, 1, 3_600),
+  REMINDERS_PER_USER: integer(1_000, 1, 100_000),
   TELEGRAM_BOT_TOKEN: text(),
   TELEGRAM_API_BASE: z.preprocess(
     emptyAsUndefined,

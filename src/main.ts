@@ -139,6 +139,7 @@ export async function main(config: Config): Promise<void> {
     users,
     clock,
     defaultTimezone: config.DEFAULT_TIMEZONE,
+    perUser: config.REMINDERS_PER_USER,
   });
   const profiles = new ProfileService({
     users,

@@ -24,6 +24,8 @@ export interface ReminderServiceOptions {
   clock: Clock;
   /** DEFAULT_TIMEZONE: for users whose profile names none. */
   defaultTimezone: string;
+  /** REMINDERS_PER_USER. */
+  perUser: number;
 }
 
 /** Reminders as users and the assistant see them: set, list, cancel. */
@@ -63,7 +65,13 @@ export class ReminderService {
       timezone,
       createdAt: this.#options.clock.now(),
     };
-    await this.#options.reminders.create(record);
+    if (!(await this.#options.reminders.create(record, this.#options.perUser))) {
+      throw new AppError(
+        'reminders_limit',
+        422,
+        `You have ${this.#options.perUser} reminders, the most one can keep: delete some first.`,
+      );
+    }
     return { ...record, notices: [] };
   }
 

@@ -4,6 +4,13 @@ const { and, asc, eq, inArray } = orm;
 
 import type { Db } from './database.ts';
 import { reminderNotices, reminders } from './schema.ts';
+import { withTransaction } from './transaction.ts';
+
+/**
+ * The first key of the two-key advisory lock a user's reminder creations take (the second is
+ * the user id's hash): apart from the one-key locks used elsewhere.
+ */
+const CREATE_LOCK_CLASS = 0x726d6e64; // "rmnd"
 
 export interface NoticeRecord {
   daysBefore: number;
@@ -44,8 +51,35 @@ export class ReminderRepository {
     this.#db = db;
   }
 
-  async create(reminder: NewReminder): Promise<void> {
-    await this.#db.insert(reminders).values(reminder);
+  /**
+   * Stores the reminder unless the user has `max` already; false then. The count and the
+   * insert are one statement, and a user's creations take turns under a transaction lock: on
+   * PostgreSQL (read committed) requests at once would each count without the others' rows.
+   */
+  async create(reminder: NewReminder, max: number): Promise<boolean> {
+    return withTransaction(this.#db.$client, async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+        CREATE_LOCK_CLASS,
+        reminder.userId,
+      ]);
+      const { rowCount } = await client.query(
+        `INSERT INTO reminders (id, user_id, title, due_on, time, note, timezone, created_at)
+         SELECT $1, $2, $3, $4, $5, $6, $7, $8
+          WHERE (SELECT count(*) FROM reminders WHERE user_id = $2) < $9`,
+        [
+          reminder.id,
+          reminder.userId,
+          reminder.title,
+          reminder.dueOn,
+          reminder.time ?? null,
+          reminder.note ?? null,
+          reminder.timezone,
+          reminder.createdAt,
+          max,
+        ],
+      );
+      return rowCount === 1;
+    });
   }
 
   /** Deletes the user's reminder (and its notices); false when the user has no such reminder. */
