@@ -3,6 +3,7 @@ import type pg from 'pg';
 import type { Schedule } from '../automations/schedule.ts';
 import type { Db } from './database.ts';
 import { withTransaction } from './transaction.ts';
+import { takeUserTurn } from './user-turns.ts';
 
 export type AutomationStatus = 'active' | 'paused' | 'finished';
 export type RunStatus = 'queued' | 'running' | 'done' | 'failed' | 'refused' | 'skipped';
@@ -74,14 +75,6 @@ export interface RunOutcome {
   pauseReason: string;
 }
 
-/**
- * The first key of the two-key advisory lock a user's automation creations take (the second
- * is the user id's hash): the two-key locks are apart from the one-key ones used elsewhere.
- */
-const CREATE_LOCK_CLASS = 0x6175746f; // "auto"
-/** The same for claiming a user's runs, one at a time. */
-const RUN_LOCK_CLASS = 0x6175746e;
-
 const COLUMNS = `a.id, a.user_id, a.name, a.prompt, a.schedule, a.timezone, a.status,
   a.paused_reason, a.next_run_at, a.consecutive_failures, a.conversation_id, a.created_at,
   (SELECT count(*)::int FROM automation_runs r
@@ -116,11 +109,8 @@ export class AutomationRepository {
   }
 
   /**
-   * Stores a new automation unless the user has `max` already. The count and the insert are
-   * one statement, but on PostgreSQL (read committed) concurrent requests each count without
-   * the others' uncommitted rows, so they would all find room: the user's creations are taken
-   * one at a time under a transaction lock on the user (the embedded engine has one
-   * connection, and takes them one at a time anyway).
+   * Stores a new automation unless the user has `max` already: the count and the insert in
+   * one statement, the user's creations one at a time (see user-turns.ts).
    */
   async create(
     automation: Omit<
@@ -131,10 +121,7 @@ export class AutomationRepository {
   ): Promise<AutomationRecord | undefined> {
     const id = randomUUID();
     const inserted = await withTransaction(this.#db.$client, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
-        CREATE_LOCK_CLASS,
-        automation.userId,
-      ]);
+      await takeUserTurn(client, 'automationCreate', automation.userId);
       const { rows } = await client.query<{ id: string }>(
         `INSERT INTO automations (id, user_id, name, prompt, schedule, timezone, next_run_at,
                                   created_at)
@@ -309,10 +296,7 @@ export class AutomationRepository {
       );
       const userId = owner.rows[0]?.user_id;
       if (userId === undefined) return undefined;
-      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
-        RUN_LOCK_CLASS,
-        userId,
-      ]);
+      await takeUserTurn(client, 'automationRun', userId);
       const busy = await client.query(
         `SELECT 1 FROM automation_runs r JOIN automations a ON a.id = r.automation_id
           WHERE a.user_id = $1 AND r.status = 'running' AND r.claimed_until > $2 LIMIT 1`,

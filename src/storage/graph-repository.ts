@@ -5,12 +5,7 @@ const { count, desc, eq, max } = orm;
 import type { Db } from './database.ts';
 import { graphTriples } from './schema.ts';
 import { withTransaction } from './transaction.ts';
-
-/**
- * The first key of the two-key advisory lock a user's graph additions take (the second is the
- * user id's hash): apart from the one-key locks used elsewhere.
- */
-const ADD_LOCK_CLASS = 0x67727068; // "grph"
+import { takeUserTurn } from './user-turns.ts';
 
 export interface TripleRecord {
   id: number;
@@ -41,10 +36,9 @@ export class GraphRepository {
 
   /**
    * Inserts the triple unless one with the same keys exists, or the user has `max` already
-   * (`full`, with how many). A model's calls of one step run together, and on PostgreSQL (read
-   * committed) each would count without the others' uncommitted rows: counting first and
-   * inserting after stored 4 of a limit of 2. So one user's additions are taken one at a time
-   * under a transaction lock on the user, the count and the insert in one statement.
+   * (`full`, with how many). A model's calls of one step run together (counting first and
+   * inserting after stored 4 of a limit of 2): the count and the insert in one statement, the
+   * user's additions one at a time (see user-turns.ts).
    */
   async add(
     userId: string,
@@ -52,10 +46,7 @@ export class GraphRepository {
     max: number,
   ): Promise<{ outcome: 'added' | 'known' } | { outcome: 'full'; count: number }> {
     return withTransaction(this.#db.$client, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
-        ADD_LOCK_CLASS,
-        userId,
-      ]);
+      await takeUserTurn(client, 'graphAdd', userId);
       const { rows } = await client.query<{ count: string; added: boolean }>(
         `WITH counted AS (SELECT count(*) AS count FROM graph_triples WHERE user_id = $1),
               added AS (

@@ -5,12 +5,7 @@ const { and, asc, eq, inArray } = orm;
 import type { Db } from './database.ts';
 import { reminderNotices, reminders } from './schema.ts';
 import { withTransaction } from './transaction.ts';
-
-/**
- * The first key of the two-key advisory lock a user's reminder creations take (the second is
- * the user id's hash): apart from the one-key locks used elsewhere.
- */
-const CREATE_LOCK_CLASS = 0x726d6e64; // "rmnd"
+import { takeUserTurn } from './user-turns.ts';
 
 export interface NoticeRecord {
   daysBefore: number;
@@ -53,15 +48,11 @@ export class ReminderRepository {
 
   /**
    * Stores the reminder unless the user has `max` already; false then. The count and the
-   * insert are one statement, and a user's creations take turns under a transaction lock: on
-   * PostgreSQL (read committed) requests at once would each count without the others' rows.
+   * insert are one statement, the user's creations one at a time (see user-turns.ts).
    */
   async create(reminder: NewReminder, max: number): Promise<boolean> {
     return withTransaction(this.#db.$client, async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
-        CREATE_LOCK_CLASS,
-        reminder.userId,
-      ]);
+      await takeUserTurn(client, 'reminderCreate', reminder.userId);
       const { rowCount } = await client.query(
         `INSERT INTO reminders (id, user_id, title, due_on, time, note, timezone, created_at)
          SELECT $1, $2, $3, $4, $5, $6, $7, $8
