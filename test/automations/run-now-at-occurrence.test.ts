@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { automationTickAt, call } from '../support/automation-ticks.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { type ReminderStack, startReminderStack } from '../support/reminder-stack.ts';
+import { useReminderStack } from '../support/reminder-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /**
@@ -14,23 +14,12 @@ import { waitFor } from '../support/wait-for.ts';
  * at its instant.
  */
 describe.each(ENGINES)('"run now" at a scheduled run’s instant on the %s engine', (engine) => {
-  let stack: ReminderStack;
+  const stack = useReminderStack(engine, { start: '2030-06-03T08:00:00Z' });
   const api = (method: string, path: string, body?: unknown) =>
-    call(stack.parley, method, path, body);
-  vi.setConfig({ testTimeout: 180_000 });
-  beforeAll(async () => {
-    stack = await startReminderStack(engine, { start: '2030-06-03T08:00:00Z' });
-  }, 180_000);
-  afterEach(() => {
-    stack.telegram.assertNoUnexpected();
-    stack.llm.assertNoUnexpected();
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
+    call(stack().parley, method, path, body);
 
   it('leaves the scheduled run in place: both run and reach the user', async () => {
-    expect((await stack.putProfile('pressed', { telegram_chat_id: '5501' })).status).toBe(200);
+    expect((await stack().putProfile('pressed', { telegram_chat_id: '5501' })).status).toBe(200);
     const made = await api('POST', '/users/pressed/automations', {
       prompt: 'Morning summary',
       schedule: { type: 'daily', time: '09:00' },
@@ -49,22 +38,22 @@ describe.each(ENGINES)('"run now" at a scheduled run’s instant on the %s engin
         .sort();
     expect((await api('POST', `${base}/pause`)).status).toBe(200);
 
-    stack.setClock('2030-06-03T09:00:00Z');
-    stack.llm.enqueue(reply.text('Pressed by hand.'));
+    stack().setClock('2030-06-03T09:00:00Z');
+    stack().llm.enqueue(reply.text('Pressed by hand.'));
     expect((await api('POST', `${base}/run`)).status).toBe(202);
     await waitFor(async () => (await runs())[0]?.[2] === 'done');
 
-    stack.setClock('2030-06-03T08:59:00Z');
+    stack().setClock('2030-06-03T08:59:00Z');
     expect((await api('POST', `${base}/resume`)).body).toMatchObject({
       status: 'active',
       next_run_at: '2030-06-03T09:00:00.000Z',
     });
-    stack.llm.enqueue(reply.text('On schedule.'));
-    await automationTickAt(stack, '2030-06-03T09:00:00Z');
+    stack().llm.enqueue(reply.text('On schedule.'));
+    await automationTickAt(stack(), '2030-06-03T09:00:00Z');
     // Either process may run it (the server engine has two).
     await waitFor(async () => (await runs()).filter((r) => r[2] === 'done').length === 2);
-    await stack.telegram.waitFor(() => stack.telegram.visibleIn('5501').length === 2);
-    expect(stack.telegram.visibleIn('5501')).toEqual([
+    await stack().telegram.waitFor(() => stack().telegram.visibleIn('5501').length === 2);
+    expect(stack().telegram.visibleIn('5501')).toEqual([
       '🔁 Morning summary\n\nPressed by hand.',
       '🔁 Morning summary\n\nOn schedule.',
     ]);

@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { automationTickAt, call } from '../support/automation-ticks.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { type ReminderStack, startReminderStack } from '../support/reminder-stack.ts';
+import { useReminderStack } from '../support/reminder-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /**
@@ -14,27 +14,16 @@ import { waitFor } from '../support/wait-for.ts';
 describe.each(ENGINES)(
   'two automations of one user at the same time on the %s engine',
   (engine) => {
-    let stack: ReminderStack;
-    vi.setConfig({ testTimeout: 180_000 });
-    beforeAll(async () => {
-      stack = await startReminderStack(engine, {
-        start: '2030-08-01T07:00:00Z',
-        env: { ANSWER_MAX_SECONDS: '10' },
-      });
-    }, 180_000);
-    afterEach(() => {
-      stack.telegram.assertNoUnexpected();
-      stack.llm.assertNoUnexpected();
-    });
-    afterAll(async () => {
-      await stack?.stop();
+    const stack = useReminderStack(engine, {
+      start: '2030-08-01T07:00:00Z',
+      env: { ANSWER_MAX_SECONDS: '10' },
     });
 
     it('both run to their end and reach the user', async () => {
-      expect((await stack.putProfile('busy', { telegram_chat_id: '6201' })).status).toBe(200);
+      expect((await stack().putProfile('busy', { telegram_chat_id: '6201' })).status).toBe(200);
       const ids: string[] = [];
       for (const prompt of ['News', 'Weather']) {
-        const made = await call(stack.parley, 'POST', '/users/busy/automations', {
+        const made = await call(stack().parley, 'POST', '/users/busy/automations', {
           prompt,
           schedule: { type: 'daily', time: '08:00' },
         });
@@ -43,10 +32,10 @@ describe.each(ENGINES)(
       }
       const answer = Array.from({ length: 6 }, (_, i) => `word${i}`).join(' ');
       for (let i = 0; i < 2; i++)
-        stack.llm.enqueue(reply.text(answer, { chunks: 6, delayMs: 1_000 }));
-      await automationTickAt(stack, '2030-08-01T08:00:00Z');
+        stack().llm.enqueue(reply.text(answer, { chunks: 6, delayMs: 1_000 }));
+      await automationTickAt(stack(), '2030-08-01T08:00:00Z');
       const runsOf = async (id: string) =>
-        (await call(stack.parley, 'GET', `/users/busy/automations/${id}/runs`)).body.runs as {
+        (await call(stack().parley, 'GET', `/users/busy/automations/${id}/runs`)).body.runs as {
           status: string;
           error: string | null;
         }[];
@@ -56,7 +45,7 @@ describe.each(ENGINES)(
       }, 60_000);
       for (const id of ids)
         expect(await runsOf(id)).toMatchObject([{ status: 'done', error: null }]);
-      expect(stack.telegram.visibleIn('6201').sort()).toEqual([
+      expect(stack().telegram.visibleIn('6201').sort()).toEqual([
         `🔁 News\n\n${answer}`,
         `🔁 Weather\n\n${answer}`,
       ]);

@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { automationTickAt, call } from '../support/automation-ticks.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
-import { type ReminderStack, startReminderStack } from '../support/reminder-stack.ts';
+import { useReminderStack } from '../support/reminder-stack.ts';
 
 /**
  * A run has a chat's time limit (ANSWER_MAX_SECONDS, here its least, 10 s): a model still
@@ -11,39 +11,29 @@ import { type ReminderStack, startReminderStack } from '../support/reminder-stac
  * stall timeout or the job's own budget would.
  */
 describe.each(ENGINES)('an automation run at its time limit on the %s engine', (engine) => {
-  let stack: ReminderStack;
-  vi.setConfig({ testTimeout: 180_000 });
-  beforeAll(async () => {
-    stack = await startReminderStack(engine, {
-      start: '2030-05-01T00:00:00Z',
-      env: { ANSWER_MAX_SECONDS: '10' },
-    });
-  }, 180_000);
-  afterEach(() => {
-    stack.telegram.assertNoUnexpected();
-    stack.llm.assertNoUnexpected();
-  });
-  afterAll(async () => {
-    await stack?.stop();
+  const stack = useReminderStack(engine, {
+    start: '2030-05-01T00:00:00Z',
+    env: { ANSWER_MAX_SECONDS: '10' },
   });
 
   it('is stopped, recorded as failed with the reason, and not delivered', async () => {
-    expect((await stack.putProfile('slow', { telegram_chat_id: '5401' })).status).toBe(200);
-    const made = await call(stack.parley, 'POST', '/users/slow/automations', {
+    expect((await stack().putProfile('slow', { telegram_chat_id: '5401' })).status).toBe(200);
+    const made = await call(stack().parley, 'POST', '/users/slow/automations', {
       prompt: 'Write the long report',
       schedule: { type: 'daily', time: '08:00' },
     });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     const words = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
-    stack.llm.enqueue(reply.text(words, { chunks: 40, delayMs: 1_000 }));
-    await automationTickAt(stack, '2030-05-01T08:00:00Z');
-    const runs = (await call(stack.parley, 'GET', `/users/slow/automations/${made.body.id}/runs`))
+    stack().llm.enqueue(reply.text(words, { chunks: 40, delayMs: 1_000 }));
+    await automationTickAt(stack(), '2030-05-01T08:00:00Z');
+    const runs = (await call(stack().parley, 'GET', `/users/slow/automations/${made.body.id}/runs`))
       .body.runs as { status: string; error: string | null }[];
     expect(runs).toHaveLength(1);
     expect(runs[0]?.status).toBe('failed');
     expect(runs[0]?.error).toMatch(/^answer_timeout: the answer took longer than 10 s/);
-    expect(stack.telegram.visibleIn('5401')).toEqual([]);
-    const listed = (await call(stack.parley, 'GET', '/users/slow/automations')).body.automations[0];
+    expect(stack().telegram.visibleIn('5401')).toEqual([]);
+    const listed = (await call(stack().parley, 'GET', '/users/slow/automations')).body
+      .automations[0];
     expect(listed).toMatchObject({ status: 'active', next_run_at: '2030-05-02T08:00:00.000Z' });
   });
 });

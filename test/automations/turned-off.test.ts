@@ -1,7 +1,7 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { call } from '../support/automation-ticks.ts';
 import { ENGINES } from '../support/engines.ts';
-import { type ReminderStack, startReminderStack } from '../support/reminder-stack.ts';
+import { useReminderStack } from '../support/reminder-stack.ts';
 
 /**
  * An operator turns automations off (AUTOMATIONS_PER_USER=0) after users made some: those are
@@ -11,23 +11,12 @@ import { type ReminderStack, startReminderStack } from '../support/reminder-stac
 describe.each(ENGINES)(
   'automations turned off after they were made, on the %s engine',
   (engine) => {
-    let stack: ReminderStack;
+    const stack = useReminderStack(engine, {
+      start: '2030-06-01T10:00:00Z',
+      env: { AUTOMATIONS_PER_USER: '2' },
+    });
     const api = (method: string, path: string, body?: unknown) =>
-      call(stack.parley, method, path, body);
-    vi.setConfig({ testTimeout: 180_000 });
-    beforeAll(async () => {
-      stack = await startReminderStack(engine, {
-        start: '2030-06-01T10:00:00Z',
-        env: { AUTOMATIONS_PER_USER: '2' },
-      });
-    }, 180_000);
-    afterEach(() => {
-      stack.telegram.assertNoUnexpected();
-      stack.llm.assertNoUnexpected();
-    });
-    afterAll(async () => {
-      await stack?.stop();
-    });
+      call(stack().parley, method, path, body);
 
     it('keeps them, refuses "run now" with the reason, and lets the user delete them', async () => {
       const made = await api('POST', '/users/kept/automations', {
@@ -35,8 +24,8 @@ describe.each(ENGINES)(
         schedule: { type: 'daily', time: '08:00' },
       });
       expect(made.status).toBe(201);
-      stack.env.AUTOMATIONS_PER_USER = '0';
-      await stack.restart();
+      stack().env.AUTOMATIONS_PER_USER = '0';
+      await stack().restart();
 
       const turnedOff = {
         status: 422,

@@ -1,6 +1,7 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, vi } from 'vitest';
 import { readChat } from './chat-stream.ts';
 import { type Engine, type EngineEnv, engineEnv } from './engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from './fake-llm-server.ts';
@@ -45,6 +46,33 @@ export interface ReminderStack {
 }
 
 export const TOKEN = 'reminder-test-token';
+
+/**
+ * The stack of the describe block this is called in: started before its tests (a start takes
+ * up to three minutes on a busy machine), its fakes checked for requests nobody scripted after
+ * each test, stopped after the last. Returns the running stack (a new Parley after a restart).
+ */
+export function useReminderStack(
+  engine: Engine,
+  options: { start: string; env?: Record<string, string> },
+): () => ReminderStack {
+  let stack: ReminderStack | undefined;
+  vi.setConfig({ testTimeout: 180_000 });
+  beforeAll(async () => {
+    stack = await startReminderStack(engine, options);
+  }, 180_000);
+  afterEach(() => {
+    stack?.telegram.assertNoUnexpected();
+    stack?.llm.assertNoUnexpected();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+  return () => {
+    if (!stack) throw new Error('the reminder stack did not start');
+    return stack;
+  };
+}
 
 export async function startReminderStack(
   engine: Engine,
