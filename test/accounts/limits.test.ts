@@ -38,6 +38,17 @@ async function createUser(parley: RunningParley, userId: string, limits?: Record
   return key;
 }
 
+/** Uploads a text file as the key's user (a private document). */
+function uploadText(parley: RunningParley, key: string, name: string, text: string) {
+  const { body, contentType } = multipartBody([{ name: 'file', filename: name, data: text }]);
+  return parley.fetch('/ingest', {
+    method: 'POST',
+    token: key,
+    headers: { 'content-type': contentType },
+    body: new Uint8Array(body),
+  });
+}
+
 /** Sends chats at once and sorts the answers: streams read to their end, refusals kept. */
 async function chatAtOnce(sends: Array<() => Promise<Response>>) {
   const responses = await Promise.all(sends.map((send) => send()));
@@ -159,17 +170,8 @@ describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
       ingest_mb_per_day: 1,
       storage_mb: 0,
     });
-    const upload = (name: string, bytes: number) => {
-      const { body, contentType } = multipartBody([
-        { name: 'file', filename: name, data: `${'word '.repeat(Math.floor(bytes / 5))}` },
-      ]);
-      return stack.parley.fetch('/ingest', {
-        method: 'POST',
-        token: key,
-        headers: { 'content-type': contentType },
-        body: new Uint8Array(body),
-      });
-    };
+    const upload = (name: string, bytes: number) =>
+      uploadText(stack.parley, key, name, 'word '.repeat(Math.floor(bytes / 5)));
     expect((await upload('a.txt', 600_000)).status).toBe(200);
     const over = await upload('b.txt', 600_000);
     expect(over.status).toBe(429);
@@ -180,17 +182,7 @@ describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
     expect(usage.storage_mb).toBeCloseTo(0.572, 2);
 
     const small = await createUser(stack.parley, 'storage-user', { storage_mb: 1 });
-    const put = (name: string) => {
-      const { body, contentType } = multipartBody([
-        { name: 'file', filename: name, data: 'text '.repeat(120_000) },
-      ]);
-      return stack.parley.fetch('/ingest', {
-        method: 'POST',
-        token: small,
-        headers: { 'content-type': contentType },
-        body: new Uint8Array(body),
-      });
-    };
+    const put = (name: string) => uploadText(stack.parley, small, name, 'text '.repeat(120_000));
     expect((await put('one.txt')).status).toBe(200);
     expect((await put('one.txt')).status).toBe(200); // replacing a source does not count it twice
     const full = await put('two.txt');
@@ -200,19 +192,12 @@ describe.each(ENGINES)('per-user limits on the %s engine', (engine) => {
 
   it('holds the storage limit when a user uploads several documents at once', async () => {
     const key = await createUser(stack.parley, 'burst-storage', { storage_mb: 1 });
-    const put = (name: string) => {
-      const { body, contentType } = multipartBody([
-        { name: 'file', filename: name, data: 'text '.repeat(120_000) },
-      ]);
-      return stack.parley.fetch('/ingest', {
-        method: 'POST',
-        token: key,
-        headers: { 'content-type': contentType },
-        body: new Uint8Array(body),
-      });
-    };
     // Each is 0.6 MB: one fits in 1 MB, two do not, however they arrive.
-    const answers = await Promise.all(['a.txt', 'b.txt', 'c.txt', 'd.txt'].map(put));
+    const answers = await Promise.all(
+      ['a.txt', 'b.txt', 'c.txt', 'd.txt'].map((name) =>
+        uploadText(stack.parley, key, name, 'text '.repeat(120_000)),
+      ),
+    );
     const statuses = answers.map((answer) => answer.status).sort();
     expect(statuses).toEqual([200, 429, 429, 429]);
     const usage = await json(
