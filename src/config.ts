@@ -6,6 +6,7 @@ import proxyaddr from '@fastify/proxy-addr';
 import { z } from 'zod';
 import { GRAPH_PROMPT_MIN_CHARS } from './graph/graph-summary.ts';
 import { parseCredentialsKey } from './mcp/credential-cipher.ts';
+import { usualTimezoneSpelling } from './place-and-language.ts';
 
 /**
  * Every setting Parley reads, parsed once at start from the environment (and an optional
@@ -404,6 +405,7 @@ export const configSchema = z.object({
     z
       .string()
       .refine(isTimezone, { message: 'accepts an IANA timezone name such as UTC or Asia/Seoul' })
+      .transform(usualTimezoneSpelling)
       .default('UTC'),
   ),
   REMINDER_INTERVAL_SECONDS: integer(60, 1, 3_600),

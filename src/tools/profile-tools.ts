@@ -1,7 +1,7 @@
 import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
-import { isTimezoneName } from '../assistant/local-time.ts';
 import { ToolRefusal } from '../assistant/tool-refusal.ts';
+import { localeTag, timezoneName } from '../place-and-language.ts';
 import type { UserRepository } from '../storage/user-repository.ts';
 import { visibleText } from '../visible-text.ts';
 
@@ -13,13 +13,8 @@ export interface ProfileToolContext {
 /** Facts kept per user: they go into every prompt, so they are few and short. */
 export const MAX_FACTS = 50;
 
-const timezone = z.string().max(64).refine(isTimezoneName, {
-  message: 'is not an IANA timezone name (e.g. Asia/Seoul, Europe/Paris, UTC)',
-});
-const locale = z
-  .string()
-  .max(35)
-  .refine(isLocale, { message: 'is not a BCP 47 language tag (e.g. ko-KR, en-GB)' });
+const timezone = timezoneName('Asia/Seoul, Europe/Paris, UTC');
+const locale = localeTag;
 
 // Built once: the AI SDK caches a schema's JSON Schema on the object (see reminder-tools.ts).
 const updateProfileInput = zodSchema(
@@ -80,12 +75,4 @@ export function profileTools(context: ProfileToolContext) {
       },
     }),
   };
-}
-
-function isLocale(value: string): boolean {
-  try {
-    return Intl.getCanonicalLocales(value).length === 1;
-  } catch {
-    return false;
-  }
 }

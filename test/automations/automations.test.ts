@@ -363,9 +363,10 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     // London goes back from 02:00 BST to 01:00 GMT: 01:15 is 00:15 UTC, then 01:15 UTC.
     const london = await api('PATCH', `/users/berlin/automations/${autumn.id}`, {
       schedule: { type: 'once', date: '2030-10-27', time: '01:15' },
-      timezone: 'Europe/London',
+      timezone: 'europe/london',
     });
     expect(london.body.next_run_at).toBe('2030-10-27T00:15:00.000Z'); // 01:15 BST, the first
+    expect(london.body.timezone).toBe('Europe/London'); // as usually spelt, however typed
   });
 
   it('names an automation after its prompt without cutting a character in half', async () => {

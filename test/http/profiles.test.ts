@@ -87,6 +87,28 @@ describe.each(ENGINES)('GET and PUT /users/{user_id}/profile on the %s engine', 
     expect(await get('erin-2')).toMatchObject({ display_name: null, telegram_chat_id: null });
   });
 
+  it('stores a timezone and a language in their usual spelling, however they were typed', async () => {
+    expect((await put('ines', { timezone: 'asia/seoul', locale: 'KO-kr' })).status).toBe(200);
+    expect(await get('ines')).toMatchObject({ timezone: 'Asia/Seoul', locale: 'ko-KR' });
+    // A name typed in its own case is kept, not swapped for the runtime's older name for it.
+    expect((await put('ines', { timezone: 'Asia/Kolkata' })).status).toBe(200);
+    expect(await get('ines')).toMatchObject({ timezone: 'Asia/Kolkata' });
+    // The model's update_profile goes through the same rule.
+    llm.enqueue(
+      reply.toolCalls([
+        { name: 'update_profile', args: { timezone: 'europe/paris', locale: 'en-gb' } },
+      ]),
+      reply.text('Noted.'),
+    );
+    const chat = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'I live in Paris now', user_id: 'ines' }),
+    });
+    expect((await readChat(chat)).text).toBe('Noted.');
+    expect(await get('ines')).toMatchObject({ timezone: 'Europe/Paris', locale: 'en-GB' });
+  });
+
   it('is the profile the assistant keeps: update_profile shows in GET, PUT in the prompt', async () => {
     llm.enqueue(
       reply.toolCalls([

@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { isTimezoneName } from '../../assistant/local-time.ts';
 import { automationName } from '../../automations/automation-fields.ts';
 import type { AutomationService } from '../../automations/automation-service.ts';
 import { scheduleSchema } from '../../automations/schedule.ts';
 import { scheduleInWords } from '../../automations/schedule-words.ts';
+import { timezoneName } from '../../place-and-language.ts';
 import type { AutomationRecord, AutomationRunRecord } from '../../storage/automation-repository.ts';
 import { visibleText } from '../../visible-text.ts';
 import type { App } from '../app-types.ts';
@@ -13,10 +13,7 @@ import { userIdSchema, withoutNul } from '../schemas.ts';
 /** A prompt is a chat message: long enough for instructions, short enough to send every day. */
 export const PROMPT_MAX_CHARS = 4_000;
 
-const timezone = z
-  .string()
-  .max(64)
-  .refine(isTimezoneName, { message: 'is not an IANA timezone name (e.g. America/New_York)' });
+const timezone = timezoneName('America/New_York');
 
 const automationSchema = z.object({
   id: z.uuid(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isTimezoneName } from '../../assistant/local-time.ts';
+import { localeTag, timezoneName } from '../../place-and-language.ts';
 import type { ProfileService, ProfileView } from '../../reminders/profile-service.ts';
 import { visibleText } from '../../visible-text.ts';
 import type { App } from '../app-types.ts';
@@ -19,18 +19,8 @@ const profileSchema = z.object({
 const profileChange = z
   .object({
     display_name: visibleText(z.string().trim().min(1).max(100)).nullable().optional(),
-    timezone: z
-      .string()
-      .max(64)
-      .refine(isTimezoneName, { message: 'is not an IANA timezone name (e.g. Asia/Seoul, UTC)' })
-      .nullable()
-      .optional(),
-    locale: z
-      .string()
-      .max(35)
-      .refine(isLocale, { message: 'is not a BCP 47 language tag (e.g. ko-KR, en-GB)' })
-      .nullable()
-      .optional(),
+    timezone: timezoneName('Asia/Seoul, UTC').nullable().optional(),
+    locale: localeTag.nullable().optional(),
     telegram_chat_id: z
       .union([z.string(), z.number().int()])
       .transform(String)
@@ -129,12 +119,4 @@ function toBody(userId: string, profile: ProfileView) {
     telegram_chat_id: profile.telegramChatId,
     facts: profile.facts ?? {},
   };
-}
-
-function isLocale(value: string): boolean {
-  try {
-    return Intl.getCanonicalLocales(value).length === 1;
-  } catch {
-    return false;
-  }
 }
