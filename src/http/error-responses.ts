@@ -64,3 +64,26 @@ export const AUTHENTICATED = [401, 503] as const satisfies ErrorStatus[];
 
 /** What a route that takes a `user_id` can answer (a key naming another user: 403). */
 export const PER_USER = [401, 403, 503] as const satisfies ErrorStatus[];
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Fastify reads a body sent with any POST, PUT, PATCH or DELETE, whether the route takes one
+ * or not: one over the limit is a 413, one of a type Parley does not read a 415, broken JSON a
+ * 422. Every such operation says so in its schema (for /openapi.json); the OpenAI door's
+ * routes name their own errors in OpenAI's shape.
+ */
+export function documentBodyErrors(route: {
+  url: string;
+  method: string | string[];
+  schema?: { response?: unknown };
+}): void {
+  const methods = [route.method].flat();
+  const response = route.schema?.response as Record<string, unknown> | undefined;
+  if (!response || route.url.startsWith('/v1/') || !methods.some((m) => BODY_METHODS.has(m))) {
+    return;
+  }
+  for (const [status, schema] of Object.entries(errorResponses(413, 415, 422))) {
+    response[status] ??= schema;
+  }
+}

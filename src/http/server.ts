@@ -31,6 +31,7 @@ import { type AuthSettings, installAuth } from './auth.ts';
 import { clientErrorHandler } from './client-errors.ts';
 import { CredentialThrottle } from './credential-throttle.ts';
 import { installErrorHandling } from './error-handler.ts';
+import { documentBodyErrors } from './error-responses.ts';
 import { answerFrameworkError } from './framework-errors.ts';
 import { methodNotAllowed } from './method-not-allowed.ts';
 import { registerAccountRoutes } from './routes/account.ts';
@@ -178,10 +179,11 @@ export async function buildServer(deps: HttpDependencies): Promise<App> {
     });
   }
 
-  // The interactive docs are public, like /openapi.json; the hook must precede the plugin.
+  // The interactive docs are public, like /openapi.json; the hooks must precede the plugin.
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) route.config = { ...route.config, public: true };
   });
+  app.addHook('onRoute', documentBodyErrors);
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',

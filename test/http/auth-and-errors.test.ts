@@ -110,6 +110,8 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
       '401',
       '403',
       '404',
+      '413',
+      '415',
       '422',
       '429',
       '500',
@@ -126,7 +128,17 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
       '500',
       '503',
     ]);
-    expect(declared('/reset', 'post')).toEqual(['200', '401', '403', '422', '429', '500', '503']);
+    expect(declared('/reset', 'post')).toEqual([
+      '200',
+      '401',
+      '403',
+      '413',
+      '415',
+      '422',
+      '429',
+      '500',
+      '503',
+    ]);
     expect(declared('/reminders/{user_id}', 'get')).toEqual([
       '200',
       '401',
@@ -151,6 +163,8 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
       '200',
       '401',
       '403',
+      '413',
+      '415',
       '422',
       '429',
       '500',
@@ -166,6 +180,7 @@ describe.each(ENGINES)('authentication and error responses on the %s engine', (e
       '403',
       '404',
       '413',
+      '415',
       '429',
       '500',
       '503',

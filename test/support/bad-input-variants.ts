@@ -14,6 +14,8 @@ export interface Operation {
   }[];
   /** The request body's media types and its JSON schema, when the spec names one. */
   body?: { mediaTypes: string[]; schema?: JsonSchema };
+  /** The statuses its responses document ("200", "404", …). */
+  responses: string[];
 }
 
 /** What a valid call of the operation looks like: the variants change one part of it. */

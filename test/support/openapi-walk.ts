@@ -25,6 +25,7 @@ export function operationsOf(document: OpenApiDocument): Operation[] {
             schema: p.schema ?? {},
             required: p.required,
           })),
+          responses: Object.keys((spec.responses ?? {}) as Record<string, unknown>),
           ...(content && {
             body: {
               mediaTypes: Object.keys(content),

@@ -42,7 +42,7 @@ const errorBody = z.object({
     code: z.string().nullable(),
   }),
 });
-type ErrorStatus = 400 | 401 | 403 | 404 | 413 | 429 | 503;
+type ErrorStatus = 400 | 401 | 403 | 404 | 413 | 415 | 429 | 503;
 /** OpenAPI error responses of this door, each in OpenAI's shape; 500 is always included. */
 const errors = (statuses: Partial<Record<ErrorStatus, string>>) => {
   const chosen: Partial<Record<ErrorStatus | 500, typeof errorBody>> = {};
@@ -169,6 +169,7 @@ function registerCompletions(app: App, chats: ChatService, settings: ChatRouteSe
             403: "A user's key naming another `user`",
             404: 'A model other than `parley`',
             413: 'The body is too large',
+            415: 'A body that is not JSON',
             429: "Over the user's limits, or too many wrong tokens from this address; `Retry-After` says when to try again",
             503: 'The model or the database is unavailable',
           }),
