@@ -144,6 +144,22 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
     }
   });
 
+  // A run of blanks that no newline ends made a regular expression try every position of it:
+  // a 300 KB run took minutes, and the upload with it.
+  it('reads files with a long run of blanks in them without stalling', {
+    timeout: 30_000,
+  }, async () => {
+    const blanks = ' \t'.repeat(150_000);
+    for (const [name, data] of [
+      ['blanks.txt', `Lighthouse keepers log the weather.${blanks}Every hour.`],
+      ['blanks.md', `# Log\n\nLighthouse keepers${blanks}log the weather.\n`],
+      ['blanks.html', `<html><body><pre>Lighthouse log${blanks}kept hourly.\n</pre></body></html>`],
+    ] as const) {
+      const answer = await ingest(parley, [file(name, data)]);
+      expect(answer, name).toMatchObject({ status: 200, body: { source: name, chunks: 1 } });
+    }
+  });
+
   it('decodes UTF-16, EUC-KR, CP949 and Windows-1252 text, and text named .bin or .pdf', async () => {
     const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(KOREAN, 'utf16le')]);
     const files: [string, Uint8Array][] = [

@@ -109,7 +109,7 @@ function blocksToText(root: DomNode): string {
     }
     if (tag === 'pre') {
       flush();
-      const code = (element.textContent ?? '').replace(/\s+$/, '');
+      const code = (element.textContent ?? '').trimEnd();
       if (code.trim()) blocks.push(code);
       return;
     }
