@@ -6,6 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { file, ingest, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
 import { makeDocx } from '../support/make-docx.ts';
+import { makePdf } from '../support/make-pdf.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { sendOverRawSocket } from '../support/raw-http.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
@@ -154,6 +155,7 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
       ['blanks.txt', `Lighthouse keepers log the weather.${blanks}Every hour.`],
       ['blanks.md', `# Log\n\nLighthouse keepers${blanks}log the weather.\n`],
       ['blanks.html', `<html><body><pre>Lighthouse log${blanks}kept hourly.\n</pre></body></html>`],
+      ['blanks.pdf', makePdf([{ text: [`Lighthouse log${' '.repeat(300_000)}kept hourly.`] }])],
     ] as const) {
       const answer = await ingest(parley, [file(name, data)]);
       expect(answer, name).toMatchObject({ status: 200, body: { source: name, chunks: 1 } });

@@ -4,6 +4,7 @@ import { decodeText } from './decode-text.ts';
 import { ExtractionFailure } from './extraction-failure.ts';
 import type { PageReader } from './ocr.ts';
 import { pdfToText } from './pdf-to-text.ts';
+import { tidyText } from './tidy-text.ts';
 
 export interface ExtractOptions {
   password?: string;
@@ -38,23 +39,7 @@ async function textOf(bytes: Uint8Array, kind: Exclude<DocumentKind, 'pdf'>): Pr
   if (kind === 'docx') return docxToText(bytes);
   const text = decodeText(bytes).text.replace(/\r\n?/g, '\n');
   if (kind === 'html') return (await htmlConverter()).htmlToText(text, { mainContent: true });
-  return text
-    .split('\n')
-    .map(withoutTrailingBlanks)
-    .join('\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
-}
-
-/**
- * A line without the spaces and tabs at its end, in one pass: the regular expression
- * /[ \t]+\n/g tries every position of a long run of blanks that no newline ends, so a file
- * with a 600 KB run of spaces took minutes to read.
- */
-function withoutTrailingBlanks(line: string): string {
-  let end = line.length;
-  while (end > 0 && (line[end - 1] === ' ' || line[end - 1] === '\t')) end--;
-  return line.slice(0, end);
+  return tidyText(text);
 }
 
 /**

@@ -2,6 +2,7 @@ import { extractImages, getDocumentProxy } from 'unpdf';
 import type { ExtractedDocument, ExtractedPage } from '../extracted-document.ts';
 import { ExtractionFailure } from './extraction-failure.ts';
 import type { GrayImage, PageReader } from './ocr.ts';
+import { tidyText } from './tidy-text.ts';
 
 export interface PdfOptions {
   password?: string;
@@ -34,7 +35,7 @@ export async function pdfToText(data: Uint8Array, options: PdfOptions): Promise<
         if (images.length > 0 && !options.ocr) unreadScans++;
         else if (images.length > 0 && options.ocr) {
           const read: string[] = [];
-          for (const image of images) read.push(tidy(await options.ocr.read(image)));
+          for (const image of images) read.push(tidyText(await options.ocr.read(image)));
           text = read.filter(Boolean).join('\n\n');
           if (text) ocrPages.push(number);
         }
@@ -92,7 +93,7 @@ async function pageText(pdf: Pdf, number: number): Promise<string> {
       if (item.hasEOL) text += '\n';
     }
     page.cleanup();
-    return tidy(text);
+    return tidyText(text);
   } catch {
     throw new ExtractionFailure(
       'corrupt',
@@ -127,12 +128,4 @@ function toGray(
     pixels[p] = ((data[q] ?? 0) * 77 + (data[q + 1] ?? 0) * 150 + (data[q + 2] ?? 0) * 29) >> 8;
   }
   return { width, height, pixels };
-}
-
-/** Trailing spaces off every line, at most one blank line between paragraphs. */
-function tidy(text: string): string {
-  return text
-    .replace(/[ \t]+\n/g, '\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
 }
