@@ -54,7 +54,9 @@ export function chunkDocument(
 ): TextChunk[] {
   const headings: string[] = []; // a section may span pages
   const hangulPerToken = options.hangulPerToken ?? HANGUL_PER_TOKEN;
-  const size: Size = (text) => chunkTokens(text, hangulPerToken);
+  const size: Size = Object.assign((text: string) => chunkTokens(text, hangulPerToken), {
+    fit: (text: string, maxTokens: number) => longestFit(text, maxTokens, hangulPerToken),
+  });
   const units = pages.flatMap((page) => pageUnits(page, headings, options.maxTokens, size));
   const chunks: TextChunk[] = [];
   let current: Unit[] = [];
@@ -204,7 +206,7 @@ function splitWords(text: string, start: number, maxTokens: number, size: Size):
   for (const match of text.matchAll(/\S+\s*|\s+/g)) {
     let word = match[0];
     let at = match.index;
-    let cost = size(word);
+    let cost = boundedSize(word, maxTokens, size);
     while (cost > maxTokens) {
       // A single "word" longer than a chunk: cut it by characters.
       if (at > from) pieces.push(piece(text, start, from, at, size));
@@ -212,7 +214,7 @@ function splitWords(text: string, start: number, maxTokens: number, size: Size):
       pieces.push(piece(text, start, at, at + cut, size));
       at += cut;
       word = word.slice(cut);
-      cost = size(word);
+      cost = boundedSize(word, maxTokens, size);
       from = at;
       tokens = 0;
     }
@@ -228,13 +230,19 @@ function splitWords(text: string, start: number, maxTokens: number, size: Size):
   return pieces;
 }
 
+/**
+ * The size of a word, or of enough of it to know that it does not fit: a long word (CJK text
+ * without spaces runs to a whole paragraph) is measured once per chunk cut from it, so
+ * measuring all of it each time made its chunking quadratic (200,000 characters: 2.8 s on
+ * the event loop).
+ */
+function boundedSize(word: string, maxTokens: number, size: Size): number {
+  return size.fit(word, maxTokens) === word.length ? size(word) : Number.POSITIVE_INFINITY;
+}
+
+/** The longest start of the word that fits, in whole characters (at least one). */
 function cutAt(word: string, maxTokens: number, size: Size): number {
-  let cut = 0;
-  for (const char of word) {
-    if (size(word.slice(0, cut + char.length)) > maxTokens) break;
-    cut += char.length;
-  }
-  return Math.max(cut, 1);
+  return Math.max(size.fit(word, maxTokens), 1);
 }
 
 function piece(text: string, start: number, from: number, to: number, size: Size): Piece {
@@ -253,10 +261,13 @@ function piece(text: string, start: number, from: number, to: number, size: Size
 const SENTENCE = /[^.!?。！？]*(?:[.!?。！？]+(?=\s|$)|$)\s*|[^\s]+\s*/gu;
 
 const WIDE = /[\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]/gu;
-const HANGUL = /[\u1100-\u11ff\uac00-\ud7af]/gu;
 
 /** The size of a text for chunking (see chunkTokens). */
-type Size = (text: string) => number;
+interface Size {
+  (text: string): number;
+  /** UTF-16 units of the longest start of the text, in whole characters, that fits. */
+  fit: (text: string, maxTokens: number) => number;
+}
 
 /**
  * Hangul syllables per token of chunk size. Tokenizers count about one token a syllable
@@ -275,10 +286,49 @@ export const HANGUL_PER_TOKEN = 2;
  * 1/`hangulPerToken` each. Other CJK scripts keep one a character (not measured).
  */
 export function chunkTokens(text: string, hangulPerToken: number): number {
-  const wide = text.match(WIDE)?.length ?? 0;
-  const hangul = text.match(HANGUL)?.length ?? 0;
+  // Counted a unit at a time: every code point WIDE matches is one UTF-16 unit (no
+  // surrogates), and a megabyte of CJK text is then no array of a million matches.
+  let wide = 0;
+  let hangul = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (isHangul(code)) hangul++;
+    if (isWide(code)) wide++;
+  }
   return Math.ceil(hangul / hangulPerToken + (wide - hangul) + (text.length - wide) / 4);
 }
+
+/**
+ * `chunkTokens` of each start of the text in turn, counted as it goes (one pass, where
+ * measuring every start from the beginning made cutting a long CJK word quadratic): the UTF-16
+ * units of the longest start, in whole characters, within `maxTokens`.
+ */
+export function longestFit(text: string, maxTokens: number, hangulPerToken: number): number {
+  let hangul = 0;
+  let wide = 0;
+  let units = 0;
+  let fit = 0;
+  for (const char of text) {
+    units += char.length;
+    const code = char.codePointAt(0) ?? 0;
+    if (isHangul(code)) hangul++;
+    if (isWide(code)) wide++;
+    if (Math.ceil(hangul / hangulPerToken + (wide - hangul) + (units - wide) / 4) > maxTokens) {
+      break;
+    }
+    fit = units;
+  }
+  return fit;
+}
+
+/** Hangul (jamo and syllables), and the code points WIDE matches, one at a time. */
+const isHangul = (code: number) =>
+  (code >= 0x1100 && code <= 0x11ff) || (code >= 0xac00 && code <= 0xd7af);
+const isWide = (code: number) =>
+  isHangul(code) ||
+  (code >= 0x2e80 && code <= 0x9fff) ||
+  (code >= 0xf900 && code <= 0xfaff) ||
+  (code >= 0xff00 && code <= 0xffef);
 
 /**
  * Estimated tokens: one per CJK/Hangul character, one per four other characters (as the

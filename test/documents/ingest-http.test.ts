@@ -162,6 +162,28 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
     }
   });
 
+  // Japanese or Chinese has no spaces to cut a long paragraph at: it is cut by characters, and
+  // measuring the rest of it at every cut made that quadratic, on the event loop (a 1 MB
+  // paragraph held every other request for seconds).
+  it('keeps answering other requests while it reads a long paragraph without spaces', async () => {
+    const sentence = '灯台守は毎時の天気を記録し、船の往来を見守っている。';
+    const upload = ingest(parley, [file('tokyo.txt', sentence.repeat(14_000))]);
+    let longestWaitMs = 0;
+    let done = false;
+    void upload.finally(() => {
+      done = true;
+    });
+    while (!done) {
+      const asked = performance.now();
+      expect((await parley.fetch('/health')).status).toBe(200);
+      longestWaitMs = Math.max(longestWaitMs, performance.now() - asked);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await upload).toMatchObject({ status: 200, body: { source: 'tokyo.txt' } });
+    expect((await upload).body.chunks).toBeGreaterThan(700);
+    expect(longestWaitMs).toBeLessThan(3_000);
+  });
+
   it('decodes UTF-16, EUC-KR, CP949 and Windows-1252 text, and text named .bin or .pdf', async () => {
     const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(KOREAN, 'utf16le')]);
     const files: [string, Uint8Array][] = [
