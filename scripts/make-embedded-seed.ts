@@ -26,6 +26,7 @@ try {
       DATABASE_URL: undefined,
       DB_POOL_MAX: 1,
       DB_POOL_WAIT_MS: 60_000,
+      DB_REPLY_TIMEOUT_MS: 60_000,
       EMBEDDED_DB_SHARED_BUFFERS: '16MB',
     },
     pino({ level: 'warn' }),

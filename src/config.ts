@@ -222,6 +222,8 @@ export const configSchema = z.object({
   DB_POOL_MAX: integer(10, 1, 200),
   /** How long a query waits for a pooled connection before Parley answers that it is busy. */
   DB_POOL_WAIT_MS: integer(60_000, 100, 600_000),
+  /** With DATABASE_URL: how long a query may wait in silence for the server's reply. */
+  DB_REPLY_TIMEOUT_MS: integer(60_000, 1_000, 3_600_000),
   /**
    * With DATABASE_URL: how long a replica that died holding a user's chat turn can keep that
    * user waiting (its heartbeat, every third of this, stopped).

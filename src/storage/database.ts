@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import type { Logger } from 'pino';
@@ -49,10 +50,40 @@ const MIGRATIONS_FOLDER = new URL('./migrations', import.meta.url).pathname;
 /** Longest opening a connection to a PostgreSQL server may take before it counts as down. */
 const CONNECT_TIMEOUT_MS = 5_000;
 
-/** pg-pool gives new clients its own wait limit; opening one gets the shorter one. */
-class ServerClient extends pg.Client {
-  constructor(config: pg.ClientConfig = {}) {
+/**
+ * A connection to a PostgreSQL server. pg-pool gives new clients its own wait limit; opening
+ * one gets the shorter one. And it gives up on a reply that does not come: after a failover
+ * or a network partition the old connections are neither answered nor closed (the OS may
+ * notice after a quarter of an hour, or never), and every request that drew one waited for
+ * good. While a query is under way and the server has sent nothing for `replyTimeoutMs`, the
+ * connection is destroyed: the query fails as "database unavailable" (503), the pool drops
+ * the connection, and the next query opens a new one. A `patient` client (migrations, the
+ * start-up turn: an index build, another replica's migrations) may wait in silence.
+ */
+export class ServerClient extends pg.Client {
+  patient = false;
+
+  constructor(config: pg.ClientConfig & { replyTimeoutMs?: number } = {}) {
     super({ ...config, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const replyTimeoutMs = config.replyTimeoutMs;
+    if (!replyTimeoutMs) return;
+    // pg's own query_timeout fails the query but keeps the connection, whose reply may still
+    // come (and then answers the next query): the socket is what has to go.
+    const stream = (this as unknown as { connection: { stream: Socket } }).connection.stream;
+    stream.setTimeout(replyTimeoutMs);
+    stream.on('timeout', () => {
+      if (this.patient || !this.#waiting()) return;
+      const error = Object.assign(
+        new Error(`The database server sent nothing for ${replyTimeoutMs} ms`),
+        { code: 'ETIMEDOUT' },
+      );
+      stream.destroy(error);
+    });
+  }
+
+  /** A query sent and not yet answered (pg keeps it as `_activeQuery`). */
+  #waiting(): boolean {
+    return Boolean((this as unknown as { _activeQuery?: unknown })._activeQuery);
   }
 }
 
@@ -64,7 +95,12 @@ class ServerClient extends pg.Client {
 export async function openDatabase(
   config: Pick<
     Config,
-    'DATA_DIR' | 'DATABASE_URL' | 'DB_POOL_MAX' | 'DB_POOL_WAIT_MS' | 'EMBEDDED_DB_SHARED_BUFFERS'
+    | 'DATA_DIR'
+    | 'DATABASE_URL'
+    | 'DB_POOL_MAX'
+    | 'DB_POOL_WAIT_MS'
+    | 'DB_REPLY_TIMEOUT_MS'
+    | 'EMBEDDED_DB_SHARED_BUFFERS'
   >,
   logger: Logger,
 ): Promise<Database> {
@@ -79,6 +115,7 @@ export async function openDatabase(
           connectionString: config.DATABASE_URL,
           max: config.DB_POOL_MAX,
           Client: ServerClient,
+          replyTimeoutMs: config.DB_REPLY_TIMEOUT_MS,
           // pg reads timestamps in the ISO DateStyle only: on a server or database set to
           // another ('SQL, DMY', 'German') every date read back was null. pg-pool waits for
           // this before handing the connection out (a 'connect' listener's query raced the
@@ -146,9 +183,12 @@ export async function openDatabase(
 
 async function applyMigrations(pool: pg.Pool): Promise<void> {
   const client = await pool.connect();
+  // An index build over a large table keeps the server silent for minutes.
+  if (client instanceof ServerClient) client.patient = true;
   try {
     await migrate(drizzle({ client }), { migrationsFolder: MIGRATIONS_FOLDER });
   } finally {
+    if (client instanceof ServerClient) client.patient = false;
     client.release();
   }
 }

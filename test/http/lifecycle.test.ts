@@ -253,3 +253,45 @@ describe('a PostgreSQL server that goes away and comes back', () => {
     expect(parley.process.exitCode).toBeNull();
   });
 });
+
+describe('a PostgreSQL server whose connections go silent (a failover, a partition)', () => {
+  let database: TestDatabase;
+  let proxy: TcpProxy;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const url = new URL(database.url);
+    proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
+    url.host = `127.0.0.1:${proxy.port}`;
+    parley = await startParley({
+      env: { DATABASE_URL: url.toString(), DB_REPLY_TIMEOUT_MS: '2000' },
+    });
+  });
+  afterAll(async () => {
+    await parley?.stop();
+    await proxy?.close();
+    await database?.drop();
+  });
+
+  it('gives up on a connection that no longer answers, says so, and serves on new ones', async () => {
+    expect((await parley.fetch('/documents')).status).toBe(200);
+    // Every open connection goes quiet for good, neither answered nor closed; new ones work.
+    proxy.silence();
+    const asked = performance.now();
+    const documents = await parley.fetch('/documents', { signal: AbortSignal.timeout(30_000) });
+    expect(documents.status).toBe(503);
+    expect(await documents.json()).toEqual({
+      detail: 'The database is unavailable; try again shortly.',
+    });
+    expect(performance.now() - asked).toBeLessThan(20_000);
+    // The silent connection was dropped: the next requests get new ones.
+    await expect
+      .poll(async () => (await parley.fetch('/documents')).status, { timeout: 20_000 })
+      .toBe(200);
+    await expect
+      .poll(async () => (await parley.fetch('/health')).status, { timeout: 20_000 })
+      .toBe(200);
+    expect(parley.process.exitCode).toBeNull();
+  });
+});

@@ -8,12 +8,18 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 export interface TcpProxy {
   port: number;
   cut(): Promise<void>;
+  /**
+   * The connections open now go silent for good, neither answered nor closed (what a
+   * failover or a network partition leaves a client with); new ones reach the server.
+   */
+  silence(): void;
   restore(): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function startTcpProxy(targetHost: string, targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  const silent = new WeakSet<Socket>();
   let port = 0;
 
   const open = async (): Promise<Server> => {
@@ -27,7 +33,8 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
           upstream.destroy();
         });
       }
-      client.pipe(upstream).pipe(client);
+      client.on('data', (data) => silent.has(client) || upstream.write(data));
+      upstream.on('data', (data) => silent.has(client) || client.write(data));
     });
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     port = (server.address() as { port: number }).port;
@@ -47,6 +54,9 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       return port;
     },
     cut: shut,
+    silence() {
+      for (const socket of sockets) silent.add(socket);
+    },
     async restore() {
       server ??= await open();
     },
