@@ -283,6 +283,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   AUTOMATION_MIN_INTERVAL_MINUTES: {
     doc: 'The shortest interval of an "every N hours" automation, in minutes (at most a day). See docs/automations.md.',
   },
+  AUTOMATION_RUNS_KEPT: {
+    doc: "How many finished runs of each automation are kept (the newest; `GET …/runs` shows up to 100 of them); older ones are deleted as new ones finish, so an automation that runs every hour does not grow its history for ever. A run's answer stays in the automation's conversation. 1–10000.",
+  },
   MCP_CREDENTIALS_KEY: {
     unset: 'unset (users cannot store credentials)',
     doc: "Key that encrypts users' own credentials for MCP servers at rest (AES-256-GCM): 32 bytes as 64 hex digits or base64 (`openssl rand -base64 32`). Keep it out of backups of the database; losing it loses the stored credentials, not the servers.",

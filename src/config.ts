@@ -479,6 +479,8 @@ export const configSchema = z.object({
   AUTOMATIONS_PER_USER: integer(10, 0, 1_000),
   /** Shortest time between two runs of an `every N hours` automation. */
   AUTOMATION_MIN_INTERVAL_MINUTES: integer(60, 1, 1_440),
+  /** Settled runs kept per automation, newest first; older ones are deleted. */
+  AUTOMATION_RUNS_KEPT: integer(100, 1, 10_000),
   // MCP servers as tools (issue 33; the servers themselves are added through /admin/mcp-servers)
   /** AES-256-GCM key for users' MCP credentials: 64 hex digits or base64 of 32 bytes. */
   MCP_CREDENTIALS_KEY: z.preprocess(

@@ -305,7 +305,7 @@ export async function main(config: Config): Promise<void> {
         }),
     ]);
   };
-  const automationRepository = new AutomationRepository(db);
+  const automationRepository = new AutomationRepository(db, config.AUTOMATION_RUNS_KEPT);
   const automations = new AutomationService({
     automations: automationRepository,
     users,

@@ -104,8 +104,12 @@ interface AutomationRow {
 export class AutomationRepository {
   readonly #db: Db;
 
-  constructor(db: Db) {
+  /** Settled runs kept per automation (AUTOMATION_RUNS_KEPT). */
+  readonly #runsKept: number;
+
+  constructor(db: Db, runsKept = 100) {
     this.#db = db;
+    this.#runsKept = runsKept;
   }
 
   /**
@@ -400,6 +404,23 @@ export class AutomationRepository {
     );
     // The skipped occurrence itself may be one whose runner died: it is over too.
     await this.#settleAbandoned(automationId, new Date(occurrence.getTime() + 1), now);
+    await this.#pruneRuns(automationId);
+  }
+
+  /**
+   * Deletes the automation's settled runs beyond the newest `runsKept`, as each run settles,
+   * so the history stays bounded however often it runs. Safe at any time and on any replica:
+   * a run queued or running is never deleted, and an occurrence whose row is gone cannot run
+   * again, since a settled run has moved `next_run_at` past it (claims need it at or before).
+   */
+  async #pruneRuns(automationId: string): Promise<void> {
+    await this.#db.$client.query(
+      `DELETE FROM automation_runs WHERE id IN (
+         SELECT id FROM automation_runs
+          WHERE automation_id = $1 AND status NOT IN ('queued', 'running')
+          ORDER BY occurrence DESC, id OFFSET $2)`,
+      [automationId, this.#runsKept],
+    );
   }
 
   /**
@@ -491,6 +512,7 @@ export class AutomationRepository {
       ],
     );
     const row = rows[0];
+    if (row) await this.#pruneRuns(run.automationId);
     return row && { status: row.status, pausedNow: row.paused };
   }
 
