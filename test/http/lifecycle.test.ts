@@ -188,29 +188,32 @@ describe.each(ENGINES)('shutdown with open streams on the %s engine', (engine) =
   });
 });
 
-describe('a PostgreSQL server that goes away and comes back', () => {
-  let database: TestDatabase;
-  let proxy: TcpProxy;
-  let parley: RunningParley;
-
+/** Parley on a new PostgreSQL database reached through a proxy the test can cut or silence. */
+function behindProxy(env: Record<string, string> = {}) {
+  const stack: { database?: TestDatabase; proxy?: TcpProxy; parley?: RunningParley } = {};
   beforeAll(async () => {
-    database = await createTestDatabase();
-    const url = new URL(database.url);
-    proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
-    url.host = `127.0.0.1:${proxy.port}`;
-    parley = await startParley({ env: { DATABASE_URL: url.toString() } });
+    stack.database = await createTestDatabase();
+    const url = new URL(stack.database.url);
+    stack.proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
+    url.host = `127.0.0.1:${stack.proxy.port}`;
+    stack.parley = await startParley({ env: { DATABASE_URL: url.toString(), ...env } });
   });
   afterAll(async () => {
-    await parley?.stop();
-    await proxy?.close();
-    await database?.drop();
+    await stack.parley?.stop();
+    await stack.proxy?.close();
+    await stack.database?.drop();
   });
+  return stack as Required<typeof stack>;
+}
+
+describe('a PostgreSQL server that goes away and comes back', () => {
+  const stack = behindProxy();
 
   it('turns health to 503, answers requests with a clean 503, and recovers', async () => {
-    expect((await parley.fetch('/documents')).status).toBe(200);
+    expect((await stack.parley.fetch('/documents')).status).toBe(200);
 
-    await proxy.cut();
-    const health = await parley.fetch('/health');
+    await stack.proxy.cut();
+    const health = await stack.parley.fetch('/health');
     expect(health.status).toBe(503);
     const { model, ...spec } = (await health.json()) as Record<string, unknown>;
     expect(spec).toEqual({ status: 'unavailable', version: '1.0', database: 'unreachable' });
@@ -219,16 +222,16 @@ describe('a PostgreSQL server that goes away and comes back', () => {
       source: 'download',
       state: expect.stringMatching(/^(checking|failed)$/),
     });
-    const documents = await parley.fetch('/documents');
+    const documents = await stack.parley.fetch('/documents');
     expect(documents.status).toBe(503);
     expect(await documents.json()).toEqual({
       detail: 'The database is unavailable; try again shortly.',
     });
     const unavailable = { detail: 'The database is unavailable; try again shortly.' };
-    const reset = await parley.fetch('/reset?user_id=u', { method: 'POST' });
+    const reset = await stack.parley.fetch('/reset?user_id=u', { method: 'POST' });
     expect(reset.status).toBe(503);
     expect(await reset.json()).toEqual(unavailable);
-    const feedback = await parley.fetch('/feedback', {
+    const feedback = await stack.parley.fetch('/feedback', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ run_id: '00000000-0000-4000-8000-000000000000', score: 1 }),
@@ -237,7 +240,7 @@ describe('a PostgreSQL server that goes away and comes back', () => {
     expect(await feedback.json()).toEqual(unavailable);
     // A chat is counted against its user's limits before its stream starts: with the
     // database gone that is a clean 503 too, not a stream that ends in an error.
-    const chat = await parley.fetch('/chat', {
+    const chat = await stack.parley.fetch('/chat', {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ message: 'hi', user_id: 'u' }),
@@ -245,41 +248,26 @@ describe('a PostgreSQL server that goes away and comes back', () => {
     expect(chat.status).toBe(503);
     expect(await chat.json()).toEqual(unavailable);
 
-    await proxy.restore();
+    await stack.proxy.restore();
     await expect
-      .poll(async () => (await parley.fetch('/health')).status, { timeout: 10_000 })
+      .poll(async () => (await stack.parley.fetch('/health')).status, { timeout: 10_000 })
       .toBe(200);
-    expect((await parley.fetch('/documents')).status).toBe(200);
-    expect(parley.process.exitCode).toBeNull();
+    expect((await stack.parley.fetch('/documents')).status).toBe(200);
+    expect(stack.parley.process.exitCode).toBeNull();
   });
 });
 
 describe('a PostgreSQL server whose connections go silent (a failover, a partition)', () => {
-  let database: TestDatabase;
-  let proxy: TcpProxy;
-  let parley: RunningParley;
-
-  beforeAll(async () => {
-    database = await createTestDatabase();
-    const url = new URL(database.url);
-    proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
-    url.host = `127.0.0.1:${proxy.port}`;
-    parley = await startParley({
-      env: { DATABASE_URL: url.toString(), DB_REPLY_TIMEOUT_MS: '2000' },
-    });
-  });
-  afterAll(async () => {
-    await parley?.stop();
-    await proxy?.close();
-    await database?.drop();
-  });
+  const stack = behindProxy({ DB_REPLY_TIMEOUT_MS: '2000' });
 
   it('gives up on a connection that no longer answers, says so, and serves on new ones', async () => {
-    expect((await parley.fetch('/documents')).status).toBe(200);
+    expect((await stack.parley.fetch('/documents')).status).toBe(200);
     // Every open connection goes quiet for good, neither answered nor closed; new ones work.
-    proxy.silence();
+    stack.proxy.silence();
     const asked = performance.now();
-    const documents = await parley.fetch('/documents', { signal: AbortSignal.timeout(30_000) });
+    const documents = await stack.parley.fetch('/documents', {
+      signal: AbortSignal.timeout(30_000),
+    });
     expect(documents.status).toBe(503);
     expect(await documents.json()).toEqual({
       detail: 'The database is unavailable; try again shortly.',
@@ -287,11 +275,11 @@ describe('a PostgreSQL server whose connections go silent (a failover, a partiti
     expect(performance.now() - asked).toBeLessThan(20_000);
     // The silent connection was dropped: the next requests get new ones.
     await expect
-      .poll(async () => (await parley.fetch('/documents')).status, { timeout: 20_000 })
+      .poll(async () => (await stack.parley.fetch('/documents')).status, { timeout: 20_000 })
       .toBe(200);
     await expect
-      .poll(async () => (await parley.fetch('/health')).status, { timeout: 20_000 })
+      .poll(async () => (await stack.parley.fetch('/health')).status, { timeout: 20_000 })
       .toBe(200);
-    expect(parley.process.exitCode).toBeNull();
+    expect(stack.parley.process.exitCode).toBeNull();
   });
 });
