@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 
 /** Debian's Chromium (`apt-get install -y chromium`, done by .ci/run); never a downloaded one. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -16,7 +16,7 @@ export async function launchChromium(): Promise<Browser> {
       `No Chromium at ${CHROMIUM}: run \`apt-get install -y chromium\` (as .ci/run does) or set CHROMIUM_PATH`,
     );
   }
-  return chromium.launch({
+  const browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: [
       '--no-sandbox',
@@ -28,6 +28,38 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+  return withTestLatency(browser);
+}
+
+/**
+ * Opt-in slow network: with PARLEY_TEST_WEB_LATENCY_MS=N every context (and page) made from the
+ * browser delays each of the page's API requests (fetch/XHR/EventSource, not its static files)
+ * by a random 0..N ms before sending it. CI machines under load reorder and delay responses;
+ * this makes a test that acts before what a user would see, or a client that lets a stale
+ * response win, fail here first. Only the request start is delayed, so streams still stream.
+ */
+function withTestLatency(browser: Browser): Browser {
+  const maxMs = Number(process.env.PARLEY_TEST_WEB_LATENCY_MS ?? 0);
+  if (!(maxMs > 0)) return browser;
+  const slow = async (context: BrowserContext) => {
+    await context.route('**/*', async (route) => {
+      const type = route.request().resourceType();
+      if (type === 'fetch' || type === 'xhr' || type === 'eventsource') {
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * maxMs));
+      }
+      await route.continue().catch(() => {}); // the page may have closed meanwhile
+    });
+    return context;
+  };
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = async (options) => slow(await newContext(options));
+  browser.newPage = async (options) => {
+    const context = await browser.newContext(options);
+    const page = await context.newPage();
+    page.on('close', () => void context.close());
+    return page;
+  };
+  return browser;
 }
 
 const require = createRequire(import.meta.url);
