@@ -459,6 +459,9 @@ describe('the web client in Chromium', () => {
     await waitForIdle();
     // Streamed in 12 pieces and drawn block by block, it is still one list and one code block.
     const plan = lastAnswer().locator('.md');
+    // The answer's bubble appears only once the request is answered: wait for its last words,
+    // as a reader would, not just for "not busy" (true before the bubble exists).
+    await plan.getByText('notes/weekend.md').waitFor();
     expect(await plan.locator('ol > li').count()).toBe(3);
     expect(await plan.locator('pre code').textContent()).toBe('rsync -a ~/Photos /mnt/backup/\n');
     expect(await plan.locator('ul > li').textContent()).toBe('notes/weekend.md');
