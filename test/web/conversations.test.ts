@@ -150,6 +150,43 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     ]);
   });
 
+  it('keeps the newest list when an older load of it answers last', async () => {
+    // On a slow network the list loaded after one change can answer after the list loaded
+    // after the next: the first load's answer (fetched now, with the old title) is held back.
+    const rename = async (title: string) => {
+      await page.getByRole('button', { name: 'Rename' }).click();
+      await page.getByRole('textbox', { name: 'Title' }).fill(title);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('heading', { level: 1, name: title }).waitFor();
+    };
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let held: Promise<void> | undefined;
+    await page.route(/\/users\/alice\/conversations\?limit=/, async (route) => {
+      if (held) return route.fallback();
+      held = route.fetch().then(async (response) => {
+        await released;
+        await route.fulfill({ response });
+      });
+    });
+    await rename('Busan trip, for now');
+    await expect.poll(() => held !== undefined).toBe(true);
+    await rename('Busan trip');
+    await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    const lateAnswered = page.waitForEvent('requestfinished', (request) =>
+      request.url().includes('/conversations?limit='),
+    );
+    release();
+    await held;
+    await lateAnswered;
+    // The page has read and drawn the late answer a moment after it came.
+    await page.evaluate(() => new Promise((done) => setTimeout(done, 200)));
+    expect(await titles()).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    await page.unroute(/\/users\/alice\/conversations\?limit=/);
+  });
+
   it('deletes a conversation only once the user confirms', async () => {
     await page.getByRole('button', { name: 'New conversation' }).click();
     await expect.poll(idOf).not.toBe(busan);

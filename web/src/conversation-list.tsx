@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { ConversationSearch } from './conversation-search.tsx';
 import {
   type Conversation,
@@ -27,18 +27,27 @@ export function ConversationList(props: {
   /** Where the next page of the list starts (null: none). */
   const [more, setMore] = useState<string | null>(null);
 
+  /**
+   * Counts first-page loads. Responses can come back in any order on a slow network: only the
+   * newest load's may be shown, and a next page only onto the first page it continues (else a
+   * list loaded earlier would hide a rename, or a page be appended twice).
+   */
+  const loads = useRef(0);
   /** The first page, or (with the last page's cursor) the next one after those shown. */
-  const load = (cursor?: string) =>
-    listConversations(props.user, cursor).then(
+  const load = (cursor?: string) => {
+    const started = cursor ? loads.current : ++loads.current;
+    return listConversations(props.user, cursor).then(
       (page) => {
+        if (started !== loads.current) return;
         setConversations((shown) =>
           cursor ? [...(shown ?? []), ...page.conversations] : page.conversations,
         );
         setMore(page.next_cursor);
         setFailure(undefined);
       },
-      (error: Error) => setFailure(error.message),
+      (error: Error) => started === loads.current && setFailure(error.message),
     );
+  };
   useEffect(() => {
     void load();
   }, [props.user, props.changed]);
