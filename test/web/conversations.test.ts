@@ -143,6 +143,10 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     const pinned = list().getByRole('listitem').first();
     expect(await pinned.getByRole('img', { name: 'Pinned' }).count()).toBe(1);
     await page.reload();
+    // The list comes a while after the page on a slow network: wait for it as a reader would.
+    await list()
+      .getByRole('link', { name: /Busan trip/ })
+      .waitFor();
     await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
     expect((await stored()).map((c) => c.title)).toEqual([
       'Busan trip',
@@ -363,6 +367,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect(all).toBeGreaterThan(50);
     await page.reload();
     const links = list().getByRole('list').first().getByRole('link');
+    await links.nth(49).waitFor(); // the list comes a while after the page
     await expect.poll(() => links.count()).toBe(50);
     await list().getByRole('button', { name: 'More conversations' }).click();
     await expect.poll(() => links.count()).toBe(all);
