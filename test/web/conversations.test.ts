@@ -87,7 +87,9 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await expect.poll(() => page.locator('.turn').count()).toBe(0);
     llm.enqueue(reply.text('Bake the sourdough for forty minutes at 230 degrees.'));
     await send('How long should I bake bread?');
-    // The newest activity first; the model saw only this conversation.
+    // The newest activity first; the model saw only this conversation. (The list is loaded
+    // again after the answer: on a slow network, later than expect.poll's second.)
+    await list().getByRole('link', { name: 'How long should I bake bread?' }).waitFor();
     await expect.poll(titles).toEqual(['How long should I bake bread?', '부산 여행 계획을 알려줘']);
     expect(JSON.stringify(llm.chats.at(-1)?.body.messages)).not.toContain('부산');
     expect(
@@ -309,6 +311,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await page.reload();
     const hits = await search('zeppelin');
     await hits.getByRole('link').filter({ hasText: 'zeppelin' }).click();
+    await page.waitForURL((url) => url.hash.includes(id)); // after the version is chosen
     await expect.poll(idOf).toBe(id);
     const found = page.locator('.turn').filter({ hasText: 'Question 2' }).first();
     await found.waitFor();
@@ -375,9 +378,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
 
     const before = (await stored()).length;
     await page.getByRole('button', { name: 'New conversation' }).click();
-    await expect
-      .poll(() => page.getByRole('heading', { level: 1 }).textContent())
-      .toBe('New conversation');
+    await page.getByRole('heading', { level: 1, name: 'New conversation' }).waitFor();
     const fresh = idOf();
     // Ready for the first question; the window's title names the conversation.
     await expect.poll(() => page.evaluate('document.activeElement.id')).toBe('message');
