@@ -13,15 +13,17 @@ export const PART_CHARS = 4_000;
  */
 export function splitMessage(text: string, limit = PART_CHARS): string[] {
   const parts: string[] = [];
+  const blankLines = new LeadingBlankLines();
   let rest = text;
   while (rest.length > limit) {
     const window = rest.slice(0, limit);
     const cut = cutPoint(window);
     let part = rest.slice(0, cut).trimEnd();
-    let next = rest.slice(cut).replace(/^\s*\n/, '');
+    let next = blankLines.drop(rest.slice(cut));
     if (isInsideFence(part)) {
       part = `${part}\n\`\`\``;
       next = `\`\`\`\n${next}`;
+      blankLines.forget();
     }
     if (part.trim()) parts.push(part);
     rest = next;
@@ -46,4 +48,42 @@ function cutPoint(window: string): number {
 
 function isInsideFence(text: string): boolean {
   return (text.match(/^\s*```/gm)?.length ?? 0) % 2 === 1;
+}
+
+/**
+ * Drops a part's leading whitespace through its last line break (what `/^\s*\n/` removes).
+ * Each part is a suffix of the one before, so a whitespace run spanning many parts is measured
+ * once and remembered by its distance from the end: rescanning it for every part made a long
+ * run of spaces in an answer quadratic (4 MB held the event loop for 6 s).
+ */
+class LeadingBlankLines {
+  /** The last run measured: the text's length after its end and after its last line break. */
+  #run: { after: number; afterBreak: number; within: number } | undefined;
+
+  drop(text: string): string {
+    if (!/^\s/.test(text)) return text;
+    let run = this.#run;
+    if (!run || text.length > run.within || text.length <= run.after) {
+      let end = 0;
+      let lastBreak = -1;
+      for (; end < text.length && /\s/.test(text[end] ?? ''); end++)
+        if (text[end] === '\n') lastBreak = end;
+      run = {
+        after: text.length - end,
+        afterBreak: text.length - lastBreak - 1,
+        within: text.length,
+      };
+      if (lastBreak < 0) run.afterBreak = -1;
+      this.#run = run;
+    }
+    // A line break still ahead of this suffix's start is dropped with what precedes it.
+    return run.afterBreak >= 0 && text.length > run.afterBreak
+      ? text.slice(text.length - run.afterBreak)
+      : text;
+  }
+
+  /** The next text is not a suffix of the last one (a fence was reopened before it). */
+  forget(): void {
+    this.#run = undefined;
+  }
 }
