@@ -34,6 +34,29 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     await stack?.stop();
   });
 
+  // Cutting an answer into Telegram parts rescanned a long run of spaces for every part: an
+  // answer with 4 MB of them held every other request for seconds at each streaming update.
+  it('keeps answering other requests while it streams an answer with a long run of spaces', async () => {
+    await stack.link('spacey', 509);
+    stack.llm.enqueue(
+      reply.text(`Start.${' '.repeat(4_000_000)}End.`, { chunks: 8, delayMs: 300 }),
+    );
+    const asked = stack.ask(509, 'Say it with room.');
+    let longestWaitMs = 0;
+    let done = false;
+    void asked.finally(() => {
+      done = true;
+    });
+    while (!done) {
+      const at = performance.now();
+      expect((await stack.parley.fetch('/health')).status).toBe(200);
+      longestWaitMs = Math.max(longestWaitMs, performance.now() - at);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect((await asked).map((m) => m.visible.trim())).toEqual(['Start.', 'End.']);
+    expect(longestWaitMs).toBeLessThan(3_000);
+  });
+
   it('streams a linked user’s answer as drafts, then keeps it, sharing the history with /chat', async () => {
     await stack.link('alice', 501);
     // /chat first: the Telegram answer must see it.
