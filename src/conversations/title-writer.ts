@@ -1,5 +1,6 @@
 import { generateText } from 'ai';
 import type { ChatModel } from '../models/chat-model.ts';
+import { withoutThinking } from '../models/think-tags.ts';
 import type { TitleRequest } from '../storage/title-request-repository.ts';
 import { hasVisibleCharacter } from '../visible-text.ts';
 import { TITLE_MAX_CHARS } from './question-title.ts';
@@ -36,8 +37,7 @@ export function createTitleWriter(model: ChatModel): TitleWriter {
 
 /** The model's answer as a title: reasoning, quotes, a "Title:" label and line breaks removed. */
 export function cleanTitle(text: string): string | undefined {
-  const line = text
-    .replace(/<think>[\s\S]*?<\/think>/gu, '')
+  const line = withoutThinking(text)
     .split('\n')
     .map((part) => part.trim())
     .find((part) => part !== '');

@@ -1,6 +1,7 @@
 import { generateText, type ModelMessage } from 'ai';
 import type { Logger } from 'pino';
 import type { ChatModel } from '../models/chat-model.ts';
+import { withoutThinking } from '../models/think-tags.ts';
 import type { QueryRewriter } from '../tools/document-tools.ts';
 
 /** Conversation turns shown to the rewriter: enough for "it" and "that section". */
@@ -35,10 +36,7 @@ export function createQueryRewriter(
         maxRetries: 0,
         ...(signal ? { abortSignal: signal } : {}),
       });
-      const rewritten = text
-        .replace(/<think>[\s\S]*?<\/think>/g, '')
-        .trim()
-        .replace(/^"|"$/g, '');
+      const rewritten = withoutThinking(text).trim().replace(/^"|"$/g, '');
       if (!rewritten) return query;
       if (verbose) logger.info({ query, rewritten }, 'search query rewritten');
       return rewritten.slice(0, MAX_QUERY_CHARS);

@@ -1,9 +1,10 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { extractReasoningMiddleware, wrapLanguageModel } from 'ai';
+import { wrapLanguageModel } from 'ai';
 import type { ChatModel } from './chat-model.ts';
 import { createSseBurstMerger } from './coalesce-sse-bursts.ts';
 import { createHttpFetch } from './http-fetch.ts';
 import type { ModelServerWatch } from './model-server-watch.ts';
+import { thinkTagMiddleware } from './think-tags.ts';
 
 export interface OpenAICompatibleSettings {
   baseURL: string;
@@ -44,7 +45,7 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
   const chatModel = provider.chatModel(modelName);
   const model = wrapLanguageModel({
     model: chatModel,
-    middleware: extractReasoningMiddleware({ tagName: 'think' }),
+    middleware: thinkTagMiddleware(),
   });
   return {
     id: `openai-compatible:${modelName}`,

@@ -1,5 +1,6 @@
 import type { ModelMessage } from 'ai';
 import { questionTitle } from '../conversations/question-title.ts';
+import { withoutThinking } from '../models/think-tags.ts';
 import { isForeignKeyViolation, isUniqueViolation } from '../storage/database-errors.ts';
 import type { RunRecord, RunRepository } from '../storage/run-repository.ts';
 import type { AbandonedTurn } from './abandoned-runs.ts';
@@ -58,9 +59,4 @@ export function storeAbandonedTurns(deps: AbandonedTurnDeps) {
       throw error;
     }
   };
-}
-
-/** The answer without the thinking shown to the user (`<think>…</think>`, closed or not). */
-export function withoutThinking(text: string): string {
-  return text.replace(/<think>[\s\S]*?(?:<\/think>|$)/g, '');
 }

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { questionTitle } from '../conversations/question-title.ts';
+import { withoutThinking } from '../models/think-tags.ts';
 import type { AbandonedTurn } from '../runs/abandoned-runs.ts';
-import { withoutThinking } from '../runs/abandoned-turns.ts';
 import { sendMarkdown } from './send-markdown.ts';
 import { splitMessage } from './split-message.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';

@@ -137,6 +137,19 @@ describe.each(ENGINES)('conversation titles by the model on the %s engine', (eng
       title_source: 'question',
     });
 
+    // Reasoning before the title is not part of it.
+    titles.set(
+      'thought about first',
+      reply.text('<think>They ask about leases.</think>\n\nLease end'),
+    );
+    const thought = await chat('ren', 'thought about first');
+    expect(
+      await eventually(
+        () => conversation('ren', thought.conversationId),
+        (c) => c.title_source === 'model',
+      ),
+    ).toMatchObject({ title: 'Lease end', title_source: 'model' });
+
     // A title of nothing visible (zero-width spaces, a word joiner) would list as a blank row.
     titles.set('an invisible title', reply.text('"\u200b\u2060\u200b"'));
     const invisible = await chat('lia', 'an invisible title, please');
@@ -147,6 +160,29 @@ describe.each(ENGINES)('conversation titles by the model on the %s engine', (eng
     await parley.settled(300);
     expect(await conversation('lia', invisible.conversationId)).toMatchObject({
       title: 'an invisible title, please',
+      title_source: 'question',
+    });
+  });
+  it('reads a title answer of 60,000 unclosed thinking tags in one pass, /health answering', async () => {
+    // All of it is reasoning: no title. The SDK's regular expression searched the rest of the
+    // text from each tag, and the event loop stood still for seconds.
+    titles.set('endless thinking', reply.text('<think>'.repeat(60_000)));
+    const answered = await chat('noa', 'endless thinking, and a title');
+    let slowest = 0;
+    while (!titleRequests().some((r) => promptOf(r.body).includes('endless thinking'))) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const until = Date.now() + 3_000;
+    while (Date.now() < until) {
+      const started = Date.now();
+      expect((await parley.fetch('/health')).status).toBe(200);
+      slowest = Math.max(slowest, Date.now() - started);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(slowest).toBeLessThan(1_000);
+    await parley.settled(300);
+    expect(await conversation('noa', answered.conversationId)).toMatchObject({
+      title: 'endless thinking, and a title',
       title_source: 'question',
     });
   });
