@@ -27,7 +27,8 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
 
   beforeAll(async () => {
     browser = await launchChromium();
-    setup = await engineSetup(engine, { API_TOKEN: TOKEN });
+    // More than the default 20 chats a minute are asked here, none of them about limits.
+    setup = await engineSetup(engine, { API_TOKEN: TOKEN, LIMIT_CHATS_PER_MINUTE: '0' });
     llm = setup.llm;
     parley = await startParley({ dataDir: setup.dataDir, env: setup.env });
     const created = await parley.fetch('/admin/users', {
@@ -372,8 +373,11 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     const links = list().getByRole('list').first().getByRole('link');
     await links.nth(49).waitFor(); // the list comes a while after the page
     await expect.poll(() => links.count()).toBe(50);
-    await list().getByRole('button', { name: 'More conversations' }).click();
+    // Pressed twice (a double-click, or a slow network), the next page comes once.
+    await list().getByRole('button', { name: 'More conversations' }).dblclick();
     await expect.poll(() => links.count()).toBe(all);
+    await page.waitForTimeout(300);
+    expect(await links.count()).toBe(all);
     expect(await list().getByRole('button', { name: 'More conversations' }).count()).toBe(0);
 
     const before = (await stored()).length;
@@ -387,6 +391,42 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await page.waitForTimeout(300);
     expect(idOf()).toBe(fresh);
     expect((await stored()).length).toBe(before + 1);
+  });
+
+  it('starts another conversation when asked right after a question the list has not caught up with', async () => {
+    // The conversation open now is unused, and listed so. On a slow network the list still
+    // shows it unused when "New conversation" is pressed right after a question in it: its
+    // loads are held back until then.
+    const asked = idOf();
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held: Promise<void>[] = [];
+    await page.route(/\/users\/alice\/conversations\?limit=/, (route) => {
+      const answered = route.fetch().then(async (response) => {
+        await released;
+        await route.fulfill({ response });
+      });
+      held.push(answered);
+      return answered;
+    });
+    try {
+      llm.enqueue(reply.text('Asked and answered.'));
+      await send('A question the list does not know of yet');
+      await lastAnswer().getByText('Asked and answered.').waitFor();
+      await page.getByRole('button', { name: 'New conversation' }).click();
+      await expect.poll(idOf).not.toBe(asked);
+      await expect.poll(() => page.locator('.turn').count()).toBe(0);
+    } finally {
+      // Released whatever happened, so that a failure here does not fail the next test too.
+      release();
+      await Promise.all(held);
+      await page.unroute(/\/users\/alice\/conversations\?limit=/);
+    }
+    await expect
+      .poll(async () => (await stored()).find((c) => c.id === asked)?.title)
+      .toBe('A question the list does not know of yet');
   });
 
   // Last: "Chat" moves to the current conversation, which the cases above do not expect.

@@ -30,6 +30,8 @@ export function ChatPage(props: {
   visit: number;
   /** Told when the list of conversations may have changed (a turn stored, a rename…). */
   onActivity: () => void;
+  /** Told as a question is sent here: the conversation is no longer unused, whatever the list says. */
+  onAsked: (conversation: string) => void;
   /** Told when this conversation was deleted, before the page goes to the current one. */
   onDeleted: () => void;
 }) {
@@ -390,6 +392,7 @@ export function ChatPage(props: {
     version?: string,
   ) => {
     if (!question.trim() || busy) return;
+    props.onAsked(props.conversation);
     const key = newKey();
     const live = new LiveText();
     // One change removes the turn retried and adds its successor, which shows the same image

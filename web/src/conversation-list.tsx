@@ -18,6 +18,8 @@ export function ConversationList(props: {
   user: string;
   open: string | undefined;
   changed: number;
+  /** Conversations a question was sent in from this page, perhaps not yet stored. */
+  asked: ReadonlySet<string>;
   /** A conversation was chosen: a narrow screen hides the list again. */
   onChosen: () => void;
 }) {
@@ -33,11 +35,19 @@ export function ConversationList(props: {
    * list loaded earlier would hide a rename, or a page be appended twice).
    */
   const loads = useRef(0);
+  /**
+   * The cursor of the next page being loaded: a second click on "More conversations" before
+   * the page came (a slow network) loaded it again, and it was added twice.
+   */
+  const loadingMore = useRef<string | undefined>(undefined);
   /** The first page, or (with the last page's cursor) the next one after those shown. */
   const load = (cursor?: string) => {
+    if (cursor !== undefined && loadingMore.current === cursor) return Promise.resolve();
     const started = cursor ? loads.current : ++loads.current;
+    if (cursor !== undefined) loadingMore.current = cursor;
     return listConversations(props.user, cursor).then(
       (page) => {
+        if (cursor !== undefined && loadingMore.current === cursor) loadingMore.current = undefined;
         if (started !== loads.current) return;
         setConversations((shown) =>
           cursor ? [...(shown ?? []), ...page.conversations] : page.conversations,
@@ -45,7 +55,10 @@ export function ConversationList(props: {
         setMore(page.next_cursor);
         setFailure(undefined);
       },
-      (error: Error) => started === loads.current && setFailure(error.message),
+      (error: Error) => {
+        if (cursor !== undefined && loadingMore.current === cursor) loadingMore.current = undefined;
+        if (started === loads.current) setFailure(error.message);
+      },
     );
   };
   useEffect(() => {
@@ -56,7 +69,7 @@ export function ConversationList(props: {
     try {
       // A conversation never used is opened rather than another made.
       const created =
-        conversations?.find((c) => !c.title && !c.preview) ??
+        conversations?.find((c) => !c.title && !c.preview && !props.asked.has(c.id)) ??
         (await createConversation(props.user));
       setQuery('');
       location.hash = conversationHref(created.id);

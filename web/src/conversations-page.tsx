@@ -26,6 +26,12 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
   if (conversation) lastShown.current = props.route;
   const shown = conversation ? props.route : lastShown.current;
   const [changed, setChanged] = useState(0);
+  /**
+   * Conversations a question was sent in from this page. The list learns of a question only
+   * once its turn is stored and the list loaded again (seconds on a slow network): meanwhile
+   * "New conversation" took the one just asked in for unused, and stayed in it.
+   */
+  const asked = useRef(new Set<string>());
   const [listOpen, setListOpen] = useState(false);
   const [failure, setFailure] = useState<string | undefined>();
 
@@ -62,6 +68,7 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
         user={props.user}
         open={conversation}
         changed={changed}
+        asked={asked.current}
         onChosen={() => setListOpen(false)}
       />
       {failure && (
@@ -76,6 +83,7 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
           focus={shown.turn}
           visit={shown.visit}
           onActivity={() => setChanged((n) => n + 1)}
+          onAsked={(id) => asked.current.add(id)}
           onDeleted={() => {
             lastShown.current = undefined;
           }}
