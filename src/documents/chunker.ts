@@ -1,3 +1,4 @@
+import { atxHeading } from '../markdown-heading.ts';
 import type { ExtractedPage } from './extracted-document.ts';
 
 export interface ChunkingOptions {
@@ -122,16 +123,16 @@ function toChunk(index: number, units: Unit[]): TextChunk {
   };
 }
 
-const HEADING = /^(#{1,6})\s+(.+?)\s*#*\s*$/;
+/** A Markdown heading line (trimmed): `# Title`, its text at least a character. */
+const heading = (line: string) => atxHeading(line, { indent: 0, emptyText: false });
 
 function pageUnits(page: ExtractedPage, headings: string[], maxTokens: number, size: Size): Unit[] {
   const units: Unit[] = [];
   let sectionStart = false;
   for (const block of blocks(page.text)) {
-    const heading = HEADING.exec(block.text);
-    if (heading) {
-      const level = (heading[1] as string).length;
-      headings.splice(level - 1, headings.length, (heading[2] as string).trim());
+    const title = heading(block.text);
+    if (title) {
+      headings.splice(title.level - 1, headings.length, title.text.trim());
       sectionStart = true;
       continue;
     }
@@ -169,8 +170,9 @@ function blocks(text: string): { text: string; start: number }[] {
   let offset = 0;
   for (const line of text.split('\n')) {
     const trimmed = line.trim();
-    if (!trimmed || HEADING.test(trimmed)) end();
-    if (HEADING.test(trimmed)) found.push({ text: trimmed, start: offset + line.indexOf(trimmed) });
+    const isHeading = heading(trimmed) !== undefined;
+    if (!trimmed || isHeading) end();
+    if (isHeading) found.push({ text: trimmed, start: offset + line.indexOf(trimmed) });
     else if (trimmed) {
       if (lines.length === 0) start = offset + line.indexOf(trimmed);
       lines.push(trimmed);

@@ -1,3 +1,5 @@
+import { atxHeading } from '../markdown-heading.ts';
+
 /**
  * The answer's Markdown in Telegram's HTML subset (`parse_mode: HTML`): bold, italic,
  * strikethrough, inline code, fenced code blocks, links, headings (bold), list bullets and
@@ -42,8 +44,8 @@ function codeBlock(language: string, lines: string[]): string {
 }
 
 function blockLine(line: string): string {
-  const heading = /^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$/.exec(line);
-  if (heading) return `<b>${inline(heading[1] ?? '')}</b>`;
+  const heading = atxHeading(line, { indent: 3, emptyText: true });
+  if (heading) return `<b>${inline(heading.text)}</b>`;
   const quote = /^\s{0,3}>\s?(.*)$/.exec(line);
   if (quote) return `<blockquote>${inline(quote[1] ?? '')}</blockquote>`;
   const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);

@@ -162,6 +162,26 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
     }
   });
 
+  // A heading's text was read with an expression that tried every way of sharing a run of
+  // spaces inside it between the text and the closing: cubic, 22 s for 4,000 spaces.
+  it('keeps answering other requests while it reads a heading with a long run of spaces', async () => {
+    const markdown = `# Lighthouse${' '.repeat(4_000)}log #\n\nKeepers write the weather down every hour.\n`;
+    const upload = ingest(parley, [file('heading.md', markdown)]);
+    let longestWaitMs = 0;
+    let done = false;
+    void upload.finally(() => {
+      done = true;
+    });
+    while (!done) {
+      const asked = performance.now();
+      expect((await parley.fetch('/health')).status).toBe(200);
+      longestWaitMs = Math.max(longestWaitMs, performance.now() - asked);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(await upload).toMatchObject({ status: 200, body: { source: 'heading.md', chunks: 1 } });
+    expect(longestWaitMs).toBeLessThan(3_000);
+  });
+
   // Japanese or Chinese has no spaces to cut a long paragraph at: it is cut by characters, and
   // measuring the rest of it at every cut made that quadratic, on the event loop (a 1 MB
   // paragraph held every other request for seconds).

@@ -57,6 +57,29 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(longestWaitMs).toBeLessThan(3_000);
   });
 
+  // A heading's text was read with an expression that tried every way of sharing a run of
+  // spaces inside it: cubic, 17 s for 4,000 spaces, at every streaming update.
+  it('keeps answering other requests while it streams a heading with a long run of spaces', async () => {
+    await stack.link('heading', 510);
+    stack.llm.enqueue(reply.text(`# Tides${' '.repeat(3_500)}today`, { chunks: 4, delayMs: 300 }));
+    const asked = stack.ask(510, 'Title it.');
+    let longestWaitMs = 0;
+    let done = false;
+    void asked.finally(() => {
+      done = true;
+    });
+    while (!done) {
+      const at = performance.now();
+      expect((await stack.parley.fetch('/health')).status).toBe(200);
+      longestWaitMs = Math.max(longestWaitMs, performance.now() - at);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const messages = await asked;
+    expect(messages.map((m) => m.visible.replace(/ +/g, ' '))).toEqual(['Tides today']);
+    expect(messages[0]?.text.startsWith('<b>Tides')).toBe(true);
+    expect(longestWaitMs).toBeLessThan(3_000);
+  });
+
   it('streams a linked user’s answer as drafts, then keeps it, sharing the history with /chat', async () => {
     await stack.link('alice', 501);
     // /chat first: the Telegram answer must see it.
