@@ -313,9 +313,11 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     const hits = await search('zeppelin');
     await hits.getByRole('link').filter({ hasText: 'zeppelin' }).click();
     await page.waitForURL((url) => url.hash.includes(id)); // after the version is chosen
-    await expect.poll(idOf).toBe(id);
     const found = page.locator('.turn').filter({ hasText: 'Question 2' }).first();
     await found.waitFor();
+    // The address names the turn until the page has found and shown it (seconds on a slow
+    // network), then the conversation alone.
+    await expect.poll(idOf, { timeout: 15_000 }).toBe(id);
     const log = page.getByRole('log', { name: 'Conversation' });
     await expect
       .poll(async () => {
