@@ -138,6 +138,9 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
   });
 
   it("switches a server off and on, and stores the user's token without showing it again", async () => {
+    // What the page saves reaches the server after its request, delayed by up to a few seconds
+    // on a slow network (PARLEY_TEST_WEB_LATENCY_MS): more than expect.poll's one second.
+    const SAVED = { timeout: 10_000 };
     const remote = (await (
       await admin('POST', '/admin/mcp-servers', {
         transport: 'http',
@@ -155,10 +158,35 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     await page.getByRole('link', { name: 'Profile' }).click();
     const use = page.getByRole('checkbox', { name: 'Use everything' });
     expect(await use.isChecked()).toBe(true);
-    await use.click();
-    await expect
-      .poll(async () => (await mine()).find((s) => s.name === 'everything')?.enabled)
-      .toBe(false);
+    // The list is loaded again after each change; on a slow network that takes a while, and
+    // meanwhile the box must show what was chosen. Its loads are held back here.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held: Promise<void>[] = [];
+    const LIST = /\/users\/alice\/mcp-servers$/;
+    await page.route(LIST, (route) => {
+      if (route.request().method() !== 'GET') return route.fallback();
+      const answered = route.fetch().then(async (response) => {
+        await released;
+        await route.fulfill({ response });
+      });
+      held.push(answered);
+      return answered;
+    });
+    try {
+      await use.click();
+      await expect
+        .poll(async () => (await mine()).find((s) => s.name === 'everything')?.enabled, SAVED)
+        .toBe(false);
+      await page.getByText('Saved.').waitFor();
+      expect(await use.isChecked()).toBe(false);
+    } finally {
+      release();
+      await Promise.all(held);
+      await page.unroute(LIST);
+    }
     // Off: its tools are not offered.
     llm.enqueue(reply.text('No tools.'));
     const before = llm.chats.length;
@@ -173,21 +201,21 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     expect(offered.some((name) => name.startsWith('everything__'))).toBe(false);
     await page.getByRole('checkbox', { name: 'Use everything' }).click();
     await expect
-      .poll(async () => (await mine()).find((s) => s.name === 'everything')?.enabled)
+      .poll(async () => (await mine()).find((s) => s.name === 'everything')?.enabled, SAVED)
       .toBe(true);
 
     const token = page.getByLabel('Your token for remote (e.g. Bearer …)');
     await token.fill('Bearer typed-in-the-page');
     await page.getByRole('button', { name: 'Save' }).last().click();
     await expect
-      .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential)
+      .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential, SAVED)
       .toBe(true);
     await page.getByRole('button', { name: 'Remove token' }).waitFor();
     expect(await token.inputValue()).toBe('');
     expect(await page.content()).not.toContain('typed-in-the-page');
     await page.getByRole('button', { name: 'Remove token' }).click();
     await expect
-      .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential)
+      .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential, SAVED)
       .toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
 import { McpToolCounts, type ServerTools } from './mcp-tool-counts.tsx';
@@ -25,21 +25,38 @@ export function MyMcpServers(props: { user: string }) {
   const [servers, setServers] = useState<MyServer[] | undefined>();
   const [status, setStatus] = useState<string | undefined>();
   const [tokens, setTokens] = useState<Record<string, string>>({});
-  const load = () =>
-    api<{ servers: MyServer[] }>(path).then(
-      (body) => setServers(body.servers.filter((server) => server.allowed)),
-      (e: Error) => setStatus(e.message),
+  /**
+   * Counts loads: on a slow network an older load can answer after a newer one, and its list
+   * (a server still on, say) must not replace what the newer one says.
+   */
+  const loads = useRef(0);
+  const load = () => {
+    const started = ++loads.current;
+    return api<{ servers: MyServer[] }>(path).then(
+      (body) =>
+        started === loads.current && setServers(body.servers.filter((server) => server.allowed)),
+      (e: Error) => started === loads.current && setStatus(e.message),
     );
+  };
   useEffect(() => {
     void load();
   }, [path]);
   const change = async (server: MyServer, body: Record<string, unknown>) => {
+    const { enabled } = body;
+    if (typeof enabled === 'boolean') {
+      // Shown at once: until the list was loaded again, each redraw (the "Saved." notice)
+      // showed the box as it was, and a second press then undid the first. A load already
+      // under way is older than this change: its answer is not shown.
+      loads.current += 1;
+      setServers((shown) => shown?.map((s) => (s.id === server.id ? { ...s, enabled } : s)));
+    }
     try {
       await api(`${path}/${enc(server.id)}`, { method: 'PUT', body });
       setStatus(t.saved);
       await load();
     } catch (failure) {
       setStatus((failure as Error).message);
+      await load(); // what the server kept
     }
   };
   if (!servers?.length) return null;
@@ -53,7 +70,9 @@ export function MyMcpServers(props: { user: string }) {
               type="checkbox"
               aria-describedby={server.tools.listed === null ? undefined : toolsId(server)}
               checked={server.enabled}
-              onChange={() => change(server, { enabled: !server.enabled })}
+              // What the box shows now, not the opposite of the list's: pressed again before the
+              // list was loaded again (a slow network), that sent the first press's value twice.
+              onChange={(event) => change(server, { enabled: event.currentTarget.checked })}
             />{' '}
             {t.mcpUse(server.name)}
           </label>
