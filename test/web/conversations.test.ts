@@ -383,12 +383,39 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect(await list().getByRole('button', { name: 'More conversations' }).count()).toBe(0);
 
     const before = (await stored()).length;
-    await page.getByRole('button', { name: 'New conversation' }).click();
-    await page.getByRole('heading', { level: 1, name: 'New conversation' }).waitFor();
-    const fresh = idOf();
-    // Ready for the first question; the window's title names the conversation.
-    await expect.poll(() => page.evaluate('document.activeElement.id')).toBe('message');
-    await expect.poll(() => page.title()).toBe('New conversation · Parley');
+    // Pressed again before the list has the new conversation (its loads held back here, as
+    // a slow network does), nothing more happens: a second one was made.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const held: Promise<void>[] = [];
+    await page.route(/\/users\/alice\/conversations\?limit=/, (route) => {
+      const answered = route.fetch().then(async (response) => {
+        await released;
+        await route.fulfill({ response });
+      });
+      held.push(answered);
+      return answered;
+    });
+    let fresh = '';
+    try {
+      await page.getByRole('button', { name: 'New conversation' }).click();
+      await page.getByRole('heading', { level: 1, name: 'New conversation' }).waitFor();
+      fresh = idOf();
+      // Ready for the first question; the window's title names the conversation.
+      await expect.poll(() => page.evaluate('document.activeElement.id')).toBe('message');
+      await expect.poll(() => page.title()).toBe('New conversation · Parley');
+      await page.getByRole('button', { name: 'New conversation' }).click();
+      await page.waitForTimeout(300);
+      expect(idOf()).toBe(fresh);
+      expect((await stored()).length).toBe(before + 1);
+    } finally {
+      release();
+      await Promise.all(held);
+      await page.unroute(/\/users\/alice\/conversations\?limit=/);
+    }
+    // Once the list has it, the unused conversation is opened again rather than another made.
     await page.getByRole('button', { name: 'New conversation' }).click();
     await page.waitForTimeout(300);
     expect(idOf()).toBe(fresh);
@@ -418,7 +445,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       await send('A question the list does not know of yet');
       await lastAnswer().getByText('Asked and answered.').waitFor();
       await page.getByRole('button', { name: 'New conversation' }).click();
-      await expect.poll(idOf).not.toBe(asked);
+      await expect.poll(idOf, { timeout: 10_000 }).not.toBe(asked);
       await expect.poll(() => page.locator('.turn').count()).toBe(0);
     } finally {
       // Released whatever happened, so that a failure here does not fail the next test too.

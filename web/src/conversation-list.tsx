@@ -65,7 +65,14 @@ export function ConversationList(props: {
     void load();
   }, [props.user, props.changed]);
 
+  /**
+   * A new conversation is being opened: pressed again meanwhile, nothing more happens (on a
+   * slow network the list did not have the first one yet, and a second was made).
+   */
+  const starting = useRef(false);
   const start = async () => {
+    if (starting.current) return;
+    starting.current = true;
     try {
       // A conversation never used is opened rather than another made.
       const created =
@@ -79,6 +86,8 @@ export function ConversationList(props: {
       await load();
     } catch (error) {
       setFailure((error as Error).message);
+    } finally {
+      starting.current = false;
     }
   };
 
