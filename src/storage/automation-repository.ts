@@ -412,13 +412,16 @@ export class AutomationRepository {
    * so the history stays bounded however often it runs. Safe at any time and on any replica:
    * a run queued or running is never deleted, and an occurrence whose row is gone cannot run
    * again, since a settled run has moved `next_run_at` past it (claims need it at or before).
+   * Newest is by when a run settled, not by its occurrence: a run that finishes after a later
+   * occurrence was skipped meanwhile (a long answer, or waiting for the user's other run) is
+   * kept, else its own finish would delete it, and with it the web client's unread mark.
    */
   async #pruneRuns(automationId: string): Promise<void> {
     await this.#db.$client.query(
       `DELETE FROM automation_runs WHERE id IN (
          SELECT id FROM automation_runs
           WHERE automation_id = $1 AND status NOT IN ('queued', 'running')
-          ORDER BY occurrence DESC, id OFFSET $2)`,
+          ORDER BY finished_at DESC NULLS LAST, occurrence DESC, id OFFSET $2)`,
       [automationId, this.#runsKept],
     );
   }
