@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { call } from '../support/automation-ticks.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
@@ -39,7 +39,8 @@ describe.each(ENGINES)('pruning an automation’s runs on the %s engine', (engin
       prompt: 'Weekly plan',
       schedule: { type: 'weekly', days: ['mon', 'tue'], time: '09:00' },
     });
-    // Tuesdays at 08:30: a day late (skipped) by then too.
+    // Tuesdays at 08:30: a day late (skipped) by then too. Made later: listed second.
+    stack().setClock('2030-06-03T07:01:00Z');
     const waiting = await create('busy', {
       prompt: 'Tuesday news',
       schedule: { type: 'weekly', days: ['tue'], time: '08:30' },
@@ -48,6 +49,7 @@ describe.each(ENGINES)('pruning an automation’s runs on the %s engine', (engin
     const answering = new Promise<void>((resolve) => {
       release = resolve;
     });
+    onTestFinished(() => release()); // a failed assertion leaves no run held for the next test
     stack().llm.enqueue(reply.text('Planned the week.', { pace: () => answering }));
     stack().setClock('2030-06-03T09:00:00Z');
     const running = '2030-06-03T09:00:00.000Z scheduled running';
