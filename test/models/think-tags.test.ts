@@ -40,9 +40,7 @@ function randomTexts(count: number): string[] {
     return seed / 2_147_483_648;
   };
   return Array.from({ length: count }, () =>
-    Array.from({ length: Math.floor(next() * 12) }, () => pieces[Math.floor(next() * 10)]).join(
-      '',
-    ),
+    Array.from({ length: Math.floor(next() * 12) }, () => pieces[Math.floor(next() * 10)]).join(''),
   );
 }
 
