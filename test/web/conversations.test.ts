@@ -58,6 +58,8 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
   const lastAnswer = () => page.locator('.bubble.assistant').last();
   const question = () => page.locator('.bubble.user').last();
   const idOf = () => ADDRESS.exec(page.url())?.[1] ?? '';
+  /** What the page shows after a request (an address, a list): seconds on a slow network. */
+  const MOVED = { timeout: 10_000 };
   const send = async (text: string) => {
     const turns = await page.locator('.bubble.user').count();
     await messageBox().fill(text);
@@ -78,12 +80,12 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
 
   it('keeps the conversation it was in when "New conversation" starts another', async () => {
     await messageBox().waitFor();
-    await expect.poll(idOf).not.toBe('');
+    await expect.poll(idOf, MOVED).not.toBe('');
     busan = idOf();
     llm.enqueue(reply.text('부산 여행은 기차가 제일 편해요.'));
     await send('부산 여행 계획을 알려줘');
     await page.getByRole('button', { name: 'New conversation' }).click();
-    await expect.poll(idOf).not.toBe(busan);
+    await expect.poll(idOf, MOVED).not.toBe(busan);
     bread = idOf();
     await expect.poll(() => page.locator('.turn').count()).toBe(0);
     llm.enqueue(reply.text('Bake the sourdough for forty minutes at 230 degrees.'));
@@ -91,7 +93,9 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     // The newest activity first; the model saw only this conversation. (The list is loaded
     // again after the answer: on a slow network, later than expect.poll's second.)
     await list().getByRole('link', { name: 'How long should I bake bread?' }).waitFor();
-    await expect.poll(titles).toEqual(['How long should I bake bread?', '부산 여행 계획을 알려줘']);
+    await expect
+      .poll(titles, MOVED)
+      .toEqual(['How long should I bake bread?', '부산 여행 계획을 알려줘']);
     expect(JSON.stringify(llm.chats.at(-1)?.body.messages)).not.toContain('부산');
     expect(
       await list()
@@ -107,17 +111,17 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect(await korean.getByRole('link').count()).toBe(1);
     expect(await hit.textContent()).toContain('부산 여행 계획을 알려줘'); // the title, then the snippet
     await hit.click();
-    await expect.poll(idOf).toBe(busan);
+    await expect.poll(idOf, MOVED).toBe(busan);
     await lastAnswer().getByText('부산 여행은 기차가 제일 편해요.').waitFor();
     expect(await question().textContent()).toContain('부산 여행 계획을 알려줘');
 
     const english = await search('sourdough');
     await english.getByRole('link').filter({ hasText: 'sourdough' }).click();
-    await expect.poll(idOf).toBe(bread);
+    await expect.poll(idOf, MOVED).toBe(bread);
     await lastAnswer().getByText('Bake the sourdough for forty minutes').waitFor();
     expect(await (await search('nothingmatcheshere')).textContent()).toContain('Nothing found.');
     await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
-    await expect.poll(titles).toHaveLength(2);
+    await expect.poll(titles, MOVED).toHaveLength(2);
   });
 
   it('opens a conversation from its address, after a reload too', async () => {
@@ -139,10 +143,10 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('heading', { level: 1, name: 'Busan trip' }).waitFor();
     await expect.poll(() => page.title()).toBe('Busan trip · Parley');
-    await expect.poll(titles).toEqual(['How long should I bake bread?', 'Busan trip']);
+    await expect.poll(titles, MOVED).toEqual(['How long should I bake bread?', 'Busan trip']);
     await page.getByRole('button', { name: 'Pin', exact: true }).click();
     await page.getByRole('button', { name: 'Unpin' }).waitFor();
-    await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    await expect.poll(titles, MOVED).toEqual(['📌Busan trip', 'How long should I bake bread?']);
     const pinned = list().getByRole('listitem').first();
     expect(await pinned.getByRole('img', { name: 'Pinned' }).count()).toBe(1);
     await page.reload();
@@ -150,7 +154,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await list()
       .getByRole('link', { name: /Busan trip/ })
       .waitFor();
-    await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    await expect.poll(titles, MOVED).toEqual(['📌Busan trip', 'How long should I bake bread?']);
     expect((await stored()).map((c) => c.title)).toEqual([
       'Busan trip',
       'How long should I bake bread?',
@@ -181,7 +185,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await rename('Busan trip, for now');
     await expect.poll(() => held !== undefined).toBe(true);
     await rename('Busan trip');
-    await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    await expect.poll(titles, MOVED).toEqual(['📌Busan trip', 'How long should I bake bread?']);
     const lateAnswered = page.waitForEvent('requestfinished', (request) =>
       request.url().includes('/conversations?limit='),
     );
@@ -196,7 +200,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
 
   it('deletes a conversation only once the user confirms', async () => {
     await page.getByRole('button', { name: 'New conversation' }).click();
-    await expect.poll(idOf).not.toBe(busan);
+    await expect.poll(idOf, MOVED).not.toBe(busan);
     const doomed = idOf();
     await expect.poll(() => page.locator('.turn').count()).toBe(0);
     llm.enqueue(reply.text('Soon gone.'));
@@ -204,7 +208,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     // The question names the conversation once its answer is in: the heading shows it, and the
     // confirmation names the conversation as the heading does.
     await page.getByRole('heading', { level: 1, name: 'A question to throw away' }).waitFor();
-    await expect.poll(titles).toHaveLength(3);
+    await expect.poll(titles, MOVED).toHaveLength(3);
     let asked = '';
     page.once('dialog', (dialog) => {
       asked = dialog.message();
@@ -216,14 +220,14 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect((await stored()).map((c) => c.id)).toContain(doomed);
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Delete conversation' }).click();
-    await expect.poll(idOf).not.toBe(doomed);
-    await expect.poll(titles).toEqual(['📌Busan trip', 'How long should I bake bread?']);
+    await expect.poll(idOf, MOVED).not.toBe(doomed);
+    await expect.poll(titles, MOVED).toEqual(['📌Busan trip', 'How long should I bake bread?']);
     expect((await stored()).map((c) => c.id)).not.toContain(doomed);
   });
 
   it('edits a question: the new answer shows, and "Previous version" the old one', async () => {
     await list().getByRole('link', { name: 'How long should I bake bread?' }).click();
-    await expect.poll(idOf).toBe(bread);
+    await expect.poll(idOf, MOVED).toBe(bread);
     await lastAnswer().getByText('sourdough').waitFor();
     await page.locator('.turn').last().getByRole('button', { name: 'Edit' }).click();
     await page
@@ -284,7 +288,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     expect(await seriousViolations(page)).toEqual([]);
     await list().getByRole('link', { name: 'Busan trip' }).click();
-    await expect.poll(idOf).toBe(busan);
+    await expect.poll(idOf, MOVED).toBe(busan);
     await lastAnswer().getByText('기차가').waitFor();
     expect(await list().isVisible()).toBe(false);
     expect(await toggle.getAttribute('aria-expanded')).toBe('false');
@@ -329,9 +333,9 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect(await log.getByText('The zeppelin lands at noon.').isVisible()).toBe(true);
     // Twenty hits a page, then more on request: every answer of it has a "line".
     const lines = (await search('line')).getByRole('link');
-    await expect.poll(() => lines.count()).toBe(20);
+    await expect.poll(() => lines.count(), MOVED).toBe(20);
     await list().getByRole('button', { name: 'More results' }).click();
-    await expect.poll(() => lines.count()).toBe(25);
+    await expect.poll(() => lines.count(), MOVED).toBe(25);
     expect(await list().getByRole('button', { name: 'More results' }).count()).toBe(0);
     await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
   });
