@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import iconv from 'iconv-lite';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
+import { longestHealthWait } from '../support/health-during.ts';
 import { file, ingest, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
 import { makeDocx } from '../support/make-docx.ts';
 import { makePdf } from '../support/make-pdf.ts';
@@ -167,17 +168,7 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
   it('keeps answering other requests while it reads a heading with a long run of spaces', async () => {
     const markdown = `# Lighthouse${' '.repeat(4_000)}log #\n\nKeepers write the weather down every hour.\n`;
     const upload = ingest(parley, [file('heading.md', markdown)]);
-    let longestWaitMs = 0;
-    let done = false;
-    void upload.finally(() => {
-      done = true;
-    });
-    while (!done) {
-      const asked = performance.now();
-      expect((await parley.fetch('/health')).status).toBe(200);
-      longestWaitMs = Math.max(longestWaitMs, performance.now() - asked);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const longestWaitMs = await longestHealthWait(parley, upload);
     expect(await upload).toMatchObject({ status: 200, body: { source: 'heading.md', chunks: 1 } });
     expect(longestWaitMs).toBeLessThan(3_000);
   });
@@ -188,17 +179,7 @@ describe.each(ENGINES)('POST /ingest on the %s engine', { timeout: 120_000 }, (e
   it('keeps answering other requests while it reads a long paragraph without spaces', async () => {
     const sentence = '灯台守は毎時の天気を記録し、船の往来を見守っている。';
     const upload = ingest(parley, [file('tokyo.txt', sentence.repeat(14_000))]);
-    let longestWaitMs = 0;
-    let done = false;
-    void upload.finally(() => {
-      done = true;
-    });
-    while (!done) {
-      const asked = performance.now();
-      expect((await parley.fetch('/health')).status).toBe(200);
-      longestWaitMs = Math.max(longestWaitMs, performance.now() - asked);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const longestWaitMs = await longestHealthWait(parley, upload);
     expect(await upload).toMatchObject({ status: 200, body: { source: 'tokyo.txt' } });
     expect((await upload).body.chunks).toBeGreaterThan(700);
     expect(longestWaitMs).toBeLessThan(3_000);

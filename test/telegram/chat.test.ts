@@ -5,6 +5,7 @@ import { ENGINES } from '../support/engines.ts';
 import type { ChatCompletionRequest } from '../support/fake-llm-server.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import type { SentMessage } from '../support/fake-telegram-server.ts';
+import { longestHealthWait } from '../support/health-during.ts';
 import { PDFS } from '../support/ingest-client.ts';
 import { makePdf } from '../support/make-pdf.ts';
 import { holdAt, sseEvents, textOf } from '../support/resumable.ts';
@@ -42,17 +43,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
       reply.text(`Start.${' '.repeat(4_000_000)}End.`, { chunks: 8, delayMs: 300 }),
     );
     const asked = stack.ask(509, 'Say it with room.');
-    let longestWaitMs = 0;
-    let done = false;
-    void asked.finally(() => {
-      done = true;
-    });
-    while (!done) {
-      const at = performance.now();
-      expect((await stack.parley.fetch('/health')).status).toBe(200);
-      longestWaitMs = Math.max(longestWaitMs, performance.now() - at);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const longestWaitMs = await longestHealthWait(stack.parley, asked);
     expect((await asked).map((m) => m.visible.trim())).toEqual(['Start.', 'End.']);
     expect(longestWaitMs).toBeLessThan(3_000);
   });
@@ -63,17 +54,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     await stack.link('heading', 510);
     stack.llm.enqueue(reply.text(`# Tides${' '.repeat(3_500)}today`, { chunks: 4, delayMs: 300 }));
     const asked = stack.ask(510, 'Title it.');
-    let longestWaitMs = 0;
-    let done = false;
-    void asked.finally(() => {
-      done = true;
-    });
-    while (!done) {
-      const at = performance.now();
-      expect((await stack.parley.fetch('/health')).status).toBe(200);
-      longestWaitMs = Math.max(longestWaitMs, performance.now() - at);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const longestWaitMs = await longestHealthWait(stack.parley, asked);
     const messages = await asked;
     expect(messages.map((m) => m.visible.replace(/ +/g, ' '))).toEqual(['Tides today']);
     expect(messages[0]?.text.startsWith('<b>Tides')).toBe(true);
