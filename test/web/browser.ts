@@ -84,3 +84,35 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
   )) as AxeViolation[];
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
 }
+
+/**
+ * Holds back the page's requests matching `url` (GET only): each is sent at once, and its
+ * answer reaches the page only after `release`, as on a slow network. `release` lets them all
+ * through and stops holding.
+ */
+export async function holdResponses(
+  page: Page,
+  url: RegExp,
+): Promise<{ release: () => Promise<void> }> {
+  let open = () => {};
+  const released = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const held: Promise<void>[] = [];
+  await page.route(url, (route) => {
+    if (route.request().method() !== 'GET') return route.fallback();
+    const answered = route.fetch().then(async (response) => {
+      await released;
+      await route.fulfill({ response });
+    });
+    held.push(answered);
+    return answered;
+  });
+  return {
+    release: async () => {
+      open();
+      await Promise.all(held);
+      await page.unroute(url);
+    },
+  };
+}

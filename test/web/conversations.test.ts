@@ -4,7 +4,7 @@ import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium, seriousViolations } from './browser.ts';
+import { holdResponses, launchChromium, seriousViolations } from './browser.ts';
 
 const TOKEN = 'browser-admin-token';
 const ADDRESS = /#\/c\/([0-9a-f-]{36})$/;
@@ -389,19 +389,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     const before = (await stored()).length;
     // Pressed again before the list has the new conversation (its loads held back here, as
     // a slow network does), nothing more happens: a second one was made.
-    let release = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const held: Promise<void>[] = [];
-    await page.route(/\/users\/alice\/conversations\?limit=/, (route) => {
-      const answered = route.fetch().then(async (response) => {
-        await released;
-        await route.fulfill({ response });
-      });
-      held.push(answered);
-      return answered;
-    });
+    const held = await holdResponses(page, /\/users\/alice\/conversations\?limit=/);
     let fresh = '';
     try {
       await page.getByRole('button', { name: 'New conversation' }).click();
@@ -415,9 +403,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       expect(idOf()).toBe(fresh);
       expect((await stored()).length).toBe(before + 1);
     } finally {
-      release();
-      await Promise.all(held);
-      await page.unroute(/\/users\/alice\/conversations\?limit=/);
+      await held.release();
     }
     // Once the list has it, the unused conversation is opened again rather than another made.
     await page.getByRole('button', { name: 'New conversation' }).click();
@@ -431,19 +417,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     // shows it unused when "New conversation" is pressed right after a question in it: its
     // loads are held back until then.
     const asked = idOf();
-    let release = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const held: Promise<void>[] = [];
-    await page.route(/\/users\/alice\/conversations\?limit=/, (route) => {
-      const answered = route.fetch().then(async (response) => {
-        await released;
-        await route.fulfill({ response });
-      });
-      held.push(answered);
-      return answered;
-    });
+    const held = await holdResponses(page, /\/users\/alice\/conversations\?limit=/);
     try {
       llm.enqueue(reply.text('Asked and answered.'));
       await send('A question the list does not know of yet');
@@ -453,9 +427,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       await expect.poll(() => page.locator('.turn').count()).toBe(0);
     } finally {
       // Released whatever happened, so that a failure here does not fail the next test too.
-      release();
-      await Promise.all(held);
-      await page.unroute(/\/users\/alice\/conversations\?limit=/);
+      await held.release();
     }
     await expect
       .poll(async () => (await stored()).find((c) => c.id === asked)?.title)

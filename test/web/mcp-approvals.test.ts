@@ -5,7 +5,7 @@ import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium } from './browser.ts';
+import { holdResponses, launchChromium } from './browser.ts';
 
 const TOKEN = 'browser-mcp-admin-token';
 const EVERYTHING = fileURLToPath(
@@ -160,21 +160,8 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     expect(await use.isChecked()).toBe(true);
     // The list is loaded again after each change; on a slow network that takes a while, and
     // meanwhile the box must show what was chosen. Its loads are held back here.
-    let release = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const held: Promise<void>[] = [];
     const LIST = /\/users\/alice\/mcp-servers$/;
-    await page.route(LIST, (route) => {
-      if (route.request().method() !== 'GET') return route.fallback();
-      const answered = route.fetch().then(async (response) => {
-        await released;
-        await route.fulfill({ response });
-      });
-      held.push(answered);
-      return answered;
-    });
+    const held = await holdResponses(page, LIST);
     try {
       await use.click();
       await expect
@@ -183,9 +170,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
       await page.getByText('Saved.').waitFor();
       expect(await use.isChecked()).toBe(false);
     } finally {
-      release();
-      await Promise.all(held);
-      await page.unroute(LIST);
+      await held.release();
     }
     // Off: its tools are not offered.
     llm.enqueue(reply.text('No tools.'));
