@@ -23,6 +23,7 @@ import pino from 'pino';
 import { parseConfig } from '../src/config.ts';
 import { openDatabase } from '../src/storage/database.ts';
 import { createTestDatabase } from '../test/support/postgres-server.ts';
+import { seededRandom } from '../test/support/seeded-random.ts';
 import { machineReport } from './support/machine.ts';
 import { startServer } from './support/parley.ts';
 import { line, summarize } from './support/stats.ts';
@@ -50,11 +51,7 @@ const korean = readFileSync(new URL('./korean-set/encyclopedia.jsonl', import.me
   })
   .filter((sentence) => sentence.length > 10);
 
-let seed = 31;
-const random = () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-  return seed / 2 ** 31;
-};
+const random = seededRandom(31);
 const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)] as T;
 const text = (count: number, pool: readonly string[]) =>
   Array.from({ length: count }, () => pick(pool)).join(' ');

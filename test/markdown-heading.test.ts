@@ -1,14 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { atxHeading } from '../src/markdown-heading.ts';
+import { seededRandom } from './support/seeded-random.ts';
 
 /** Every line of up to `length` characters drawn from these, in a fixed pseudo-random order. */
 function lines(count: number, length: number): string[] {
   const chars = ['#', ' ', ' ', '\t', 'a', 'b', '\r', '\n', '\u00a0', '\u2028'];
-  let seed = 11;
-  const next = () => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-    return seed / 2_147_483_648;
-  };
+  const next = seededRandom(11);
   const made = ['', '#', '# ', '#  ', '# a', '####### a', '   # a', '    # a', '# a #', '# #'];
   for (let i = 0; i < count; i++) {
     const size = Math.floor(next() * (length + 1));

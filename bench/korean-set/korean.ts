@@ -1,16 +1,8 @@
 /** Helpers for writing the synthetic Korean set: a seeded random source, particles, names. */
 
-/** mulberry32: a small seeded generator, so the set is the same on every run. */
-export function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+import { seededRandom as seeded } from '../../test/support/seeded-random.ts';
+
+export { seeded };
 
 export class Dice {
   readonly #next: () => number;

@@ -4,6 +4,7 @@ import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest, listedSources } from '../support/ingest-client.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -13,12 +14,9 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
  * most 2,704 bytes a row).
  */
 function letters(count: number): string {
-  let seed = 7;
+  const random = seededRandom(7);
   let text = '';
-  for (let i = 0; i < count; i++) {
-    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-    text += String.fromCharCode(97 + ((seed >> 8) % 26));
-  }
+  for (let i = 0; i < count; i++) text += String.fromCharCode(97 + Math.floor(random() * 26));
   return text;
 }
 

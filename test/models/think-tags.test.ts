@@ -6,6 +6,7 @@ import type {
 import { extractReasoningMiddleware, type LanguageModelMiddleware } from 'ai';
 import { describe, expect, it } from 'vitest';
 import { thinkTagMiddleware, withoutThinking } from '../../src/models/think-tags.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 /** What a middleware makes of a generated answer with these content parts. */
 async function generated(
@@ -34,11 +35,7 @@ async function generated(
 /** Texts made of the pieces tags are made of, so that every arrangement of them comes up. */
 function randomTexts(count: number): string[] {
   const pieces = ['<think>', '</think>', 'a', 'bc', '\n', ' ', '<', 'think>', '</', '<thin'];
-  let seed = 7;
-  const next = () => {
-    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
-    return seed / 2_147_483_648;
-  };
+  const next = seededRandom(7);
   return Array.from({ length: count }, () =>
     Array.from({ length: Math.floor(next() * 12) }, () => pieces[Math.floor(next() * 10)]).join(''),
   );

@@ -2,6 +2,7 @@ import type { Token } from 'marked';
 import { describe, expect, it } from 'vitest';
 import { marked } from '../../web/src/markdown.ts';
 import { StreamingMarkdown } from '../../web/src/streaming-markdown.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 /**
  * The web client draws a streaming answer block by block (web/src/streaming-markdown.ts).
@@ -78,11 +79,7 @@ describe('drawing a streaming answer block by block', () => {
   it('draws what a whole render draws for random documents, cut anywhere', () => {
     const lines = ['para', '- a', '  b', '', '', '    code', '```', '# h', '---', '===', '> q'];
     lines.push('| a | b |', '|---|---|', '1. x', '2) y', '<div>', '<span>x</span>', 'text');
-    let seed = 22;
-    const random = () => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed / 2 ** 31;
-    };
+    const random = seededRandom(22);
     for (let n = 0; n < 2_000; n++) {
       const count = 3 + Math.floor(random() * 6);
       const text = Array.from({ length: count }, () => lines[Math.floor(random() * 18)]).join('\n');
