@@ -1,6 +1,10 @@
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ChatStack, startChatStack } from '../support/chat-stack.ts';
+import {
+  type ChatStack,
+  type EngineStack,
+  startChatStack,
+  startEngineStack,
+} from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
@@ -151,11 +155,11 @@ describe.each(ENGINES)('a retried model call on the %s engine', (engine) => {
   });
 });
 
-describe('the history sent to the model', () => {
-  let stack: ChatStack;
+describe.each(ENGINES)('the history sent to the model on the %s engine', (engine) => {
+  let stack: EngineStack;
   beforeAll(async () => {
     // A turn below is ~210 estimated tokens (100 Hangul characters each way): two fit.
-    stack = await startChatStack({ HISTORY_MAX_TOKENS: '500' });
+    stack = await startEngineStack(engine, { HISTORY_MAX_TOKENS: '500' });
   });
   afterAll(async () => {
     await stack?.stop();
@@ -164,11 +168,9 @@ describe('the history sent to the model', () => {
   it('holds the latest whole turns within HISTORY_MAX_TOKENS; all of them stay stored', async () => {
     const question = (i: number) => `${'질'.repeat(99)}${i}`;
     const answer = (i: number) => `${'답'.repeat(99)}${i}`;
-    const ask = async (i: number) =>
-      readChat(await stack.chat({ message: question(i), user_id: 'long-talk' }));
     for (let i = 1; i <= 5; i++) {
       stack.llm.enqueue(reply.text(answer(i)));
-      expect((await ask(i)).text).toBe(answer(i));
+      expect((await stack.chat('long-talk', question(i))).text).toBe(answer(i));
     }
     const sent = stack.llm.chats.at(-1)?.body.messages.filter((m) => m.role !== 'system');
     expect(sent).toEqual([
@@ -178,12 +180,12 @@ describe('the history sent to the model', () => {
       { role: 'assistant', content: answer(4) },
       { role: 'user', content: question(5) },
     ]);
-    const client = new pg.Client({ connectionString: stack.database.url });
-    await client.connect();
-    const { rows } = await client.query(
-      "SELECT count(*)::int AS n FROM messages WHERE user_id = 'long-talk'",
+    // What the user reads back: every turn, whole, newest first.
+    const page = (await (await stack.parley.fetch('/users/long-talk/history')).json()) as {
+      turns: { question: string; answer: string }[];
+    };
+    expect(page.turns.map((turn) => [turn.question, turn.answer])).toEqual(
+      [5, 4, 3, 2, 1].map((i) => [question(i), answer(i)]),
     );
-    await client.end();
-    expect(rows[0]?.n).toBe(10);
   });
 });

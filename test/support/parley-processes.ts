@@ -13,8 +13,11 @@ export interface ParleyProcesses {
   readonly parley: RunningParley;
   /** The replicas `startAnother` started, in order. */
   readonly others: readonly RunningParley[];
-  /** Stops the first process (SIGTERM, or SIGKILL for a crash) and starts it again. */
-  restart(signal?: NodeJS.Signals): Promise<number | null>;
+  /**
+   * Stops the first process (SIGTERM, or SIGKILL for a crash) and starts it again, after
+   * `whileStopped` if given (a change to its data nothing may make while it runs).
+   */
+  restart(signal?: NodeJS.Signals, whileStopped?: () => Promise<void>): Promise<number | null>;
   /** Another replica on the same database (server engine only). */
   startAnother(): Promise<RunningParley>;
   /** Stops the replicas (removing their data directories), then the first process. */
@@ -42,8 +45,9 @@ export async function startParleyProcesses(
       return parley;
     },
     others,
-    async restart(signal = 'SIGTERM') {
+    async restart(signal = 'SIGTERM', whileStopped) {
       const code = await parley.stop(signal);
+      await whileStopped?.();
       parley = await start(options.dataDir);
       return code;
     },

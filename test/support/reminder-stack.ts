@@ -39,8 +39,11 @@ export interface ReminderStack {
   setReminder(userId: string, args: Record<string, unknown>): Promise<ReminderView>;
   reminders(userId: string): Promise<ReminderView[]>;
   putProfile(userId: string, body: Record<string, unknown>): Promise<Response>;
-  /** Stops Parley (SIGTERM, or SIGKILL for a crash) and starts it again on the same data. */
-  restart(signal?: NodeJS.Signals): Promise<number | null>;
+  /**
+   * Stops Parley (SIGTERM, or SIGKILL for a crash) and starts it again on the same data, after
+   * `whileStopped` if given.
+   */
+  restart(signal?: NodeJS.Signals, whileStopped?: () => Promise<void>): Promise<number | null>;
   startAnother(): Promise<RunningParley>;
   stop(): Promise<void>;
 }
@@ -157,7 +160,7 @@ export async function startReminderStack(
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
       }),
-    restart: (signal) => processes.restart(signal),
+    restart: (signal, whileStopped) => processes.restart(signal, whileStopped),
     startAnother: () => processes.startAnother(),
     async stop() {
       await processes.stop();
