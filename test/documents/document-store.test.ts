@@ -120,6 +120,50 @@ describe.each(ENGINES)('the document store on the %s engine', (engine) => {
     expect(await indexInconsistencies(database)).toEqual([]);
   });
 
+  // test/scale-out/replica-documents.test.ts races these through two replicas of a server; in
+  // one process the embedded engine's one session interleaves the two by transaction instead.
+  it('leaves a source whole or gone when an upload races its deletion, never in part', async () => {
+    // 20 chunks are written in one transaction, 200 a batch a transaction under a hidden row.
+    const rounds = [20, 200].flatMap((chunks) =>
+      [0, 5, 20].map((delayMs) => ({ chunks, delayMs })),
+    );
+    for (const [round, { chunks, delayMs }] of rounds.entries()) {
+      const source = `raced-${round}.txt`;
+      await service.ingest(textDocument(source, version('older', 10, 'raced')));
+      const [upload, deletion] = await Promise.allSettled([
+        service.ingest(textDocument(source, version('newer', chunks, 'raced'))),
+        new Promise((resolve) => setTimeout(resolve, delayMs)).then(() =>
+          service.deleteSource(source),
+        ),
+      ]);
+      expect(upload).toEqual({ status: 'fulfilled', value: { chunks } });
+      if (deletion.status === 'rejected') expect(deletion.reason).toMatchObject({ status: 404 });
+      const { rows } = await database.db.$client.query<{ chunk_count: number; contents: string[] }>(
+        `SELECT d.chunk_count,
+                coalesce((SELECT array_agg(c.content) FROM chunks c WHERE c.document_id = d.id), '{}')
+                  AS contents
+         FROM documents d WHERE d.source = $1`,
+        [source],
+      );
+      // Gone, or the newer version whole (it came after the older one): never a part or a mix.
+      if (rows.length > 0) {
+        expect(rows).toHaveLength(1);
+        expect(rows[0]?.chunk_count).toBe(chunks);
+        expect(rows[0]?.contents).toHaveLength(chunks);
+        expect(rows[0]?.contents.every((c) => c.includes('Release notes newer'))).toBe(true);
+      }
+      expect(
+        (await service.listSources()).sources.filter((listed) => listed === source),
+      ).toHaveLength(rows.length);
+    }
+    expect(await indexInconsistencies(database)).toEqual([]);
+    // Nothing hidden is left behind (a version staged for the batches, or one replaced).
+    const { rows } = await database.db.$client.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM documents WHERE kind = 'hidden'`,
+    );
+    expect(rows).toEqual([{ n: 0 }]);
+  });
+
   it('leaves no partial document when the process is killed mid-ingest', async () => {
     await database.close();
     const child = spawn(
