@@ -4,6 +4,7 @@ import { type ReplicaStack, startReplicas } from '../support/chat-stack.ts';
 import { streamReader } from '../support/chat-stream.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import {
+  followerWaits,
   holdAt,
   lastEventId,
   readAll,
@@ -187,38 +188,12 @@ describe('resumable answers across replicas', () => {
   });
 
   it('a listener on another replica is woken by the notification, not by its poll', async () => {
-    // Fragments 150 ms apart; when each is handed to Parley and when replica b shows it.
-    const words = Array.from({ length: 16 }, (_, i) => `n${i}`);
-    const sentAt: number[] = [];
-    const pace = async (written: string) => {
-      if (written !== '') await new Promise((resolve) => setTimeout(resolve, 150));
-      // The chunk written next carries the word after those written (one word a chunk).
-      sentAt[written.split(' ').filter(Boolean).length] = Date.now();
-    };
-    stack.llm.enqueue(reply.text(words.join(' '), { pace }));
-    const response = await chat(a, 'woken');
-    const runId = response.headers.get('x-parley-run-id') as string;
-    const follower = await resume(b, 'woken', runId, 0);
-    const shownAt = new Map<number, number>();
-    let raw = '';
-    const decoder = new TextDecoder();
-    for await (const chunk of follower.body as unknown as AsyncIterable<Uint8Array>) {
-      raw += decoder.decode(chunk, { stream: true });
-      for (const [index, word] of words.entries()) {
-        if (!shownAt.has(index) && textOf(sseEvents(raw)).split(/\s+/).includes(word)) {
-          shownAt.set(index, Date.now());
-        }
-      }
-    }
-    await readAll(response);
-    expect(textOf(sseEvents(raw)).trim()).toBe(words.join(' '));
-    // Each fragment waits for the holder's flush (50 ms once b follows) and b's read. Read
-    // only on its poll (every second) they would wait ~500 ms in the middle, 750 ms at p75.
-    const waits = words
-      .map((_, index) => (shownAt.get(index) as number) - (sentAt[index] as number))
-      .slice(2) // b starts following after the first fragments
-      .sort((x, y) => x - y);
-    const p75 = waits[Math.floor(waits.length * 0.75)] as number;
+    const { expected, shown, waits, p75 } = await followerWaits(
+      stack.llm,
+      () => chat(a, 'woken'),
+      (runId) => resume(b, 'woken', runId, 0),
+    );
+    expect(shown).toBe(expected);
     expect(p75, `waits ${waits.join(', ')} ms`).toBeLessThan(500);
   });
 
