@@ -77,7 +77,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     doc: 'The longest a query waits for a free pooled connection (both engines). Past it the request gets 503 `busy` with `Retry-After: 5`: Parley is busy, the database is fine. Also bounds opening a connection, with the 5 s above on a PostgreSQL server. 100–600000.',
   },
   DB_REPLY_TIMEOUT_MS: {
-    doc: 'With `DATABASE_URL`: the longest a query waits while the server sends nothing back. After a failover or a network partition the old connections are neither answered nor closed; past this one is given up (that request gets 503 `database_unavailable`) and the next query opens a new connection, so Parley recovers on its own. Migrations and replicas waiting their turn to start are not bound by it. 1000–3600000.',
+    doc: 'With `DATABASE_URL`: the longest a query waits while the server sends nothing back. After a failover or a network partition the old connections are neither answered nor closed; past this one is given up (that request gets 503 `database_unavailable`) and the next query opens a new connection, so Parley recovers on its own. The connection on which a replica hears of resumable answers generated on the others is asked a trivial query every 5 s and given up the same way: a replica cut off in silence listens again within 5 s plus this (meanwhile it shows those answers once a second, not as they come). Migrations and replicas waiting their turn to start are not bound by it. 1000–3600000.',
   },
   CHAT_TURN_TTL_SECONDS: {
     doc: "With `DATABASE_URL`: the longest a replica that died holding a user's chat turn keeps that user waiting (see Running several replicas). 2–300.",

@@ -428,7 +428,10 @@ export async function main(config: Config): Promise<void> {
     leaseMs: (lease ?? RUN_LEASE_SECONDS) * 1000,
     keepMs: config.RUN_EVENTS_KEEP_HOURS * 3_600_000,
     shutdown: shutdownSignal.signal,
-    listenUrl: database.engine === 'server' ? config.DATABASE_URL : undefined,
+    listen:
+      database.engine === 'server' && config.DATABASE_URL
+        ? { url: config.DATABASE_URL, replyTimeoutMs: config.DB_REPLY_TIMEOUT_MS }
+        : undefined,
     onAbandoned: async (run) => {
       try {
         await storeAbandonedTurn(run);

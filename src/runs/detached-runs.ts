@@ -25,8 +25,11 @@ export interface DetachedRunsOptions {
   keepMs: number;
   /** Aborted when the server stops and the grace period is over. */
   shutdown: AbortSignal;
-  /** A PostgreSQL server's URL: replicas hear each other there. None: one process owns all. */
-  listenUrl?: string | undefined;
+  /**
+   * A PostgreSQL server's URL, where replicas hear each other, and DB_REPLY_TIMEOUT_MS for that
+   * connection. None: one process owns all.
+   */
+  listen?: { url: string; replyTimeoutMs: number } | undefined;
   /** Longest a fragment of a run followed in another process waits to be stored. */
   flushMs?: number;
   /** Longest a fragment of a run followed only here waits to be stored. */
@@ -107,10 +110,10 @@ export class DetachedRuns {
       },
     });
     this.#notifications =
-      options.listenUrl === undefined
+      options.listen === undefined
         ? undefined
         : new RunNotifications({
-            url: options.listenUrl,
+            ...options.listen,
             logger: options.logger,
             onNotice: (notice) => this.#onNotice(notice),
             onReconnect: () => {

@@ -1,5 +1,6 @@
-import pg from 'pg';
+import type pg from 'pg';
 import type { Logger } from 'pino';
+import { ServerClient } from '../storage/database.ts';
 import { RUN_CHANNEL } from '../storage/run-event-repository.ts';
 
 /** What replicas tell each other about resumable runs. */
@@ -15,9 +16,15 @@ export type RunNotice =
  * One connection per process that LISTENs on the runs' channel of a PostgreSQL server. A
  * notification is only a hint (the stored events are the truth): when the connection is lost
  * it is opened again, and `onReconnect` lets every waiter read what it may have missed.
+ *
+ * A connection that only listens sends nothing, so a network partition that drops its packets
+ * (neither answered nor closed) went unnoticed for good: notifications stopped, and listeners
+ * of other replicas' runs fell back to the poll (a fragment every second). A trivial query
+ * every KEEP_ALIVE_MS, given up past `replyTimeoutMs` of silence (ServerClient), finds it out.
  */
 export class RunNotifications {
   readonly #url: string;
+  readonly #replyTimeoutMs: number;
   readonly #logger: Logger;
   readonly #onNotice: (notice: RunNotice) => void;
   readonly #onReconnect: () => void;
@@ -25,14 +32,18 @@ export class RunNotifications {
   #closed = false;
   #retryMs = RETRY_MIN_MS;
   #timer: NodeJS.Timeout | undefined;
+  #keepAlive: NodeJS.Timeout | undefined;
 
   constructor(options: {
     url: string;
+    /** DB_REPLY_TIMEOUT_MS: the longest the keep-alive query waits in silence. */
+    replyTimeoutMs: number;
     logger: Logger;
     onNotice: (notice: RunNotice) => void;
     onReconnect: () => void;
   }) {
     this.#url = options.url;
+    this.#replyTimeoutMs = options.replyTimeoutMs;
     this.#logger = options.logger;
     this.#onNotice = options.onNotice;
     this.#onReconnect = options.onReconnect;
@@ -45,12 +56,18 @@ export class RunNotifications {
 
   async #connect(again: boolean): Promise<void> {
     if (this.#closed) return;
-    const client = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: 5_000 });
+    const client = new ServerClient({
+      connectionString: this.#url,
+      replyTimeoutMs: this.#replyTimeoutMs,
+    });
     let lost = false;
     const onLost = (error?: Error) => {
       if (lost) return;
       lost = true;
-      if (this.#client === client) this.#client = undefined;
+      if (this.#client === client) {
+        this.#client = undefined;
+        clearInterval(this.#keepAlive);
+      }
       client.end().catch(() => {});
       if (this.#closed) return;
       this.#logger.warn({ err: error }, 'run notifications lost; listening again');
@@ -75,8 +92,29 @@ export class RunNotifications {
     }
     this.#client = client;
     this.#retryMs = RETRY_MIN_MS;
-    // Whatever was notified while nobody listened: every waiter reads the log again.
-    if (again) this.#onReconnect();
+    this.#startKeepAlive(client, onLost);
+    if (again) {
+      this.#logger.info('listening for run notifications again');
+      // Whatever was notified while nobody listened: every waiter reads the log again.
+      this.#onReconnect();
+    }
+  }
+
+  #startKeepAlive(client: pg.Client, onLost: (error?: Error) => void): void {
+    clearInterval(this.#keepAlive);
+    let asking = false;
+    this.#keepAlive = setInterval(() => {
+      if (asking) return;
+      asking = true;
+      client
+        .query('SELECT 1')
+        .catch(onLost)
+        .finally(() => {
+          asking = false;
+        });
+    }, KEEP_ALIVE_MS);
+    // Never what keeps a stopping process alive.
+    this.#keepAlive.unref();
   }
 
   #retry(): void {
@@ -89,6 +127,7 @@ export class RunNotifications {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
+    clearInterval(this.#keepAlive);
     await this.#client?.end().catch(() => {});
     this.#client = undefined;
   }
@@ -96,6 +135,11 @@ export class RunNotifications {
 
 const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 5_000;
+/**
+ * How often the listening connection is asked something: a silent partition is noticed within
+ * this plus the reply timeout. One trivial query per process, not per listener.
+ */
+const KEEP_ALIVE_MS = 5_000;
 
 function parseNotice(payload: string | undefined): RunNotice | undefined {
   const [kind, runId, seq] = payload?.split(':') ?? [];
