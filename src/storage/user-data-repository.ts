@@ -1,5 +1,6 @@
 import type { Db } from './database.ts';
 import type { DocumentRepository } from './document-repository.ts';
+import { isoTimeSql } from './iso-time-sql.ts';
 import { withTransaction } from './transaction.ts';
 
 /** Rows of one user read per statement while exporting: memory stays flat for any history. */
@@ -108,13 +109,13 @@ const EXPORT_QUERIES = {
            WHERE user_id = $1 ORDER BY id`,
   reminders: `SELECT r.id, r.title, r.due_on::text AS date, r.time, r.timezone, r.note, r.created_at,
                      coalesce((SELECT json_agg(json_build_object('notice', 'D-' || n.days_before,
-                                 'status', n.status, 'sent_at', n.sent_at) ORDER BY n.days_before DESC)
+                                 'status', n.status, 'sent_at', ${isoTimeSql('n.sent_at')}) ORDER BY n.days_before DESC)
                                 FROM reminder_notices n WHERE n.reminder_id = r.id), '[]') AS notices
                 FROM reminders r WHERE r.user_id = $1 ORDER BY r.due_on, r.id`,
   automations: `SELECT a.id, a.name, a.prompt, a.schedule, a.timezone, a.status, a.paused_reason,
                        a.next_run_at, a.conversation_id, a.created_at,
                        coalesce((SELECT json_agg(json_build_object('occurrence', r.occurrence,
-                                   'manual', r.manual, 'status', r.status, 'finished_at', r.finished_at,
+                                   'manual', r.manual, 'status', r.status, 'finished_at', ${isoTimeSql('r.finished_at')},
                                    'error', r.error, 'delivered_to', r.delivered_to)
                                    ORDER BY r.occurrence)
                                   FROM automation_runs r WHERE r.automation_id = a.id), '[]') AS runs
@@ -132,7 +133,7 @@ const PAGED_QUERIES = {
                 r.input_tokens, r.output_tokens, r.tools_used, r.error_code, r.started_at, r.finished_at,
                 r.answer,
                 coalesce((SELECT json_agg(json_build_object('key', f.key, 'score', f.score,
-                            'comment', f.comment, 'created_at', f.created_at) ORDER BY f.created_at)
+                            'comment', f.comment, 'created_at', ${isoTimeSql('f.created_at')}) ORDER BY f.created_at)
                            FROM feedback f WHERE f.run_id = r.id), '[]') AS feedback
            FROM chat_runs r
           WHERE r.user_id = $1

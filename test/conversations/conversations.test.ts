@@ -18,6 +18,7 @@ interface Conversation {
   current: boolean;
   leaf_run_id: string | null;
   preview?: string;
+  created_at: string;
   updated_at: string;
 }
 interface Turn {
@@ -537,6 +538,57 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
       type: 'paragraph',
       text: 'answer to third',
     });
+  });
+
+  it('writes every time of an export as the API does (toISOString, with Z)', async () => {
+    const first = await chat({ user_id: 'iso', message: 'when was this?' });
+    const id = first.conversationId as string;
+    expect(
+      (await json('/feedback', { method: 'POST', body: { run_id: first.runId, score: 1 } })).status,
+    ).toBe(200);
+    const [listed] = (await list('iso')).conversations;
+    const [turn] = (await read('iso', id)).turns as Array<Turn & { created_at: string }>;
+    const iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
+    expect(listed?.updated_at).toMatch(iso);
+
+    const exported = (await json(`/users/iso/conversations/${id}/export?format=json`)).body as {
+      exported_at: string;
+      conversation: { created_at: string; updated_at: string };
+      messages: Array<{ created_at: string }>;
+    };
+    expect(exported.exported_at).toMatch(iso);
+    expect(exported.conversation).toMatchObject({
+      created_at: listed?.created_at,
+      updated_at: listed?.updated_at,
+    });
+    expect(exported.messages.map((m) => m.created_at)).toEqual([
+      turn?.created_at,
+      turn?.created_at,
+    ]);
+    const markdown = await (await parley.fetch(`/users/iso/conversations/${id}/export`)).text();
+    expect(markdown).toContain(`## ${turn?.created_at}\n`);
+
+    // The user's whole export: its columns and the times inside its nested lists alike.
+    const all = (await json('/users/iso/export')).body as {
+      conversations: Array<{ created_at: string; updated_at: string }>;
+      runs: Array<{
+        started_at: string;
+        finished_at: string;
+        feedback: Array<{ created_at: string }>;
+      }>;
+    };
+    expect(all.conversations).toEqual([
+      expect.objectContaining({
+        created_at: listed?.created_at,
+        updated_at: listed?.updated_at,
+      }),
+    ]);
+    const [run] = all.runs;
+    expect([run?.started_at, run?.finished_at, run?.feedback[0]?.created_at]).toEqual([
+      expect.stringMatching(iso),
+      expect.stringMatching(iso),
+      expect.stringMatching(iso),
+    ]);
   });
 
   it('deletes one conversation or all of them; the next chat starts a new one', async () => {
