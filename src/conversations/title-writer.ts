@@ -1,11 +1,12 @@
 import { generateText } from 'ai';
+import { firstCharacters } from '../first-characters.ts';
 import type { ChatModel } from '../models/chat-model.ts';
 import { withoutThinking } from '../models/think-tags.ts';
 import type { TitleRequest } from '../storage/title-request-repository.ts';
 import { hasVisibleCharacter } from '../visible-text.ts';
 import { TITLE_MAX_CHARS } from './question-title.ts';
 
-/** How much of each side of the first exchange the model is shown. */
+/** How much of each side of the first exchange the model is shown, in characters. */
 const EXCHANGE_MAX_CHARS = 2_000;
 
 const INSTRUCTIONS =
@@ -26,8 +27,8 @@ export function createTitleWriter(model: ChatModel): TitleWriter {
       model: await model.get(),
       system: INSTRUCTIONS,
       prompt:
-        `User: ${request.question.slice(0, EXCHANGE_MAX_CHARS)}\n\n` +
-        `Assistant: ${request.answer.slice(0, EXCHANGE_MAX_CHARS)}`,
+        `User: ${firstCharacters(request.question, EXCHANGE_MAX_CHARS)}\n\n` +
+        `Assistant: ${firstCharacters(request.answer, EXCHANGE_MAX_CHARS)}`,
       maxRetries: 0,
       abortSignal: signal,
     });

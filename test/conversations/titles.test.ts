@@ -7,6 +7,7 @@ import {
   type FakeLlmServer,
   reply,
 } from '../support/fake-llm-server.ts';
+import type { Json } from '../support/json-call.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 interface Conversation {
@@ -119,6 +120,69 @@ describe.each(ENGINES)('conversation titles by the model on the %s engine', (eng
     );
     expect([...titled.title].length).toBeLessThanOrEqual(60);
     expect(titled.title.startsWith('word word')).toBe(true);
+  });
+
+  it('counts a title in characters (code points) alike for the model, a rename and the schema', async () => {
+    const patch = (id: string, title: string) =>
+      parley.fetch(`/users/eli/conversations/${id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ title }),
+      });
+    // 70 emoji, each two UTF-16 units: cut to 59 and an ellipsis, never half of one.
+    titles.set('emoji please', reply.text('😀'.repeat(70)));
+    // The exchange the model is shown is cut too: here the 2,000th character is an emoji.
+    const question = `emoji please ${'a'.repeat(1986)}${'😀'.repeat(10)}`;
+    const asked = await chat('eli', question);
+    const titled = await eventually(
+      () => conversation('eli', asked.conversationId),
+      (c) => c.title_source === 'model',
+    );
+    expect(titled.title).toBe(`${'😀'.repeat(59)}…`);
+    expect(titled.title.isWellFormed()).toBe(true);
+    const prompt = promptOf(
+      titleRequests().find((r) => promptOf(r.body).includes('emoji please'))
+        ?.body as ChatCompletionRequest,
+    );
+    expect(prompt.split('\n\n')[0]).toBe(`User: emoji please ${'a'.repeat(1986)}😀`);
+
+    // What the model wrote, the user can write back; 60 emoji are 60 characters, 61 are not.
+    expect((await patch(asked.conversationId, titled.title)).status).toBe(200);
+    const sixty = '😀'.repeat(60);
+    expect((await patch(asked.conversationId, sixty)).status).toBe(200);
+    expect(await conversation('eli', asked.conversationId)).toMatchObject({
+      title: sixty,
+      title_source: 'user',
+    });
+    const tooLong = await patch(asked.conversationId, `${sixty}😀`);
+    expect(tooLong.status).toBe(422);
+    expect(JSON.stringify(await tooLong.json())).toContain('must be at most 60 characters');
+    const created = await parley.fetch('/users/eli/conversations', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: `${sixty}😀` }),
+    });
+    expect(created.status).toBe(422);
+
+    // A search is counted the same way: 200 emoji are a search, 201 are too long.
+    const search = async (q: string) =>
+      (await parley.fetch(`/users/eli/conversations/search?q=${encodeURIComponent(q)}`)).status;
+    expect(await search('😀'.repeat(200))).toBe(200);
+    expect(await search('😀'.repeat(201))).toBe(422);
+
+    // The published schema says the same: JSON Schema's maxLength counts code points.
+    const openapi = (await (await parley.fetch('/openapi.json')).json()) as {
+      paths: Record<string, Record<string, Json>>;
+    };
+    const conversationPath = openapi.paths['/users/{user_id}/conversations/{conversation_id}'];
+    expect(
+      conversationPath?.patch?.requestBody.content['application/json'].schema.properties.title,
+    ).toMatchObject({ maxLength: 60 });
+    const searchParameters = openapi.paths['/users/{user_id}/conversations/search']?.get
+      ?.parameters as Json[];
+    expect(searchParameters.find((p) => p.name === 'q')?.schema).toMatchObject({
+      maxLength: 200,
+    });
   });
 
   it("keeps the question's first words when the model fails, and the answer never waits", async () => {

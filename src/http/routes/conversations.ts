@@ -13,6 +13,8 @@ const params = z.object({
   user_id: userIdSchema,
   conversation_id: uuidSchema('must be a conversation id (a UUID)'),
 });
+// zod's max counts code points (zod ^4.6.7), as the title writer and questionTitle cut, and as
+// the published maxLength means in JSON Schema: a title the model wrote can be written back.
 const titleSchema = visibleText(
   z
     .string()

@@ -1,0 +1,17 @@
+/**
+ * The first `max` characters of a text, counted as a person counts them (code points, as the
+ * HTTP schemas' length limits count): never half of a surrogate pair. `slice` counts UTF-16
+ * units and can cut an emoji in two, leaving a lone surrogate that reads as U+FFFD, or that a
+ * model server refuses in its JSON.
+ */
+export function firstCharacters(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = 0;
+  for (let count = 0; count < max && end < text.length; count++) {
+    end += isPairAt(text, end) ? 2 : 1;
+  }
+  return text.slice(0, end);
+}
+
+const isPairAt = (text: string, index: number) =>
+  (text.charCodeAt(index) & 0xfc00) === 0xd800 && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00;
