@@ -434,6 +434,35 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       .toBe('A question the list does not know of yet');
   });
 
+  it('takes a title of 60 emoji and a search of 200, counted in characters as the server does', async () => {
+    // An input's maxlength counts UTF-16 units: 60 of them held only 30 emoji, and a model's
+    // title of 60 emoji could not be edited and saved again.
+    await messageBox().waitFor();
+    await expect.poll(idOf, MOVED).not.toBe('');
+    llm.enqueue(reply.text('Smiling back.'));
+    await send('A title of emoji, please');
+    const id = idOf();
+    const rename = async (title: string) => {
+      await page.getByRole('button', { name: 'Rename' }).click();
+      await page.getByRole('textbox', { name: 'Title' }).fill(title);
+      await page.getByRole('button', { name: 'Save' }).click();
+    };
+    const sixty = '😀'.repeat(60);
+    await rename(sixty);
+    await page.getByRole('heading', { level: 1, name: sixty }).waitFor();
+    await expect.poll(async () => (await stored()).find((c) => c.id === id)?.title).toBe(sixty);
+    // One more is the server's to refuse, in its words.
+    await rename(`${sixty}😀`);
+    await page.getByRole('alert').getByText('must be at most 60 characters').waitFor();
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('heading', { level: 1, name: sixty }).waitFor();
+
+    const searchBox = page.getByRole('searchbox', { name: 'Search conversations' });
+    await searchBox.fill('😀'.repeat(200));
+    expect(await searchBox.inputValue()).toBe('😀'.repeat(200));
+    await searchBox.fill('');
+  });
+
   // Last: "Chat" moves to the current conversation, which the cases above do not expect.
   it('keeps the draft when "Chat" is followed from a conversation', async () => {
     await messageBox().fill('Half a thought');

@@ -46,7 +46,9 @@ export function ConversationHeader(props: {
         <input
           aria-label={t.title}
           value={renaming}
-          maxLength={60}
+          // No maxLength: it counts UTF-16 units, so 60 held only 30 emoji and a title the
+          // model wrote could not be saved again. The server counts characters and says when
+          // a title is too long.
           // biome-ignore lint/a11y/noAutofocus: the field the user just asked for
           autoFocus
           onInput={(e) => setRenaming((e.target as HTMLInputElement).value)}

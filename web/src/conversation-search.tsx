@@ -79,7 +79,7 @@ export function ConversationSearch(props: {
           aria-label={t.searchConversations}
           placeholder={t.searchConversations}
           value={props.query}
-          maxLength={200}
+          // No maxLength: it counts UTF-16 units, the server characters (200 of them).
           onInput={(e) => props.onQuery((e.target as HTMLInputElement).value)}
         />
       </div>
