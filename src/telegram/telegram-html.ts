@@ -1,4 +1,5 @@
 import { atxHeading } from '../markdown-heading.ts';
+import { codeSpans, links } from './inline-spans.ts';
 
 /**
  * The answer's Markdown in Telegram's HTML subset (`parse_mode: HTML`): bold, italic,
@@ -57,12 +58,15 @@ function blockLine(line: string): string {
 const TAGS: Record<string, string> = { '**': 'b', __: 'b', '*': 'i', _: 'i', '~~': 's' };
 
 /**
- * Inline Markdown of one line. Delimiters are matched with a stack: a closer that matches
- * the innermost open delimiter closes it; unmatched openers stay as the characters they were.
+ * Inline Markdown of one line, in one pass (it runs on every streaming edit of a Telegram
+ * answer). Delimiters are matched with a stack: a closer that matches the innermost open
+ * delimiter closes it; unmatched openers stay as the characters they were.
  */
 function inline(text: string): string {
   const out: string[] = [];
   const open: { delimiter: string; at: number }[] = [];
+  const codeAt = codeSpans(text);
+  const linkAt = links(text);
   let i = 0;
   while (i < text.length) {
     // A backslash before ASCII punctuation makes it text, as in Markdown (`\*` is a `*`).
@@ -72,21 +76,20 @@ function inline(text: string): string {
       i += 2;
       continue;
     }
-    const rest = text.slice(i);
-    const code = /^(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/.exec(rest);
+    const code = codeAt(i);
     if (code) {
-      out.push(`<code>${escapeHtml(code[2] ?? '')}</code>`);
-      i += code[0].length;
+      out.push(`<code>${escapeHtml(code.text)}</code>`);
+      i = code.end;
       continue;
     }
-    const link = /^\[([^\]\n]+)\]\(((?:https?:\/\/|tg:\/\/|mailto:)[^\s)]+)\)/.exec(rest);
+    const link = linkAt(i);
     if (link) {
-      const href = escapeHtml(link[2] ?? '').replace(/"/g, '&quot;');
-      out.push(`<a href="${href}">${escapeHtml(link[1] ?? '')}</a>`);
-      i += link[0].length;
+      const href = escapeHtml(link.href ?? '').replace(/"/g, '&quot;');
+      out.push(`<a href="${href}">${escapeHtml(link.text)}</a>`);
+      i = link.end;
       continue;
     }
-    const delimiter = ['**', '__', '~~', '*', '_'].find((d) => rest.startsWith(d));
+    const delimiter = ['**', '__', '~~', '*', '_'].find((d) => text.startsWith(d, i));
     if (delimiter) {
       const before = text[i - 1] ?? ' ';
       const after = text[i + delimiter.length] ?? ' ';
