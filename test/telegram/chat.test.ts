@@ -61,6 +61,24 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(longestWaitMs).toBeLessThan(3_000);
   });
 
+  // Inline code and links were found with expressions tried at every position of a line,
+  // each reading to the line's end when it failed: quadratic in a run of backticks or of `[`,
+  // for every part at every streaming update.
+  it('keeps answering other requests while it streams long runs of backticks and brackets', async () => {
+    await stack.link('marks', 511);
+    const paragraphs = [
+      '`'.repeat(3_900),
+      '['.repeat(3_900),
+      `${'`'.repeat(1_900)}${'a'.repeat(1_900)}`,
+      `${'['.repeat(1_900)}](http://${'x'.repeat(1_900)}`,
+    ];
+    stack.llm.enqueue(reply.text(paragraphs.join('\n\n'), { chunks: 8, delayMs: 150 }));
+    const asked = stack.ask(511, 'Mark it.');
+    const longestWaitMs = await longestHealthWait(stack.parley, asked);
+    expect((await asked).map((m) => m.visible.trim())).toEqual(paragraphs);
+    expect(longestWaitMs).toBeLessThan(3_000);
+  });
+
   it('streams a linked user’s answer as drafts, then keeps it, sharing the history with /chat', async () => {
     await stack.link('alice', 501);
     // /chat first: the Telegram answer must see it.
