@@ -6,6 +6,7 @@ import { questionTitle } from '../conversations/question-title.ts';
 import type { ChatModel } from '../models/chat-model.ts';
 import { loggableFinishReason } from '../models/finish-reasons.ts';
 import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
+import { isConversationGone } from '../storage/database-errors.ts';
 import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-repository.ts';
 import {
   type AnswerEnd,
@@ -479,6 +480,15 @@ export class ChatService {
         yield { type: 'done', runId };
         return;
       }
+      if (isConversationGone(error)) {
+        // Its user was deleted while it was answered: an administrator's ordinary act, not a
+        // fault. Nothing is left to store the turn in (another try would fail alike).
+        log.info({ code: CONVERSATION_GONE }, CONVERSATION_GONE_MESSAGE);
+        trace?.end({ status: 'failed', answer, error: CONVERSATION_GONE });
+        yield { type: 'error', ...describeChatError(error) };
+        yield { type: 'done', runId };
+        return;
+      }
       if (signal.aborted) {
         yield* this.#interrupted(
           run,
@@ -561,10 +571,15 @@ export class ChatService {
       await this.#deps.runs.record(run, outcome, turn);
     } catch (error) {
       if (error instanceof TurnLostError) log.warn({ code: 'turn_lost' }, 'chat turn not stored');
+      else if (isConversationGone(error))
+        log.info({ code: CONVERSATION_GONE }, CONVERSATION_GONE_MESSAGE);
       else log.error({ err: error }, 'could not record the chat turn');
     }
   }
 }
+
+const CONVERSATION_GONE = 'conversation_deleted';
+const CONVERSATION_GONE_MESSAGE = 'chat not stored: its conversation was deleted meanwhile';
 
 const TURN_LOST_MESSAGE =
   'This answer was not saved: the server stalled and your next message was answered first. Send this message again.';

@@ -91,6 +91,19 @@ export function isForeignKeyViolation(error: unknown): boolean {
   return someCause(error, ({ code }) => code === '23503');
 }
 
+/**
+ * A chat's turn names a conversation that is gone: deleted with its user while the answer was
+ * written (erasing a user does not wait for the user's chats, nor for their automations' runs).
+ */
+export function isConversationGone(error: unknown): boolean {
+  return someCause(
+    error,
+    (cause) =>
+      cause.code === '23503' &&
+      /conversation_id/.test(String((cause as { constraint?: unknown }).constraint ?? '')),
+  );
+}
+
 /** A row repeats a unique key (Postgres 23505, unique_violation). */
 export function isUniqueViolation(error: unknown): boolean {
   return someCause(error, ({ code }) => code === '23505');
