@@ -216,10 +216,12 @@ export class AutomationService {
 
 /**
  * A name from the prompt's first words, when none is given; cut between characters, not
- * UTF-16 units (half an emoji would be stored as U+FFFD).
+ * UTF-16 units (half an emoji would be stored as U+FFFD). A prompt may hold control characters
+ * that are not whitespace (ESC, BEL, NEL), a name may not: they part words like whitespace, else
+ * the name shown would be one the API refuses when a client sends it back.
  */
 function nameOf(prompt: string): string {
-  const words = [...prompt.trim().replace(/\s+/g, ' ')];
+  const words = [...prompt.replace(/[\s\p{Cc}]+/gu, ' ').trim()];
   if (words.length <= NAME_CHARS) return words.join('');
   return `${words
     .slice(0, NAME_CHARS - 1)

@@ -376,6 +376,19 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     expect(made.prompt).toBe(prompt);
   });
 
+  it('names an automation after its prompt in one line that the API takes back', async () => {
+    // Control characters that are not whitespace (a terminal's escape, a pasted NEL) are
+    // allowed in a prompt, but not in a name: one taken from the prompt must leave them out.
+    const prompt = 'Check\u0085the news\u001b[1m today\u0007';
+    const made = await create('controls', { prompt, schedule: { type: 'daily', time: '09:00' } });
+    expect(made.prompt).toBe(prompt);
+    expect(made.name).toBe('Check the news [1m today');
+    const sentBack = await api('PATCH', `/users/controls/automations/${made.id}`, {
+      name: made.name,
+    });
+    expect(sentBack.status, JSON.stringify(sentBack.body)).toBe(200);
+  });
+
   it('refuses "run now" with a 409 while a run of it is queued or running', async () => {
     const made = await create('twice', {
       prompt: 'Sum up the week',
