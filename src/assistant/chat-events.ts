@@ -107,6 +107,13 @@ export interface ChatRequest {
    * model is told it was not approved.
    */
   approvals?: 'ask' | 'refuse' | undefined;
+  /**
+   * Asked once the user's turn is taken, before the model is: false drops the chat, which then
+   * ends with no event and stores nothing. An automation's run may wait for the turn as long as
+   * a chat's time limit; its automation deleted meanwhile, its prompt is not answered at all
+   * (its tools would act for an automation the user has just stopped).
+   */
+  stillWanted?: (() => Promise<boolean>) | undefined;
 }
 
 export interface ClientConversation {

@@ -171,6 +171,13 @@ export class ChatService {
       return;
     }
     try {
+      if (request.stillWanted && !(await request.stillWanted())) {
+        log.info(
+          { code: 'withdrawn' },
+          'chat not answered: withdrawn while it waited for its turn',
+        );
+        return;
+      }
       yield* this.#answer(request, runId, turn.ticket, signal, log);
     } finally {
       await turn.release();

@@ -72,13 +72,28 @@ export async function runAutomation(
   // A chat's time limit, as for an answer nobody listens to: what was written is kept (the
   // conversation shows it, interrupted) and the run fails, counting towards the pause.
   const timeLimit = AbortSignal.timeout(deps.answerMaxMs);
+  let ended = false;
   for await (const event of deps.chats.chat(
-    { userId, conversationId, message: run.prompt, showThinking: false },
+    {
+      userId,
+      conversationId,
+      message: run.prompt,
+      showThinking: false,
+      // Deleted while the run waited for the user's own chat to end: not answered at all.
+      stillWanted: () => deps.automations.runExists(run.runId),
+    },
     AbortSignal.any([signal, timeLimit]),
   )) {
     if (event.type === 'text') text += event.text;
     else if (event.type === 'error') failure = `${event.code}: ${event.message}`;
-    else if (event.type === 'done') chatRunId = event.runId;
+    else if (event.type === 'done') {
+      chatRunId = event.runId;
+      ended = true;
+    }
+  }
+  if (!ended && !signal.aborted && !timeLimit.aborted) {
+    log.info('automation deleted before its run was answered: prompt not answered');
+    return { status: 'done' };
   }
   // Stopped by the job runner (shutdown, or the job's budget): it tells which from the signal.
   if (signal.aborted) throw signal.reason ?? new Error('the run was stopped');

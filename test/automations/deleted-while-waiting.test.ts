@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import { call } from '../support/automation-ticks.ts';
+import { readChat } from '../support/chat-stream.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import { useReminderStack } from '../support/reminder-stack.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/**
+ * A run waits for the user's own chat to end (a user's chats run one at a time, up to a chat's
+ * time limit). The user deletes the automation meanwhile: its prompt is then not answered at
+ * all, so none of its tools act for an automation the user has just stopped.
+ */
+describe.each(ENGINES)('an automation deleted while its run waits on the %s engine', (engine) => {
+  const stack = useReminderStack(engine, { start: '2030-05-01T00:00:00Z' });
+
+  it('does not ask the model for it once the user’s chat has ended', async () => {
+    const api = (method: string, path: string, body?: unknown) =>
+      call(stack().parley, method, path, body);
+    expect((await stack().putProfile('busy', { telegram_chat_id: '5701' })).status).toBe(200);
+    const made = await api('POST', '/users/busy/automations', {
+      prompt: 'Order the groceries',
+      schedule: { type: 'daily', time: '08:00' },
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const chats = stack().llm.chats.length;
+    // The user's own answer, held; then what the automation's prompt would be answered with.
+    stack().llm.enqueue(
+      reply.text('Here is my own answer.', { pace: () => held }),
+      reply.text('Groceries ordered.'),
+    );
+    const own = stack()
+      .parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'A question of mine', user_id: 'busy' }),
+      })
+      .then(readChat);
+    await waitFor(() => stack().llm.chats.length > chats);
+    const mark = stack().parley.logs.length;
+    expect((await api('POST', `/users/busy/automations/${made.body.id}/run`)).status).toBe(202);
+    // The run has started and waits for the user's turn.
+    await waitFor(() =>
+      stack()
+        .parley.logs.slice(mark)
+        .some((l) => l.msg === 'automation run claimed' && l.automationId === made.body.id),
+    );
+    expect((await api('DELETE', `/users/busy/automations/${made.body.id}`)).status).toBe(200);
+    release();
+    expect((await own).text).toBe('Here is my own answer.');
+    await waitFor(() =>
+      stack()
+        .parley.logs.slice(mark)
+        .some(
+          (l) =>
+            l.automationId === made.body.id && /^automation (run done|deleted)/.test(String(l.msg)),
+        ),
+    );
+    // Only the user's own question reached the model; the automation's reply is still unasked.
+    expect(stack().llm.chats.length).toBe(chats + 1);
+    expect(stack().llm.pendingReplies).toBe(1);
+    expect(stack().telegram.visibleIn('5701')).toEqual([]);
+  });
+});
