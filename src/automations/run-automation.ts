@@ -16,7 +16,7 @@ export interface AutomationRunDependencies {
   chats: { chat(request: ChatRequest, signal: AbortSignal): AsyncIterable<ChatEvent> };
   /** ConversationService.create: the automation's own conversation, not made current. */
   createConversation(userId: string, title: string): Promise<{ id: string }>;
-  automations: Pick<AutomationRepository, 'keepConversation' | 'runExists'>;
+  automations: Pick<AutomationRepository, 'keepConversation' | 'runExists' | 'runWanted'>;
   /** UsageLimits.admitChat: throws a 429 AppError over a limit. */
   admitChat(principal: Principal, userId: string): Promise<unknown>;
   /** Absent without TELEGRAM_BOT_TOKEN: results go to the web client only. */
@@ -30,7 +30,8 @@ export interface AutomationRunDependencies {
 
 /** What a run came to, before its row records it. */
 export interface RunResult {
-  status: 'done' | 'failed' | 'refused';
+  /** `skipped`: paused before it was answered (a scheduled run; "run now" runs regardless). */
+  status: 'done' | 'failed' | 'refused' | 'skipped';
   /** Our words (a limit's message, an error code's), never the user's or the model's. */
   error?: string | undefined;
   chatRunId?: string | undefined;
@@ -73,14 +74,21 @@ export async function runAutomation(
   // conversation shows it, interrupted) and the run fails, counting towards the pause.
   const timeLimit = AbortSignal.timeout(deps.answerMaxMs);
   let ended = false;
+  // What the chat's check found, once the user's turn was taken (a holder: set in a callback).
+  const asked: { wanted: Awaited<ReturnType<typeof deps.automations.runWanted>> } = {
+    wanted: 'yes',
+  };
   for await (const event of deps.chats.chat(
     {
       userId,
       conversationId,
       message: run.prompt,
       showThinking: false,
-      // Deleted while the run waited for the user's own chat to end: not answered at all.
-      stillWanted: () => deps.automations.runExists(run.runId),
+      // Deleted or paused while the run waited for the user's own chat to end: not answered.
+      stillWanted: async () => {
+        asked.wanted = await deps.automations.runWanted(run.runId);
+        return asked.wanted === 'yes';
+      },
     },
     AbortSignal.any([signal, timeLimit]),
   )) {
@@ -91,7 +99,11 @@ export async function runAutomation(
       ended = true;
     }
   }
-  if (!ended && !signal.aborted && !timeLimit.aborted) {
+  if (!ended && asked.wanted === 'paused') {
+    log.info('automation paused before its run was answered: prompt not answered');
+    return { status: 'skipped', error: 'paused before it was answered' };
+  }
+  if (!ended && asked.wanted === 'deleted') {
     log.info('automation deleted before its run was answered: prompt not answered');
     return { status: 'done' };
   }

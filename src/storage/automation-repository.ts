@@ -64,7 +64,7 @@ export interface DueAutomation {
 
 /** How a run ended, for its row and its automation's. */
 export interface RunOutcome {
-  status: 'done' | 'failed' | 'refused';
+  status: 'done' | 'failed' | 'refused' | 'skipped';
   error?: string | undefined;
   chatRunId?: string | undefined;
   deliveredTo?: string | undefined;
@@ -525,6 +525,22 @@ export class AutomationRepository {
       `UPDATE automation_runs SET claimed_until = $2 WHERE id = $1 AND status = 'running'`,
       [run.runId, now],
     );
+  }
+
+  /**
+   * Whether the run is still to be answered: 'deleted' once its automation was (its runs go
+   * with it), 'paused' when a scheduled run's automation was paused since its claim ("run now"
+   * runs whatever the status).
+   */
+  async runWanted(runId: string): Promise<'yes' | 'deleted' | 'paused'> {
+    const { rows } = await this.#db.$client.query<{ wanted: boolean }>(
+      `SELECT r.manual OR a.status = 'active' AS wanted
+         FROM automation_runs r JOIN automations a ON a.id = r.automation_id
+        WHERE r.id = $1`,
+      [runId],
+    );
+    const row = rows[0];
+    return !row ? 'deleted' : row.wanted ? 'yes' : 'paused';
   }
 
   /** False once the run's automation was deleted (its runs go with it). */

@@ -8,8 +8,9 @@ import { waitFor } from '../support/wait-for.ts';
 
 /**
  * A run waits for the user's own chat to end (a user's chats run one at a time, up to a chat's
- * time limit). The user deletes the automation meanwhile: its prompt is then not answered at
- * all, so none of its tools act for an automation the user has just stopped.
+ * time limit). The user deletes the automation meanwhile, or pauses it before its scheduled
+ * run was answered: its prompt is then not answered at all, so none of its tools act for an
+ * automation the user has just stopped.
  */
 describe.each(ENGINES)('an automation deleted while its run waits on the %s engine', (engine) => {
   const stack = useReminderStack(engine, { start: '2030-05-01T00:00:00Z' });
@@ -64,5 +65,68 @@ describe.each(ENGINES)('an automation deleted while its run waits on the %s engi
     expect(stack().llm.chats.length).toBe(chats + 1);
     expect(stack().llm.pendingReplies).toBe(1);
     expect(stack().telegram.visibleIn('5701')).toEqual([]);
+    // The unasked reply is answered to someone else, so the next scenario starts clean.
+    const other = await stack().parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'Anything', user_id: 'someone-else' }),
+    });
+    expect((await readChat(other)).text).toBe('Groceries ordered.');
+  });
+
+  it('does not answer a scheduled run paused while it waits, and records it as skipped', async () => {
+    const api = (method: string, path: string, body?: unknown) =>
+      call(stack().parley, method, path, body);
+    expect((await stack().putProfile('halt', { telegram_chat_id: '5702' })).status).toBe(200);
+    const made = await api('POST', '/users/halt/automations', {
+      prompt: 'Order the groceries',
+      schedule: { type: 'daily', time: '09:00' },
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const chats = stack().llm.chats.length;
+    stack().llm.enqueue(
+      reply.text('Here is my own answer.', { pace: () => held }),
+      reply.text('Groceries ordered.'),
+    );
+    const own = stack()
+      .parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'A question of mine', user_id: 'halt' }),
+      })
+      .then(readChat);
+    await waitFor(() => stack().llm.chats.length > chats);
+    const mark = stack().parley.logs.length;
+    // 09:00: the scheduled run is claimed, and waits for the user's turn.
+    stack().setClock('2030-05-01T09:00:00Z');
+    await waitFor(() =>
+      stack()
+        .parley.logs.slice(mark)
+        .some((l) => l.msg === 'automation run claimed' && l.automationId === made.body.id),
+    );
+    expect((await api('POST', `/users/halt/automations/${made.body.id}/pause`)).status).toBe(200);
+    release();
+    expect((await own).text).toBe('Here is my own answer.');
+    const runsOf = async () =>
+      (await api('GET', `/users/halt/automations/${made.body.id}/runs`)).body.runs as {
+        status: string;
+        error: string | null;
+      }[];
+    await waitFor(async () => {
+      const status = (await runsOf())[0]?.status;
+      return status !== undefined && status !== 'running' && status !== 'queued';
+    });
+    expect(await runsOf()).toMatchObject([
+      { status: 'skipped', error: 'paused before it was answered' },
+    ]);
+    expect(stack().llm.chats.length).toBe(chats + 1);
+    expect(stack().llm.pendingReplies).toBe(1);
+    expect(stack().telegram.visibleIn('5702')).toEqual([]);
+    const listed = (await api('GET', '/users/halt/automations')).body.automations[0];
+    expect(listed).toMatchObject({ status: 'paused', unread: 0 });
   });
 });
