@@ -73,7 +73,7 @@ export class AutomationService {
         422,
         this.#o.perUser === 0
           ? TURNED_OFF
-          : `You have ${this.#o.perUser} automations, the most allowed: delete one first.`,
+          : `Your automations are at the limit (${this.#o.perUser}): delete one first.`,
       );
     }
     return created;

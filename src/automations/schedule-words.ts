@@ -24,7 +24,7 @@ export function scheduleInWords(schedule: Schedule, timezone: string): string {
     case 'weekdays':
       return `every weekday (Monday to Friday) at ${schedule.time}${zone}`;
     case 'weekly':
-      return `every ${list(schedule.days.map((day) => DAY_NAMES[day]))} at ${schedule.time}${zone}`;
+      return `every ${list(inWeekOrder(schedule.days).map((day) => DAY_NAMES[day]))} at ${schedule.time}${zone}`;
     case 'monthly':
       return (
         `on day ${schedule.day} of every month at ${schedule.time}${zone}` +
@@ -35,6 +35,12 @@ export function scheduleInWords(schedule: Schedule, timezone: string): string {
       return schedule.starts_at ? `${every}, starting ${schedule.starts_at}` : every;
     }
   }
+}
+
+/** Monday first, whatever order the days were picked in (the web form adds them as clicked). */
+function inWeekOrder(days: readonly Weekday[]): Weekday[] {
+  const order = Object.keys(DAY_NAMES);
+  return [...days].sort((a, b) => order.indexOf(a) - order.indexOf(b));
 }
 
 function list(items: string[]): string {

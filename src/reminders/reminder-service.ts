@@ -69,7 +69,7 @@ export class ReminderService {
       throw new AppError(
         'reminders_limit',
         422,
-        `You have ${this.#options.perUser} reminders, the most one can keep: delete some first.`,
+        `Your reminders are at the limit (${this.#options.perUser}): delete some first.`,
       );
     }
     return { ...record, notices: [] };

@@ -232,6 +232,22 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
       )
     ).body as { id: string; schedule_in_words: string };
     expect(made.schedule_in_words).toBe('every Monday and Thursday at 07:30 (UTC)');
+    // Days picked Sunday first, then Wednesday, then Monday read in the week's order.
+    const picked = (
+      await api(
+        'POST',
+        '/users/limited/automations',
+        {
+          prompt: 'Plants?',
+          schedule: { type: 'weekly', days: ['sun', 'wed', 'mon'], time: '18:00' },
+        },
+        key,
+      )
+    ).body as { id: string; schedule_in_words: string };
+    expect(picked.schedule_in_words).toBe('every Monday, Wednesday and Sunday at 18:00 (UTC)');
+    expect(
+      (await api('DELETE', `/users/limited/automations/${picked.id}`, undefined, key)).status,
+    ).toBe(200);
 
     stack.llm.enqueue(reply.text('Nothing new.'));
     expect(
@@ -479,7 +495,7 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     });
     expect(fourth).toMatchObject({
       status: 422,
-      body: { detail: expect.stringContaining('3 automations') },
+      body: { detail: expect.stringContaining('at the limit (3)') },
     });
 
     // A change: the schedule and timezone count from now; a bad one is refused, nothing changed.
@@ -576,7 +592,11 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
         ),
       );
       expect(answers.filter((a) => a.status === 201)).toHaveLength(3);
-      expect(answers.filter((a) => a.status === 422)).toHaveLength(27);
+      const refused = answers.filter((a) => a.status === 422);
+      expect(refused).toHaveLength(27);
+      expect(refused[0]?.body).toMatchObject({
+        detail: 'Your automations are at the limit (3): delete one first.',
+      });
       const listed = (await api('GET', `/users/${userId}/automations`)).body.automations;
       expect(listed).toHaveLength(3);
     }

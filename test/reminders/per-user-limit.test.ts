@@ -39,7 +39,7 @@ describe.each(ENGINES)('the number of reminders a user keeps, on the %s engine',
       ?.body.messages.filter((m) => m.role === 'tool')
       .map((m) => String(m.content));
     expect(
-      results?.filter((r) => r.includes('You have 2 reminders, the most one can keep')),
+      results?.filter((r) => r.includes('Your reminders are at the limit (2): delete some first.')),
     ).toHaveLength(2);
     // Another user is not held by this one's.
     stack.llm.enqueue(reply.toolCalls([set('Mine')]), reply.text('Set.'));
