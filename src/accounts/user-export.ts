@@ -13,7 +13,7 @@ export async function* exportUserData(
   yield `{"user_id":${JSON.stringify(userId)},"exported_at":${JSON.stringify(now.toISOString())}`;
   yield `,"profile":${JSON.stringify(profile ?? null)}`;
   yield `,"conversations":${JSON.stringify(await userData.rows('conversations', userId))}`;
-  for (const table of ['messages', 'runs'] as const) {
+  for (const table of ['messages', 'runs', 'tool_approvals'] as const) {
     yield `,${JSON.stringify(table)}:[`;
     let first = true;
     for await (const page of userData.pages(table, userId)) {
@@ -24,7 +24,14 @@ export async function* exportUserData(
     }
     yield ']';
   }
-  for (const table of ['memories', 'graph', 'reminders', 'automations', 'documents'] as const) {
+  for (const table of [
+    'memories',
+    'graph',
+    'reminders',
+    'automations',
+    'documents',
+    'mcp_servers',
+  ] as const) {
     yield `,${JSON.stringify(table)}:${JSON.stringify(await userData.rows(table, userId))}`;
   }
   yield '}\n';

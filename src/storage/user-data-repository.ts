@@ -122,6 +122,19 @@ const EXPORT_QUERIES = {
                   FROM automations a WHERE a.user_id = $1 ORDER BY a.created_at, a.id`,
   documents: `SELECT source, filename, content_type, bytes, chunk_count, created_at FROM documents
                WHERE owner = $1 AND kind = 'document' ORDER BY source`,
+  // Each MCP server the user has a setting or a standing permission for. The credential is
+  // named (its header), never exported: it is a secret, and sealed to this service's key.
+  mcp_servers: `SELECT s.name AS server, u.allowed, u.enabled,
+                       u.credential IS NOT NULL AS has_credential,
+                       CASE WHEN u.credential IS NOT NULL THEN u.credential_header END AS credential_header,
+                       u.updated_at,
+                       coalesce((SELECT json_agg(a.tool ORDER BY a.tool) FROM mcp_always_allow a
+                                  WHERE a.user_id = $1 AND a.server_id = s.id), '[]') AS always_allowed
+                  FROM mcp_servers s
+                  LEFT JOIN mcp_server_users u ON u.server_id = s.id AND u.user_id = $1
+                 WHERE u.user_id IS NOT NULL
+                    OR EXISTS (SELECT 1 FROM mcp_always_allow a WHERE a.user_id = $1 AND a.server_id = s.id)
+                 ORDER BY s.name`,
 } as const;
 export type ExportTable = keyof typeof EXPORT_QUERIES;
 
@@ -140,5 +153,13 @@ const PAGED_QUERIES = {
             AND ($2::text IS NULL OR (r.started_at, r.id) >
                  (split_part($2, '|', 1)::timestamptz, split_part($2, '|', 2)::uuid))
           ORDER BY r.started_at, r.id LIMIT $3`,
+  // One row per tool call that asked the user, with the arguments the model chose (their data).
+  tool_approvals: `SELECT t.created_at::text || '|' || t.id AS cursor, t.id, t.run_id,
+                          s.name AS server, t.tool, t.arguments, t.decision, t.created_at, t.decided_at
+                     FROM tool_approvals t JOIN mcp_servers s ON s.id = t.server_id
+                    WHERE t.user_id = $1
+                      AND ($2::text IS NULL OR (t.created_at, t.id) >
+                           (split_part($2, '|', 1)::timestamptz, split_part($2, '|', 2)::uuid))
+                    ORDER BY t.created_at, t.id LIMIT $3`,
 } as const;
 export type PagedTable = keyof typeof PAGED_QUERIES;

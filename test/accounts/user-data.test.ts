@@ -1,12 +1,17 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readChat } from '../support/chat-stream.ts';
+import { readChat, streamReader } from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type Json, jsonCaller } from '../support/json-call.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
+import {
+  listedTool,
+  startToolListMcpServer,
+  type ToolListMcpServer,
+} from '../support/tool-list-mcp-server.ts';
 
 const ADMIN = 'data-admin-token';
 
@@ -14,6 +19,7 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   let parley: RunningParley;
   let llm: FakeLlmServer;
   let setup: EngineSetup;
+  let mcp: ToolListMcpServer;
   const keys: Record<string, string> = {};
 
   const answer = jsonCaller(() => parley);
@@ -56,6 +62,7 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   beforeAll(async () => {
     setup = await engineSetup(engine);
     llm = setup.llm;
+    mcp = await startToolListMcpServer(() => ({ tools: [listedTool('note')] }));
     parley = await startParley({
       dataDir: setup.dataDir,
       env: {
@@ -74,6 +81,7 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
   });
   afterAll(async () => {
     await parley?.stop();
+    await mcp?.close();
     await setup?.cleanup();
   });
 
@@ -217,6 +225,67 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
     expect((await parley.fetch('/users/alice/export', { token: keys.bob as string })).status).toBe(
       403,
     );
+  });
+
+  it('exports the user’s MCP settings, always-allowed tools and approval questions', async () => {
+    const server = await call(ADMIN, 'POST', '/admin/mcp-servers', {
+      transport: 'http',
+      name: 'notes',
+      url: mcp.url,
+    });
+    await call(ADMIN, 'PATCH', `/admin/mcp-servers/${server.body.id}`, { enabled: true });
+    await call(keys.alice as string, 'PUT', `/users/alice/mcp-servers/${server.body.id}`, {
+      credential: { value: 'Bearer alice-secret-token' },
+    });
+    // A call that asks alice, who always allows the tool: a question with its arguments.
+    llm.enqueue(
+      reply.toolCalls([{ name: 'notes__note', args: { text: 'Buy Quokkaberry jam' } }]),
+      reply.text('Done.'),
+    );
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      token: keys.alice as string,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'note it', approvals: 'ask' }),
+    });
+    const stream = streamReader(response);
+    const raw = await stream.until((text) => text.includes('__approval'));
+    const event = raw.split('\n\n').find((e) => e.includes('__approval')) ?? '';
+    const approval = JSON.parse(event.slice('data: '.length)).__approval;
+    await call(keys.alice as string, 'POST', `/users/alice/approvals/${approval.id}`, {
+      decision: 'always',
+    });
+    expect(await stream.rest()).toContain('Done.');
+
+    const data = (await (
+      await parley.fetch('/users/alice/export', { token: keys.alice as string })
+    ).json()) as Json;
+    expect(data.mcp_servers).toEqual([
+      {
+        server: 'notes',
+        enabled: null,
+        allowed: null,
+        has_credential: true,
+        credential_header: 'Authorization',
+        updated_at: expect.any(String),
+        always_allowed: ['note'],
+      },
+    ]);
+    expect(data.tool_approvals).toEqual([
+      {
+        id: approval.id,
+        run_id: expect.any(String),
+        server: 'notes',
+        tool: 'note',
+        arguments: { text: 'Buy Quokkaberry jam' },
+        decision: 'always',
+        created_at: expect.any(String),
+        decided_at: expect.any(String),
+      },
+    ]);
+    // The credential is the user's, but a secret: it is named, never exported.
+    expect(JSON.stringify(data)).not.toContain('alice-secret-token');
+    await call(ADMIN, 'DELETE', `/admin/mcp-servers/${server.body.id}`);
   });
 
   it('deletes a user with everything of theirs, and their keys stop working', async () => {

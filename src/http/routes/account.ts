@@ -57,11 +57,17 @@ export function registerAccountRoutes(
         'Every version of every turn: its conversation_id, run_id, parent_run_id and on_path',
       ),
       runs: rows.describe('With their feedback'),
+      tool_approvals: rows.describe(
+        'Each MCP tool call that asked the user: server, tool, arguments, decision',
+      ),
       memories: rows,
       graph: rows,
       reminders: rows.describe('With their notices'),
       automations: rows.describe('With their runs'),
       documents: rows.describe("The user's private documents (names and sizes, not contents)"),
+      mcp_servers: rows.describe(
+        'Their MCP server settings and always-allowed tools (whether a credential is stored, never the credential)',
+      ),
     })
     .describe('Everything kept about the user');
   app.get(
