@@ -16,6 +16,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { APP_VERSION } from '../version.ts';
+import { LenientOutputValidator } from './lenient-output-validator.ts';
 import { ProcessGroupTransport } from './process-group-transport.ts';
 
 /** What a connection is made from: the server's stored definition. */
@@ -224,7 +225,18 @@ export class McpConnections {
   ): Promise<McpConnection> {
     const { logger, connectTimeoutMs } = this.#settings;
     const log = logger.child({ mcpServer: server.name });
-    const client = new Client({ name: 'parley', version: APP_VERSION });
+    const client = new Client(
+      { name: 'parley', version: APP_VERSION },
+      {
+        // One tool's broken output schema must not cost the server its listing.
+        jsonSchemaValidator: new LenientOutputValidator((reason) =>
+          log.warn(
+            { code: 'mcp_output_schema_unusable', reason },
+            'a tool of this mcp server has an output schema that does not compile: its results are not checked against it',
+          ),
+        ),
+      },
+    );
     const stdio =
       server.transport === 'stdio' && server.command
         ? new ProcessGroupTransport({ command: server.command, args: server.args, env: server.env })

@@ -1,3 +1,4 @@
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
@@ -30,8 +31,11 @@ describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine)
   let llm: FakeLlmServer;
   let setup: EngineSetup;
   let parley: RunningParley;
-  const servers = {} as Record<'many' | 'wide' | 'endless' | 'fickle', ToolListMcpServer>;
-  const { addServer, userWith, chatOffers, toolStatus } = mcpToolOffers(
+  const servers = {} as Record<
+    'many' | 'wide' | 'endless' | 'fickle' | 'shaped',
+    ToolListMcpServer
+  >;
+  const { call, addServer, userWith, chatOffers, toolStatus } = mcpToolOffers(
     () => parley,
     () => llm,
     ADMIN,
@@ -50,6 +54,21 @@ describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine)
       return { tools: names(5, `p${page}_`).map((n) => listedTool(n)), nextCursor: `${page + 1}` };
     });
     servers.fickle = await startToolListMcpServer(() => ({ tools: [listedTool('steady')] }));
+    // One tool's output schema is no JSON Schema a validator can compile (a type that does
+    // not exist, a $ref to nothing): the server's other tools are not its hostages.
+    servers.shaped = await startToolListMcpServer(() => ({
+      tools: [
+        listedTool('plain'),
+        {
+          ...listedTool('typo'),
+          outputSchema: { type: 'object', properties: { n: { type: 'integr' } } },
+        } as Tool,
+        {
+          ...listedTool('dangling'),
+          outputSchema: { type: 'object', properties: { n: { $ref: '#/$defs/missing' } } },
+        },
+      ],
+    }));
     parley = await startParley({
       dataDir: setup.dataDir,
       token: ADMIN,
@@ -102,6 +121,18 @@ describe.each(ENGINES)('the MCP tools a chat offers, on the %s engine', (engine)
       listing_cut: true,
     });
     await parley.waitForLog((l) => l.code === 'mcp_tool_listing_cut');
+  });
+
+  it('offers a server whose tools include an output schema no validator can compile', async () => {
+    const key = await userWith('eve', 'shaped');
+    expect((await chatOffers('eve', key, 'shaped')).sort()).toEqual([
+      'shaped__dangling',
+      'shaped__plain',
+      'shaped__typo',
+    ]);
+    const servers = (await call(ADMIN, 'GET', '/admin/mcp-servers')).body.servers;
+    expect(servers.find((s: Json) => s.name === 'shaped').status.state).toBe('up');
+    await parley.waitForLog((l) => l.code === 'mcp_output_schema_unusable');
   });
 
   it('says since when a re-list after tools/list_changed fails, and clears it once it lists', async () => {
