@@ -1,0 +1,91 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { streamReader } from '../support/chat-stream.ts';
+import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
+import { ENGINES } from '../support/engines.ts';
+import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { jsonCaller } from '../support/json-call.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import {
+  listedTool,
+  startToolListMcpServer,
+  type ToolListMcpServer,
+} from '../support/tool-list-mcp-server.ts';
+
+const ADMIN = 'approval-resume-admin';
+
+/**
+ * A tool call waiting for the user's approval in a resumable answer (the web client's way):
+ * the user reloads the page, so the stream that showed the question is gone, and comes back
+ * through GET /users/{user_id}/runs/{run_id}/events. The question must be there to answer.
+ */
+describe.each(ENGINES)('an MCP approval in a resumable answer, on the %s engine', (engine) => {
+  let llm: FakeLlmServer;
+  let setup: EngineSetup;
+  let parley: RunningParley;
+  let mcp: ToolListMcpServer;
+  const call = jsonCaller(() => parley);
+
+  beforeAll(async () => {
+    setup = await engineSetup(engine);
+    llm = setup.llm;
+    mcp = await startToolListMcpServer(() => ({ tools: [listedTool('note')] }));
+    parley = await startParley({
+      dataDir: setup.dataDir,
+      token: ADMIN,
+      env: { ...setup.env, API_TOKEN: ADMIN, EMBEDDINGS_PROVIDER: 'none' },
+    });
+    const created = await call(ADMIN, 'POST', '/admin/mcp-servers', {
+      transport: 'http',
+      name: 'notes',
+      url: mcp.url,
+    });
+    await call(ADMIN, 'PATCH', `/admin/mcp-servers/${created.body.id}`, { enabled: true });
+  }, 120_000);
+  afterEach(() => llm.assertNoUnexpected());
+  afterAll(async () => {
+    await parley?.stop();
+    await mcp?.close();
+    await setup?.cleanup();
+  });
+
+  it('shows the waiting question again to a client that comes back, and takes its decision', async () => {
+    const key = (await call(ADMIN, 'POST', '/admin/users', { user_id: 'rita' })).body.key;
+    llm.enqueue(
+      reply.toolCalls([{ name: 'notes__note', args: { text: 'pay rent' } }]),
+      reply.text('All done.'),
+    );
+    const first = await parley.fetch('/chat', {
+      method: 'POST',
+      token: key,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'note it', approvals: 'ask', resumable: true }),
+    });
+    const runId = first.headers.get('x-parley-run-id');
+    expect(runId).toBeTruthy();
+    const reader = first.body?.getReader();
+    if (!reader) throw new Error('no body');
+    let asked = '';
+    while (!asked.includes('__approval')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(asked);
+      asked += new TextDecoder().decode(value);
+    }
+    const event = asked.split('\n\n').find((e) => e.includes('__approval')) ?? '';
+    const question = JSON.parse(event.slice(event.indexOf('data: ') + 6)).__approval;
+    // The page is reloaded: the stream that asked is gone.
+    await reader.cancel();
+
+    const again = await parley.fetch(`/users/rita/runs/${runId}/events`, { token: key });
+    expect(again.status).toBe(200);
+    const resumed = streamReader(again);
+    const shown = await resumed.until((raw) => raw.includes('__approval'));
+    expect(shown).toContain(`"id":"${question.id}"`);
+    const decided = await call(key, 'POST', `/users/rita/approvals/${question.id}`, {
+      decision: 'deny',
+    });
+    expect(decided.body).toEqual({ id: question.id, decision: 'deny' });
+    const rest = await resumed.rest();
+    expect(rest).toContain(`"__approval_decided":{"id":"${question.id}","decision":"deny"}`);
+    expect(rest).toContain('All done.');
+  });
+});
