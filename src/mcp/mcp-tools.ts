@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { jsonSchema, type ToolSet, tool } from 'ai';
 import type { Logger } from 'pino';
 import type { ChatEvent } from '../assistant/chat-events.ts';
@@ -12,6 +12,8 @@ import type {
 } from '../storage/mcp-repository.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
 import { type McpConnection, type McpConnections, sessionExpired } from './mcp-connections.ts';
+import { MESSAGE_MAX_BYTES } from './message-lines.ts';
+import { ANSWER_TOO_LARGE } from './process-group-transport.ts';
 import { definitionOf, fingerprint } from './tool-fingerprint.ts';
 import {
   countReasons,
@@ -270,6 +272,13 @@ export class McpTools {
       return done(result.isError ? 'tool_error' : 'ok', result.text);
     } catch (error) {
       if (context.signal.aborted) throw error;
+      if (error instanceof McpError && error.code === ANSWER_TOO_LARGE) {
+        done('too_large', '');
+        throw new ToolRefusal(
+          'mcp_result_too_large',
+          `The MCP server ${server.name} answered with a result too large to read (over ${MESSAGE_MAX_BYTES / 1024 / 1024} MiB): ask for less.`,
+        );
+      }
       const timedOut = /timed out|timeout/i.test(errorText(error));
       done(timedOut ? 'timeout' : 'failed', '');
       throw new ToolRefusal(

@@ -1,14 +1,23 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
+import { MESSAGE_MAX_BYTES, MessageLines } from './message-lines.ts';
 
 /** Lines of a server's stderr kept for the administrator (why it is down). */
 const STDERR_LINES = 20;
 const STDERR_LINE_MAX = 500;
 /** After SIGTERM to the group, how long before SIGKILL. */
 const KILL_GRACE_MS = 2_000;
+/** The JSON-RPC error code of an answer Parley did not read because it was too long. */
+export const ANSWER_TOO_LARGE = -32_050;
 
 export interface StdioCommand {
   command: string;
@@ -30,7 +39,9 @@ export class ProcessGroupTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
 
   readonly #command: StdioCommand;
-  readonly #buffer = new ReadBuffer();
+  readonly #lines = new MessageLines();
+  /** Requests sent and not answered yet: an answer too long to read is one of them. */
+  readonly #awaiting = new Set<RequestId>();
   readonly #stderr: string[] = [];
   #partialLine = '';
   #child: ChildProcess | undefined;
@@ -72,15 +83,10 @@ export class ProcessGroupTransport implements Transport {
       });
     });
     child.stdout?.on('data', (chunk: Buffer) => {
-      try {
-        this.#buffer.append(chunk);
-        for (;;) {
-          const message = this.#buffer.readMessage();
-          if (message === null) break;
-          this.onmessage?.(message);
-        }
-      } catch (error) {
-        this.onerror?.(error as Error);
+      for (const outcome of this.#lines.push(chunk)) {
+        if ('message' in outcome) this.#received(outcome.message);
+        else if ('error' in outcome) this.onerror?.(outcome.error);
+        else this.#oversized(outcome.oversized);
       }
     });
     child.stderr?.on('data', (chunk: Buffer) => this.#keepStderr(chunk.toString('utf8')));
@@ -96,6 +102,12 @@ export class ProcessGroupTransport implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
     if (!stdin || this.#exit) throw new Error('the server process is not running');
+    if (isJSONRPCRequest(message)) this.#awaiting.add(message.id);
+    // A call given up on (timeout, the chat ended) is answered by nobody: not awaited.
+    else if ('method' in message && message.method === 'notifications/cancelled') {
+      const id = (message.params as { requestId?: RequestId } | undefined)?.requestId;
+      if (id !== undefined) this.#awaiting.delete(id);
+    }
     await new Promise<void>((resolve, reject) => {
       stdin.write(serializeMessage(message), (error) => (error ? reject(error) : resolve()));
     });
@@ -112,6 +124,32 @@ export class ProcessGroupTransport implements Transport {
     clearTimeout(timer);
     // The leader is gone; a child it left that ignored SIGTERM is not.
     killGroup(child.pid, 'SIGKILL');
+  }
+
+  #received(message: JSONRPCMessage): void {
+    if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
+      if (message.id !== undefined) this.#awaiting.delete(message.id);
+    }
+    this.onmessage?.(message);
+  }
+
+  /**
+   * A message too long to read: when it answers a request (its id at either end, as servers
+   * write it first or last; or the only request awaiting an answer), that request gets an
+   * error now instead of waiting out its timeout.
+   */
+  #oversized({ bytes, head, tail }: { bytes: number; head: string; tail: string }): void {
+    const id = answeredId(head, tail, this.#awaiting);
+    const text = `the server's message was ${bytes} bytes, more than the ${MESSAGE_MAX_BYTES} Parley reads`;
+    if (id === undefined) {
+      this.onerror?.(new Error(text));
+      return;
+    }
+    this.#received({
+      jsonrpc: '2.0',
+      id,
+      error: { code: ANSWER_TOO_LARGE, message: `answer too large: ${text}` },
+    });
   }
 
   #keepStderr(text: string): void {
@@ -131,4 +169,20 @@ function killGroup(pid: number, signal: NodeJS.Signals): void {
   } catch {
     // already gone
   }
+}
+
+/** Which awaited request a message too long to parse answers, from its first and last bytes. */
+function answeredId(head: string, tail: string, awaiting: Set<RequestId>): RequestId | undefined {
+  const ids = [
+    // {"jsonrpc":"2.0","id":7,"result":… (id first)
+    /^\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")/.exec(head)?.[1],
+    // …},"jsonrpc":"2.0","id":7} (id last: the SDK's own servers)
+    /"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")\s*\}\s*$/.exec(tail)?.[1],
+  ];
+  for (const raw of ids) {
+    if (raw === undefined) continue;
+    const id = JSON.parse(raw) as RequestId;
+    if (awaiting.has(id)) return id;
+  }
+  return awaiting.size === 1 ? [...awaiting][0] : undefined;
 }

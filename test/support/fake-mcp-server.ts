@@ -10,7 +10,8 @@ import { z } from 'zod';
  * A small MCP server built on the SDK's own server (the real protocol): `whoami` (read-only)
  * answers with the Authorization header it was called with over HTTP, `hang` never answers,
  * `note` is its description from a file (FAKE_MCP_DESCRIPTION_FILE) so a test can change the
- * tool definitions between two processes. Over HTTP it records every request's headers.
+ * tool definitions between two processes, and with FAKE_MCP_BIG_BYTES `big` answers that many
+ * characters. Over HTTP it records every request's headers.
  */
 function buildServer(
   headers: () => IncomingHttpHeaders | undefined,
@@ -31,6 +32,15 @@ function buildServer(
         process.stderr.write(`dying on ${text}\n`);
         process.exit(3);
       },
+    );
+  }
+  const bigBytes = Number(process.env.FAKE_MCP_BIG_BYTES ?? 0);
+  if (bigBytes > 0) {
+    // A result of FAKE_MCP_BIG_BYTES characters (a file read whole, a database dump).
+    server.registerTool(
+      'big',
+      { description: 'Answers at length', inputSchema: {}, annotations: { readOnlyHint: true } },
+      async () => ({ content: [{ type: 'text', text: 'x'.repeat(bigBytes) }] }),
     );
   }
   const file = process.env.FAKE_MCP_DESCRIPTION_FILE;
