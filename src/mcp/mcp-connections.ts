@@ -16,6 +16,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { APP_VERSION } from '../version.ts';
+import { ANSWER_TOO_LARGE, AnswerTooLargeError, MESSAGE_MAX_BYTES } from './answer-too-large.ts';
 import { LenientOutputValidator } from './lenient-output-validator.ts';
 import { ProcessGroupTransport } from './process-group-transport.ts';
 
@@ -247,16 +248,18 @@ export class McpConnections {
       ? undefined
       : new StreamableHTTPClientTransport(new URL(server.url as string), {
           requestInit: credential ? { headers: { [credential.header]: credential.value } } : {},
-          fetch: watchAnswerStreams(streaming, (id) => {
-            // The stream ended without the result (and cannot be resumed): the call fails now
-            // rather than waiting out its timeout.
+          fetch: watchAnswerStreams(streaming, (id, tooLarge) => {
+            // The stream ended without the result (and cannot be resumed), or its event was
+            // too long to read: the call fails now rather than waiting out its timeout.
             http?.onmessage?.({
               jsonrpc: '2.0',
               id,
-              error: {
-                code: ErrorCode.ConnectionClosed,
-                message: 'the server ended its answer before the result',
-              },
+              error: tooLarge
+                ? { code: ANSWER_TOO_LARGE, message: tooLarge.message }
+                : {
+                    code: ErrorCode.ConnectionClosed,
+                    message: 'the server ended its answer before the result',
+                  },
             });
           }),
         });
@@ -479,27 +482,40 @@ export function sessionExpired(connection: McpConnection, error: unknown): boole
 }
 
 /**
- * The fetch of an HTTP transport, watching the SSE streams that answer requests: the SDK
- * waits for a result that a stream ended (cleanly or cut) without sending, until the call's
- * timeout. A stream that ends with its request unanswered, and that carried no event id (so
- * the SDK will not resume it), is reported through `endedEarly`, once the SDK has read it all.
+ * The fetch of an HTTP transport, watching the answers:
+ * - Their size: a JSON body or an SSE event over MESSAGE_MAX_BYTES is not read on (the SDK
+ *   would hold it whole and parse it; its SSE parser takes seconds per megabyte on the event
+ *   loop). A JSON body fails its request with AnswerTooLargeError; an SSE event's request is
+ *   answered at once through `endedEarly`, with that error.
+ * - SSE streams that answer requests: the SDK waits for a result that a stream ended
+ *   (cleanly or cut) without sending, until the call's timeout. A stream that ends with its
+ *   request unanswered, and that carried no event id (so the SDK will not resume it), is
+ *   reported through `endedEarly`, once the SDK has read it all.
  */
+/** Stands for a line already past its first characters (no `id:` field can start here). */
+const MID_LINE = '\u0000';
+
 function watchAnswerStreams(
   streaming: Set<RequestId>,
-  endedEarly: (id: RequestId) => void,
+  endedEarly: (id: RequestId, tooLarge?: AnswerTooLargeError) => void,
 ): FetchLike {
   return async (url, init) => {
     const response = await fetch(url, init);
-    const id = requestIdOf(init?.body);
-    const type = response.headers.get('content-type') ?? '';
-    if (id === undefined || !response.ok || !response.body || !type.includes('text/event-stream'))
-      return response;
-    streaming.add(id);
+    if (!response.ok || !response.body) return response;
+    const sse = (response.headers.get('content-type') ?? '').includes('text/event-stream');
+    const id = sse ? requestIdOf(init?.body) : undefined;
+    if (id !== undefined) streaming.add(id);
     const reader = response.body.getReader();
     const decoder = new TextDecoder();
-    let line = '';
+    /** The current line's first characters while fewer than 3, else MID_LINE. */
+    let lineStart = '';
     let resumable = false;
+    /** Characters of a JSON body so far; of an SSE stream since its last event ended. */
+    let size = 0;
+    /** The last characters of the previous chunk: an event's blank line may span two. */
+    let edge = '';
     const ended = () => {
+      if (id === undefined) return;
       // After the SDK's own reading of the last bytes (promise jobs, all done by then).
       setTimeout(() => {
         if (streaming.delete(id) && !resumable) endedEarly(id);
@@ -514,9 +530,28 @@ function watchAnswerStreams(
             ended();
             return;
           }
-          const text = line + decoder.decode(value, { stream: true });
-          if (/(^|\n)id:/.test(text)) resumable = true;
-          line = text.slice(text.lastIndexOf('\n') + 1);
+          const chunk = decoder.decode(value, { stream: true });
+          if (sse) {
+            // Only a line's first characters can make it an `id:` field: kept across chunks as
+            // long as they could (a long data line is never scanned again: linear time).
+            const text = lineStart + chunk;
+            if (/(^|\n)id:/.test(text)) resumable = true;
+            const rest = text.slice(text.lastIndexOf('\n') + 1);
+            lineStart = rest.length < 3 ? rest : MID_LINE;
+            const joined = edge + chunk;
+            const end = Math.max(joined.lastIndexOf('\n\n'), joined.lastIndexOf('\r\n\r\n'));
+            size = end === -1 ? size + chunk.length : joined.length - end;
+            edge = joined.slice(-3);
+          } else {
+            size += chunk.length;
+          }
+          if (size > MESSAGE_MAX_BYTES) {
+            const tooLarge = new AnswerTooLargeError(size);
+            if (id !== undefined && streaming.delete(id)) endedEarly(id, tooLarge);
+            controller.error(tooLarge);
+            await reader.cancel(tooLarge).catch(() => {});
+            return;
+          }
           controller.enqueue(value);
         } catch (error) {
           controller.error(error);
@@ -524,7 +559,7 @@ function watchAnswerStreams(
         }
       },
       cancel: (reason) => {
-        streaming.delete(id);
+        if (id !== undefined) streaming.delete(id);
         return reader.cancel(reason);
       },
     });

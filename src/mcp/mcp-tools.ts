@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type CallToolResult, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { jsonSchema, type ToolSet, tool } from 'ai';
 import type { Logger } from 'pino';
 import type { ChatEvent } from '../assistant/chat-events.ts';
@@ -10,10 +10,9 @@ import type {
   McpServerRecord,
   UserServer,
 } from '../storage/mcp-repository.ts';
+import { isAnswerTooLarge, MESSAGE_MAX_BYTES } from './answer-too-large.ts';
 import type { CredentialCipher } from './credential-cipher.ts';
 import { type McpConnection, type McpConnections, sessionExpired } from './mcp-connections.ts';
-import { MESSAGE_MAX_BYTES } from './message-lines.ts';
-import { ANSWER_TOO_LARGE } from './process-group-transport.ts';
 import { definitionOf, fingerprint } from './tool-fingerprint.ts';
 import {
   countReasons,
@@ -272,7 +271,7 @@ export class McpTools {
       return done(result.isError ? 'tool_error' : 'ok', result.text);
     } catch (error) {
       if (context.signal.aborted) throw error;
-      if (error instanceof McpError && error.code === ANSWER_TOO_LARGE) {
+      if (isAnswerTooLarge(error)) {
         done('too_large', '');
         throw new ToolRefusal(
           'mcp_result_too_large',

@@ -1,8 +1,7 @@
 import { deserializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { MESSAGE_MAX_BYTES } from './answer-too-large.ts';
 
-/** The longest message read from a stdio server (the SDK's own limit). */
-export const MESSAGE_MAX_BYTES = 10 * 1024 * 1024;
 /** Bytes kept of each end of a message too long to read, to find whose answer it was. */
 const EDGE_BYTES = 256;
 

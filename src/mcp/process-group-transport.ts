@@ -9,15 +9,14 @@ import {
   type JSONRPCMessage,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { MESSAGE_MAX_BYTES, MessageLines } from './message-lines.ts';
+import { ANSWER_TOO_LARGE, AnswerTooLargeError } from './answer-too-large.ts';
+import { MessageLines } from './message-lines.ts';
 
 /** Lines of a server's stderr kept for the administrator (why it is down). */
 const STDERR_LINES = 20;
 const STDERR_LINE_MAX = 500;
 /** After SIGTERM to the group, how long before SIGKILL. */
 const KILL_GRACE_MS = 2_000;
-/** The JSON-RPC error code of an answer Parley did not read because it was too long. */
-export const ANSWER_TOO_LARGE = -32_050;
 
 export interface StdioCommand {
   command: string;
@@ -140,15 +139,15 @@ export class ProcessGroupTransport implements Transport {
    */
   #oversized({ bytes, head, tail }: { bytes: number; head: string; tail: string }): void {
     const id = answeredId(head, tail, this.#awaiting);
-    const text = `the server's message was ${bytes} bytes, more than the ${MESSAGE_MAX_BYTES} Parley reads`;
+    const error = new AnswerTooLargeError(bytes);
     if (id === undefined) {
-      this.onerror?.(new Error(text));
+      this.onerror?.(error);
       return;
     }
     this.#received({
       jsonrpc: '2.0',
       id,
-      error: { code: ANSWER_TOO_LARGE, message: `answer too large: ${text}` },
+      error: { code: ANSWER_TOO_LARGE, message: error.message },
     });
   }
 

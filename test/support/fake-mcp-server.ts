@@ -34,7 +34,7 @@ function buildServer(
       },
     );
   }
-  const bigBytes = Number(process.env.FAKE_MCP_BIG_BYTES ?? 0);
+  const bigBytes = options.bigBytes ?? Number(process.env.FAKE_MCP_BIG_BYTES ?? 0);
   if (bigBytes > 0) {
     // A result of FAKE_MCP_BIG_BYTES characters (a file read whole, a database dump).
     server.registerTool(
@@ -83,6 +83,10 @@ export interface FakeMcpOptions {
    * JSON-RPC on stdout and on stderr, then exits mid-call.
    */
   crashTool?: boolean;
+  /** Adds `big`, answering this many characters (FAKE_MCP_BIG_BYTES over stdio). */
+  bigBytes?: number;
+  /** Over HTTP: answers as one JSON body instead of an SSE stream. */
+  jsonResponse?: boolean;
 }
 
 function registerEchoTools(server: McpServer): void {
@@ -126,7 +130,10 @@ export async function startFakeMcpHttpServer(
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const body = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
     const server = buildServer(() => request.headers, options);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: options.jsonResponse === true,
+    });
     response.on('close', () => {
       void transport.close();
       void server.close();
