@@ -523,6 +523,20 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
     expect(parley.output()).not.toContain('secret-of');
   });
 
+  it('refuses a credential in a header the transport itself sets, with what to fix', async () => {
+    const server = await addServer({ transport: 'http', name: 'headers', url: http.url });
+    for (const header of ['Content-Length', 'content-type', 'Accept', 'Mcp-Session-Id', 'Host']) {
+      const stored = await call(aliceKey, 'PUT', `/users/alice/mcp-servers/${server.id}`, {
+        credential: { header, value: '5' },
+      });
+      expect(stored.status, header).toBe(422);
+      expect(stored.text).toContain('header');
+    }
+    const listed = await call(aliceKey, 'GET', '/users/alice/mcp-servers');
+    expect(listed.body.servers.find((s: Json) => s.name === 'headers').has_credential).toBe(false);
+    await call(ADMIN, 'DELETE', `/admin/mcp-servers/${server.id}`);
+  });
+
   it('leaves a server that cannot start out of the chat and tells the administrator why', async () => {
     const broken = await addServer({
       transport: 'stdio',

@@ -22,6 +22,27 @@ export interface McpRouteDependencies {
 }
 
 const ADMIN_ERRORS = [401, 403, 503] as const;
+/**
+ * Headers a user's credential may not be sent in: HTTP's own (a wrong Content-Length makes
+ * every request fail before it is sent) and the ones the MCP transport sets on each request
+ * (overriding them breaks the session or the content negotiation).
+ */
+const TRANSPORT_HEADERS = new Set([
+  'accept',
+  'connection',
+  'content-encoding',
+  'content-length',
+  'content-type',
+  'host',
+  'keep-alive',
+  'last-event-id',
+  'mcp-protocol-version',
+  'mcp-session-id',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 const tags = ['mcp'];
 const serverName = z
   .string()
@@ -471,6 +492,10 @@ export function registerMcpRoutes(app: App, deps: McpRouteDependencies): void {
                 header: z
                   .string()
                   .regex(/^[A-Za-z0-9-]{1,64}$/)
+                  .refine((name) => !TRANSPORT_HEADERS.has(name.toLowerCase()), {
+                    message:
+                      'is a header the MCP transport or HTTP itself sets: use another one (such as Authorization)',
+                  })
                   .default('Authorization')
                   .describe('The header it is sent in (default Authorization)'),
                 value: z
