@@ -238,7 +238,11 @@ export class McpRepository {
   }
 
   async createApproval(approval: typeof toolApprovals.$inferInsert): Promise<void> {
-    await this.#db.insert(toolApprovals).values(approval);
+    // The model's arguments, kept for the record: a NUL in them (which JSON in PostgreSQL
+    // cannot hold) must not keep the question from being asked.
+    await this.#db
+      .insert(toolApprovals)
+      .values({ ...approval, arguments: storableValue(approval.arguments) });
   }
 
   async approval(id: string): Promise<ApprovalRecord | undefined> {

@@ -11,14 +11,15 @@ import {
   type ToolListMcpServer,
 } from '../support/tool-list-mcp-server.ts';
 
-const ADMIN = 'approval-resume-admin';
+const ADMIN = 'approval-questions-admin';
 
 /**
- * A tool call waiting for the user's approval in a resumable answer (the web client's way):
+ * Tool calls that wait for the user's approval: in a resumable answer (the web client's way)
  * the user reloads the page, so the stream that showed the question is gone, and comes back
- * through GET /users/{user_id}/runs/{run_id}/events. The question must be there to answer.
+ * through GET /users/{user_id}/runs/{run_id}/events: the question must be there to answer.
+ * And a question whose arguments PostgreSQL cannot store as they are must still be asked.
  */
-describe.each(ENGINES)('an MCP approval in a resumable answer, on the %s engine', (engine) => {
+describe.each(ENGINES)('MCP approval questions, on the %s engine', (engine) => {
   let llm: FakeLlmServer;
   let setup: EngineSetup;
   let parley: RunningParley;
@@ -87,5 +88,33 @@ describe.each(ENGINES)('an MCP approval in a resumable answer, on the %s engine'
     const rest = await resumed.rest();
     expect(rest).toContain(`"__approval_decided":{"id":"${question.id}","decision":"deny"}`);
     expect(rest).toContain('All done.');
+  });
+
+  it('asks about a call whose arguments hold a NUL character, which PostgreSQL cannot store', async () => {
+    const key = (await call(ADMIN, 'POST', '/admin/users', { user_id: 'nul' })).body.key;
+    llm.enqueue(
+      reply.toolCalls([{ name: 'notes__note', args: { text: 'pay\u0000rent' } }]),
+      reply.text('Not noted.'),
+    );
+    const response = await parley.fetch('/chat', {
+      method: 'POST',
+      token: key,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ message: 'note it', approvals: 'ask' }),
+    });
+    const stream = streamReader(response);
+    const asked = await stream.until((raw) => raw.includes('__approval') || raw.includes('[DONE]'));
+    const event = asked.split('\n\n').find((e) => e.includes('"__approval"'));
+    expect(event, asked).toBeDefined();
+    const question = JSON.parse(
+      (event ?? '').slice((event ?? '').indexOf('data: ') + 6),
+    ).__approval;
+    // The user is shown what the model asked for, as it will be run.
+    expect(question.arguments).toEqual({ text: 'pay\u0000rent' });
+    const decided = await call(key, 'POST', `/users/nul/approvals/${question.id}`, {
+      decision: 'deny',
+    });
+    expect(decided.body).toEqual({ id: question.id, decision: 'deny' });
+    expect(await stream.rest()).toContain('Not noted.');
   });
 });
