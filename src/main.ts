@@ -324,7 +324,9 @@ export async function main(config: Config): Promise<void> {
     forgetMemories: memory && ((userId, runIds) => memory.forgetRuns(userId, runIds)),
   });
   // MCP servers' tools (issue 33): the servers are in the database, so every replica has them.
-  const mcpRepository = new McpRepository(db);
+  const mcpRepository = new McpRepository(db, {
+    approvalMaxAgeSeconds: config.MCP_APPROVAL_TIMEOUT_SECONDS,
+  });
   const mcpLogger = logger.child({ component: 'mcp' });
   const mcpConnections = new McpConnections({
     connectTimeoutMs: config.MCP_CONNECT_TIMEOUT_MS,

@@ -34,8 +34,12 @@ export class McpRepository {
    */
   readonly #enabledForUser;
 
-  constructor(db: Db) {
+  /** MCP_APPROVAL_TIMEOUT_SECONDS: no decision is taken on a question older than this. */
+  readonly #approvalMaxAgeSeconds: number | undefined;
+
+  constructor(db: Db, options: { approvalMaxAgeSeconds?: number } = {}) {
     this.#db = db;
+    this.#approvalMaxAgeSeconds = options.approvalMaxAgeSeconds;
     this.#enabledForUser = db
       .select({ server: mcpServers, relation: mcpServerUsers })
       .from(mcpServers)
@@ -260,17 +264,23 @@ export class McpRepository {
     id: string,
     decision: ApprovalDecision,
   ): Promise<ApprovalDecision | undefined> {
+    // Past its timeout no run waits for the question any more (one whose process died
+    // never marked it): a late decision finds it expired, by the database's clock.
+    const maxAge = this.#approvalMaxAgeSeconds;
+    const fresh =
+      maxAge === undefined
+        ? undefined
+        : sql`${toolApprovals.createdAt} > now() - make_interval(secs => ${maxAge})`;
     return this.#db.transaction(async (tx) => {
+      const undecided = and(
+        eq(toolApprovals.id, id),
+        eq(toolApprovals.userId, userId),
+        isNull(toolApprovals.decision),
+      );
       const [decided] = await tx
         .update(toolApprovals)
         .set({ decision, decidedAt: new Date() })
-        .where(
-          and(
-            eq(toolApprovals.id, id),
-            eq(toolApprovals.userId, userId),
-            isNull(toolApprovals.decision),
-          ),
-        )
+        .where(decision === 'expired' ? undecided : and(undecided, fresh))
         .returning();
       if (decided) {
         if (decision === 'always') {
@@ -280,6 +290,14 @@ export class McpRepository {
             .onConflictDoNothing();
         }
         return decision;
+      }
+      if (fresh) {
+        const [expired] = await tx
+          .update(toolApprovals)
+          .set({ decision: 'expired', decidedAt: new Date() })
+          .where(undecided)
+          .returning({ decision: toolApprovals.decision });
+        if (expired) return 'expired';
       }
       const [existing] = await tx
         .select({ decision: toolApprovals.decision })

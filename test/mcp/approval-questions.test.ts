@@ -118,3 +118,70 @@ describe.each(ENGINES)('MCP approval questions, on the %s engine', (engine) => {
     expect(await stream.rest()).toContain('Not noted.');
   });
 });
+
+/**
+ * A question left waiting by a process that died (SIGKILL mid-wait): no run waits for it
+ * any more, and nobody marked it expired. Once MCP_APPROVAL_TIMEOUT_SECONDS has passed, a
+ * late answer (a Telegram button, an old tab) must be told it expired, not "approve" as if
+ * the call were going to run.
+ */
+describe.each(ENGINES)(
+  'an MCP approval left by a process that died, on the %s engine',
+  (engine) => {
+    let llm: FakeLlmServer;
+    let setup: EngineSetup;
+    let parley: RunningParley;
+    let mcp: ToolListMcpServer;
+    const call = jsonCaller(() => parley);
+    const start = async () =>
+      startParley({
+        dataDir: setup.dataDir,
+        token: ADMIN,
+        env: {
+          ...setup.env,
+          API_TOKEN: ADMIN,
+          EMBEDDINGS_PROVIDER: 'none',
+          MCP_APPROVAL_TIMEOUT_SECONDS: '2',
+        },
+      });
+
+    beforeAll(async () => {
+      setup = await engineSetup(engine);
+      llm = setup.llm;
+      mcp = await startToolListMcpServer(() => ({ tools: [listedTool('note')] }));
+      parley = await start();
+      const created = await call(ADMIN, 'POST', '/admin/mcp-servers', {
+        transport: 'http',
+        name: 'notes',
+        url: mcp.url,
+      });
+      await call(ADMIN, 'PATCH', `/admin/mcp-servers/${created.body.id}`, { enabled: true });
+    }, 120_000);
+    afterAll(async () => {
+      await parley?.stop();
+      await mcp?.close();
+      await setup?.cleanup();
+    });
+
+    it('answers a late decision with expired', async () => {
+      const key = (await call(ADMIN, 'POST', '/admin/users', { user_id: 'orphan' })).body.key;
+      llm.enqueue(reply.toolCalls([{ name: 'notes__note', args: { text: 'pay rent' } }]));
+      const response = await parley.fetch('/chat', {
+        method: 'POST',
+        token: key,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'note it', approvals: 'ask' }),
+      });
+      const asked = await streamReader(response).until((raw) => raw.includes('__approval'));
+      const event = asked.split('\n\n').find((e) => e.includes('"__approval"')) ?? '';
+      const question = JSON.parse(event.slice(event.indexOf('data: ') + 6)).__approval;
+      await parley.stop('SIGKILL');
+      parley = await start();
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      const late = await call(key, 'POST', `/users/orphan/approvals/${question.id}`, {
+        decision: 'approve',
+      });
+      expect(late.body).toEqual({ id: question.id, decision: 'expired' });
+    }, 60_000);
+  },
+);
