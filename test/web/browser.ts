@@ -86,13 +86,14 @@ export async function seriousViolations(page: Page): Promise<AxeViolation[]> {
 }
 
 /**
- * Holds back the page's requests matching `url` (GET only): each is sent at once, and its
- * answer reaches the page only after `release`, as on a slow network. `release` lets them all
- * through and stops holding.
+ * Holds back the page's requests matching `url` (GET unless `method` says otherwise): each is
+ * sent at once, and its answer reaches the page only after `release`, as on a slow network.
+ * `release` lets them all through and stops holding.
  */
 export async function holdResponses(
   page: Page,
   url: RegExp,
+  method = 'GET',
 ): Promise<{ release: () => Promise<void> }> {
   let open = () => {};
   const released = new Promise<void>((resolve) => {
@@ -100,7 +101,7 @@ export async function holdResponses(
   });
   const held: Promise<void>[] = [];
   await page.route(url, (route) => {
-    if (route.request().method() !== 'GET') return route.fallback();
+    if (route.request().method() !== method) return route.fallback();
     const answered = route.fetch().then(async (response) => {
       await released;
       await route.fulfill({ response });

@@ -463,6 +463,45 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await searchBox.fill('');
   });
 
+  it('shows the new conversation starting, not the one left, while a slow network makes it', async () => {
+    // On a slow network the conversation left stayed on screen, its message box live, until
+    // the new one was made: a question asked meanwhile went to the one left (or, cut off by
+    // the move, nowhere), and the page then showed the new one empty.
+    llm.enqueue(reply.text('Answered in the one left.'));
+    await send('A question before starting another');
+    const left = idOf();
+    const made = await holdResponses(page, /\/users\/alice\/conversations$/, 'POST');
+    const log = page.getByRole('log', { name: 'Conversation' });
+    try {
+      await page.getByRole('button', { name: 'New conversation' }).click();
+      // At once, before the new one exists: the turns left go, and the wait is said.
+      await expect.poll(() => log.getByText('Answered in the one left.').count()).toBe(0);
+      await log.getByRole('status').getByText('Starting a new conversation…').waitFor();
+      expect(await page.getByRole('button', { name: 'Send', exact: true }).isDisabled()).toBe(true);
+      await messageBox().fill('The first question of the new one');
+      await messageBox().press('Enter');
+      await page.waitForTimeout(300);
+      expect(await page.locator('.bubble.user').count()).toBe(0);
+    } finally {
+      await made.release();
+    }
+    await expect.poll(idOf, MOVED).not.toBe(left);
+    await page.getByRole('heading', { level: 1, name: 'New conversation' }).waitFor();
+    // The words typed meanwhile are still there, and go to the new conversation.
+    expect(await messageBox().inputValue()).toBe('The first question of the new one');
+    llm.enqueue(reply.text('Answered in the new one.'));
+    await messageBox().press('Enter');
+    await lastAnswer().getByText('Answered in the new one.').waitFor();
+    const turns = async (id: string) => {
+      const response = await parley.fetch(`/users/alice/conversations/${id}?limit=20`);
+      return ((await response.json()) as { turns: Array<{ question: string }> }).turns.map(
+        (turn) => turn.question,
+      );
+    };
+    expect(await turns(left)).toEqual(['A question before starting another']);
+    expect(await turns(idOf())).toEqual(['The first question of the new one']);
+  });
+
   // Last: "Chat" moves to the current conversation, which the cases above do not expect.
   it('keeps the draft when "Chat" is followed from a conversation', async () => {
     await messageBox().fill('Half a thought');

@@ -28,6 +28,11 @@ export function ChatPage(props: {
   /** A turn to open the conversation at (a search hit). */
   focus: string | undefined;
   visit: number;
+  /**
+   * A new conversation is being made to replace this one: its turns are not shown and nothing
+   * is sent to it; the draft stays, for the new one.
+   */
+  starting: boolean;
   /** Told when the list of conversations may have changed (a turn stored, a rename…). */
   onActivity: () => void;
   /** Told as a question is sent here: the conversation is no longer unused, whatever the list says. */
@@ -391,7 +396,7 @@ export function ChatPage(props: {
     replaces?: string,
     version?: string,
   ) => {
-    if (!question.trim() || busy) return;
+    if (!question.trim() || busy || props.starting) return;
     props.onAsked(props.conversation);
     const key = newKey();
     const live = new LiveText();
@@ -529,7 +534,7 @@ export function ChatPage(props: {
     >
       <ConversationHeader
         user={props.user}
-        conversation={meta}
+        conversation={props.starting ? undefined : meta}
         onChanged={(changed) => {
           setMeta(changed);
           props.onActivity();
@@ -561,8 +566,9 @@ export function ChatPage(props: {
           atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
         }}
       >
+        {props.starting && <p role="status">{t.startingConversation}</p>}
         <div ref={top} class="older">
-          {older ? (
+          {props.starting ? undefined : older ? (
             <button type="button" class="link" onClick={() => loadPage(older)}>
               {t.loadOlder}
             </button>
@@ -571,18 +577,19 @@ export function ChatPage(props: {
           )}
         </div>
         <div ref={list}>
-          {turns.map((turn) => (
-            <TurnView
-              key={turn.key}
-              turn={turn}
-              onRetry={retry}
-              onFeedback={rated}
-              onEdit={edit}
-              onRegenerate={regenerate}
-              onVersion={showVersion}
-              onDecide={decide}
-            />
-          ))}
+          {!props.starting &&
+            turns.map((turn) => (
+              <TurnView
+                key={turn.key}
+                turn={turn}
+                onRetry={retry}
+                onFeedback={rated}
+                onEdit={edit}
+                onRegenerate={regenerate}
+                onVersion={showVersion}
+                onDecide={decide}
+              />
+            ))}
         </div>
       </div>
       {notice && (
@@ -656,7 +663,7 @@ export function ChatPage(props: {
               {t.stop}
             </button>
           ) : (
-            <button type="submit" class="primary">
+            <button type="submit" class="primary" disabled={props.starting}>
               {t.send}
             </button>
           )}

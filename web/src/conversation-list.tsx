@@ -22,6 +22,8 @@ export function ConversationList(props: {
   asked: ReadonlySet<string>;
   /** A conversation was chosen: a narrow screen hides the list again. */
   onChosen: () => void;
+  /** A new conversation is being made (true), or could not be (false). */
+  onStarting: (starting: boolean) => void;
 }) {
   const [conversations, setConversations] = useState<Conversation[] | undefined>();
   const [failure, setFailure] = useState<string | undefined>();
@@ -75,9 +77,9 @@ export function ConversationList(props: {
     starting.current = true;
     try {
       // A conversation never used is opened rather than another made.
-      const created =
-        conversations?.find((c) => !c.title && !c.preview && !props.asked.has(c.id)) ??
-        (await createConversation(props.user));
+      const unused = conversations?.find((c) => !c.title && !c.preview && !props.asked.has(c.id));
+      if (!unused) props.onStarting(true);
+      const created = unused ?? (await createConversation(props.user));
       setQuery('');
       location.hash = conversationHref(created.id);
       props.onChosen();
@@ -85,6 +87,7 @@ export function ConversationList(props: {
       setTimeout(() => document.getElementById('message')?.focus());
       await load();
     } catch (error) {
+      props.onStarting(false);
       setFailure((error as Error).message);
     } finally {
       starting.current = false;

@@ -34,6 +34,16 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
   const asked = useRef(new Set<string>());
   const [listOpen, setListOpen] = useState(false);
   const [failure, setFailure] = useState<string | undefined>();
+  /**
+   * The conversation on screen when "New conversation" had to make one, until another opens.
+   * Shown meanwhile (a round trip, seconds on a slow network), its message box was live: a
+   * question asked then went to it, or (cut off by the move) nowhere, and the new one opened
+   * empty.
+   */
+  const [leaving, setLeaving] = useState<string | undefined>();
+  useEffect(() => {
+    if (leaving !== undefined && leaving !== conversation) setLeaving(undefined);
+  }, [conversation]);
 
   useEffect(() => {
     if (conversation) return;
@@ -70,6 +80,7 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
         changed={changed}
         asked={asked.current}
         onChosen={() => setListOpen(false)}
+        onStarting={(starting) => setLeaving(starting ? shown?.conversation : undefined)}
       />
       {failure && (
         <p role="alert" class="error">
@@ -82,6 +93,7 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
           conversation={shown.conversation}
           focus={shown.turn}
           visit={shown.visit}
+          starting={leaving !== undefined && leaving === shown.conversation}
           onActivity={() => setChanged((n) => n + 1)}
           onAsked={(id) => asked.current.add(id)}
           onDeleted={() => {
