@@ -241,7 +241,9 @@ describe('the web client in Chromium', () => {
     const body = JSON.parse((await posted).postData() ?? '{}') as { run_id: string; score: number };
     const turn = (await history()).find((t) => t.question === 'Rate me');
     expect(body).toMatchObject({ run_id: turn?.run_id, score: 1 });
-    await expect.poll(async () => (await history())[0]?.feedback?.score).toBe(1);
+    // Pressed once stored: the request seen above may still be on its way (a slow network).
+    await lastAnswer().getByRole('button', { name: 'Good answer', pressed: true }).waitFor();
+    expect((await history())[0]?.feedback?.score).toBe(1);
     // A comment can follow.
     await lastAnswer().getByRole('textbox', { name: 'Comment (optional)' }).fill('clear');
     await lastAnswer().getByRole('button', { name: 'Send comment' }).click();
@@ -441,10 +443,13 @@ describe('the web client in Chromium', () => {
       }
     }
     // "New conversation" starts another (the current one, so /history is empty) and keeps
-    // the old ones, listed.
+    // the old ones, listed. Its heading says it is open: /history was empty already (the
+    // conversations made above are current in turn), so on a slow network the question below
+    // was typed into the conversation left while the new one was still being made.
     await page.getByRole('button', { name: 'New conversation' }).click();
-    await expect.poll(async () => (await history()).length).toBe(0);
-    await expect.poll(() => page.locator('.turn').count()).toBe(0);
+    await page.getByRole('heading', { level: 1, name: 'New conversation' }).waitFor();
+    expect((await history()).length).toBe(0);
+    expect(await page.locator('.turn').count()).toBe(0);
     const conversations = page.getByRole('navigation', { name: 'Conversations' });
     await conversations.getByRole('link', { name: 'Count for me' }).waitFor();
     llm.enqueue(
