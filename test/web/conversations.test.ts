@@ -381,7 +381,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await expect.poll(() => links.count()).toBe(50);
     // Pressed twice (a double-click, or a slow network), the next page comes once.
     await list().getByRole('button', { name: 'More conversations' }).dblclick();
-    await expect.poll(() => links.count()).toBe(all);
+    await expect.poll(() => links.count(), MOVED).toBe(all);
     await page.waitForTimeout(300);
     expect(await links.count()).toBe(all);
     expect(await list().getByRole('button', { name: 'More conversations' }).count()).toBe(0);
