@@ -502,7 +502,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     expect(await turns(idOf())).toEqual(['The first question of the new one']);
   });
 
-  // Last: "Chat" moves to the current conversation, which the cases above do not expect.
+  // Last two: "Chat" moves to the current conversation, which the cases above do not expect.
   it('keeps the draft when "Chat" is followed from a conversation', async () => {
     await messageBox().fill('Half a thought');
     // "Chat" opens the current conversation once the list has loaded (`#/chat`, then its
@@ -511,5 +511,41 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     await page.waitForURL(ADDRESS);
     await expect.poll(() => messageBox().inputValue()).toBe('Half a thought');
     await messageBox().fill('');
+  });
+
+  it('keeps a question sent while "Chat" looks for the current conversation, the one on screen', async () => {
+    // "Chat" keeps the conversation on screen until the list says which is current. When that
+    // was the one on screen, it was opened again: cleared, loaded afresh, and a question sent
+    // meanwhile cut off; one still on its way (a slow network) was gone, its answer never shown.
+    await expect.poll(idOf, MOVED).not.toBe('');
+    const shown = idOf();
+    const listed = await holdResponses(page, /\/users\/alice\/conversations\?limit=/);
+    let send = () => {};
+    const sent = new Promise<void>((resolve) => {
+      send = resolve;
+    });
+    // The question leaves the page only once the list has answered.
+    await page.route('**/chat', async (route) => {
+      await sent;
+      await route.continue().catch(() => {}); // cut off by the page
+    });
+    try {
+      await page.getByRole('link', { name: 'Chat' }).click();
+      await page.waitForURL(/#\/chat$/);
+      llm.enqueue(reply.text('Answered after all.'));
+      await messageBox().fill('Sent while Chat looked');
+      await messageBox().press('Enter');
+      await question().getByText('Sent while Chat looked').waitFor();
+      await listed.release();
+      await page.waitForURL(ADDRESS);
+      await page.waitForTimeout(300); // the page acting on its address
+    } finally {
+      send();
+      await listed.release();
+    }
+    expect(idOf()).toBe(shown);
+    await lastAnswer().getByText('Answered after all.').waitFor(MOVED);
+    expect(await question().textContent()).toContain('Sent while Chat looked');
+    await page.unroute('**/chat');
   });
 });

@@ -23,8 +23,17 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
   // screen, its draft and focus with it: removed and mounted again, its draft was lost and
   // words typed meanwhile went nowhere. One deleted is cleared first, so it is not shown again.
   const lastShown = useRef<ChatRoute | undefined>(undefined);
-  if (conversation) lastShown.current = props.route;
-  const shown = conversation ? props.route : lastShown.current;
+  const lastRoute = useRef<ChatRoute | undefined>(undefined);
+  if (props.route !== lastRoute.current) {
+    // "Chat" found the conversation on screen: it stays as it is. Opened again (another
+    // visit), it was cleared and loaded afresh, and a question sent while "Chat" looked was
+    // cut off: one still on its way on a slow network was gone, its answer never shown.
+    const looked = lastRoute.current !== undefined && !lastRoute.current.conversation;
+    const found = looked && !props.route.turn && lastShown.current?.conversation === conversation;
+    lastRoute.current = props.route;
+    if (conversation && !found) lastShown.current = props.route;
+  }
+  const shown = lastShown.current;
   const [changed, setChanged] = useState(0);
   /**
    * Conversations a question was sent in from this page. The list learns of a question only
