@@ -419,6 +419,11 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
     const asked = idOf();
     const held = await holdResponses(page, /\/users\/alice\/conversations\?limit=/);
     try {
+      // Pressed here, "New conversation" opens this unused one again, and loads the list
+      // again: until that load came, the press below did nothing (seen at 1500 ms latency).
+      await page.getByRole('button', { name: 'New conversation' }).click();
+      await page.waitForTimeout(300);
+      expect(idOf()).toBe(asked);
       llm.enqueue(reply.text('Asked and answered.'));
       await send('A question the list does not know of yet');
       await lastAnswer().getByText('Asked and answered.').waitFor();

@@ -68,30 +68,43 @@ export function ConversationList(props: {
   }, [props.user, props.changed]);
 
   /**
-   * A new conversation is being opened: pressed again meanwhile, nothing more happens (on a
-   * slow network the list did not have the first one yet, and a second was made).
+   * A new conversation is being made: pressed again meanwhile, nothing more happens (on a
+   * slow network a second was made).
    */
   const starting = useRef(false);
+  /**
+   * The conversation "New conversation" opened last, until the list loaded after it came:
+   * pressed again before then, it is opened again rather than another made. (The press used
+   * to wait for that load instead, and on a slow network one right after a question in the
+   * new conversation did nothing.)
+   */
+  const opened = useRef<string | undefined>(undefined);
   const start = async () => {
     if (starting.current) return;
     starting.current = true;
+    let id: string;
     try {
       // A conversation never used is opened rather than another made.
-      const unused = conversations?.find((c) => !c.title && !c.preview && !props.asked.has(c.id));
+      const unused =
+        (opened.current && !props.asked.has(opened.current) ? opened.current : undefined) ??
+        conversations?.find((c) => !c.title && !c.preview && !props.asked.has(c.id))?.id;
       if (!unused) props.onStarting(true);
-      const created = unused ?? (await createConversation(props.user));
+      id = unused ?? (await createConversation(props.user)).id;
+      opened.current = id;
       setQuery('');
-      location.hash = conversationHref(created.id);
+      location.hash = conversationHref(id);
       props.onChosen();
       // Ready for the first question (once a narrow screen has hidden the list).
       setTimeout(() => document.getElementById('message')?.focus());
-      await load();
     } catch (error) {
       props.onStarting(false);
       setFailure((error as Error).message);
+      return;
     } finally {
       starting.current = false;
     }
+    await load();
+    if (opened.current === id) opened.current = undefined;
   };
 
   return (
