@@ -1,10 +1,8 @@
-import { open, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { Agent, fetch } from 'undici';
 import { ConfigError, parseConfig, readEnvironment } from '../config.ts';
 import { restoreBackup } from './restore-backup.ts';
+import { writeBackup } from './write-backup.ts';
 
 /**
  * No time limit on an answer: the server copies the database's files before a backup's first
@@ -264,19 +262,7 @@ async function run(argv: string[]): Promise<void> {
     }
     case 'backup': {
       const file = operatorPath(need(args[0], 'a file to write'));
-      // The file is made first: a backup is the whole database, not to be taken and then
-      // dropped because its file exists already or cannot be written.
-      const handle = await open(file, 'wx', 0o600).catch((error: NodeJS.ErrnoException) => {
-        throw new Error(`cannot write the backup to ${file}: ${fileProblem(error)}`);
-      });
-      try {
-        const response = await call('GET', '/admin/backup');
-        await pipeline(Readable.fromWeb(response.body as never), handle.createWriteStream());
-      } catch (error) {
-        await handle.close().catch(() => {});
-        await rm(file, { force: true });
-        throw error;
-      }
+      await writeBackup(file, () => call('GET', '/admin/backup'));
       console.log(
         `Backup written to ${file}. Restore it with: npm run admin -- restore ${file} <new-data-dir>`,
       );
@@ -285,14 +271,6 @@ async function run(argv: string[]): Promise<void> {
     default:
       throw new UsageError(`unknown command ${command}`);
   }
-}
-
-function fileProblem(error: NodeJS.ErrnoException): string {
-  if (error.code === 'EEXIST') return 'it exists already (a backup never overwrites a file)';
-  if (error.code === 'ENOENT') return 'its directory does not exist';
-  if (error.code === 'EACCES' || error.code === 'EPERM') return 'permission denied';
-  if (error.code === 'EISDIR') return 'it is a directory';
-  return error.code ?? error.message;
 }
 
 run(process.argv.slice(2)).catch((error: unknown) => {

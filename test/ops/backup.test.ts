@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
   existsSync,
@@ -6,6 +6,7 @@ import {
   readdirSync,
   readlinkSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
@@ -38,6 +39,28 @@ function admin(parley: RunningParley | undefined, ...args: string[]) {
       ...(parley ? { PORT: new URL(parley.url).port } : {}),
     },
   });
+}
+
+/** The same, left running: to stop it, or the server, while the backup is being written. */
+function adminProcess(parley: RunningParley, ...args: string[]) {
+  const child = spawn(process.execPath, [join(ROOT, 'src/cli/admin.ts'), ...args], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      ENV_FILE: '/dev/null',
+      API_TOKEN: TOKEN,
+      PORT: new URL(parley.url).port,
+    },
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<{ code: number | null }>((resolve) =>
+    child.once('close', (code) => resolve({ code })),
+  );
+  return { child, exited, stderr: () => stderr };
 }
 
 /**
@@ -233,6 +256,44 @@ describe('a live backup of the embedded engine during a chat load', () => {
         () => openFiles(sending.process.pid as number).every((f) => !f.includes('/backups/')),
         2_000,
       );
+    } finally {
+      await sending.stop();
+    }
+  });
+
+  it("leaves nothing under the backup's name when the command is stopped or Parley stops sending", async () => {
+    const sending = await startParley({
+      dataDir: dir('parley-backup-stopped-'),
+      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url },
+    });
+    const files = dir('parley-backup-stopped-file-');
+    const archive = join(files, 'parley.tar.gz');
+    // Under the name, a file that is only the start of an archive passes for a backup until the
+    // day it is restored; and the next `backup` refused to replace it.
+    const begun = () => readdirSync(files).some((name) => statSync(join(files, name)).size > 0);
+    try {
+      // Incompressible, so that the download lasts long enough to be stopped midway.
+      writeFileSync(join(sending.dataDir, 'pg', 'zz-ballast'), randomBytes(64 * 1024 * 1024));
+
+      const stopped = adminProcess(sending, 'backup', archive);
+      await waitUntil(begun);
+      stopped.child.kill('SIGINT');
+      const stoppedExit = await stopped.exited;
+      expect(readdirSync(files)).toEqual([]);
+      expect(stoppedExit).toMatchObject({ code: 130 });
+      expect(stopped.stderr()).toContain(`nothing written to ${archive}`);
+
+      const taken = await admin(sending, 'backup', archive);
+      expect(taken.stdout).toContain(`Backup written to ${archive}`);
+      expect(readdirSync(files)).toEqual(['parley.tar.gz']);
+      rmSync(archive);
+
+      const cut = adminProcess(sending, 'backup', archive);
+      await waitUntil(begun);
+      await sending.stop('SIGKILL');
+      expect(await cut.exited).toMatchObject({ code: 1 });
+      expect(readdirSync(files)).toEqual([]);
+      expect(cut.stderr()).toContain('the backup was cut off before its end');
     } finally {
       await sending.stop();
     }

@@ -1,0 +1,102 @@
+import { existsSync, rmSync } from 'node:fs';
+import { link, open, rename, rm } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+
+/** An exit code a shell reads as "stopped by this signal" (128 + its number). */
+const SIGNALS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
+
+/**
+ * Writes the backup `fetchBackup` answers with to `file`, which is never a part of one: the
+ * bytes go to `<file>.partial` and take the file's name only once all are on disk. A backup
+ * stopped midway (Ctrl-C, a full disk, Parley stopping) leaves nothing under the name, where an
+ * operator would take a cut-off archive for a backup, and the next run would refuse to replace it.
+ */
+export async function writeBackup(
+  file: string,
+  fetchBackup: () => Promise<{ body: ReadableStream<Uint8Array> | null }>,
+): Promise<void> {
+  const cannot = (why: string) => new Error(`cannot write the backup to ${file}: ${why}`);
+  // Checked first: a backup is the whole database, not to be taken and then dropped because
+  // its file exists already or cannot be written.
+  if (existsSync(file)) throw cannot(fileProblem({ code: 'EEXIST' }));
+  const partial = `${file}.partial`;
+  const handle = await open(partial, 'wx', 0o600).catch((error: NodeJS.ErrnoException) => {
+    throw cannot(
+      error.code === 'EEXIST'
+        ? `${partial} is there, left by a backup that was stopped: remove it`
+        : fileProblem(error),
+    );
+  });
+  const interrupted = (signal: keyof typeof SIGNALS) => {
+    rmSync(partial, { force: true });
+    process.stderr.write(`parley admin: backup stopped (${signal}); nothing written to ${file}\n`);
+    process.exit(SIGNALS[signal]);
+  };
+  const signals = Object.keys(SIGNALS) as (keyof typeof SIGNALS)[];
+  for (const signal of signals) process.once(signal, interrupted);
+  try {
+    const response = await fetchBackup();
+    await pipeline(
+      Readable.fromWeb(response.body as never),
+      // flush: on disk (fsync) before it is called a backup; the stream closes the handle.
+      handle.createWriteStream({ flush: true }),
+    ).catch((error: NodeJS.ErrnoException) => {
+      // fs errors name their system call; the download's own ends ("terminated") do not.
+      if (error.syscall) throw cannot(`${fileProblem(error)}; nothing of it was kept`);
+      throw new Error(
+        'the backup was cut off before its end: Parley stopped sending it (its log says why); ' +
+          `nothing was written to ${file}`,
+      );
+    });
+    await claimName(partial, file).catch((error: NodeJS.ErrnoException) => {
+      throw cannot(fileProblem(error));
+    });
+  } catch (error) {
+    await handle.close().catch(() => {});
+    await rm(partial, { force: true });
+    throw error;
+  } finally {
+    for (const signal of signals) process.off(signal, interrupted);
+  }
+}
+
+/**
+ * Gives the finished backup its name, unless something took that name meanwhile: a hard link
+ * fails rather than replaces, which a rename would not. A filesystem without hard links gets
+ * the rename, after one more look.
+ */
+async function claimName(partial: string, file: string): Promise<void> {
+  try {
+    await link(partial, file);
+    await rm(partial);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || existsSync(file)) throw error;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
+    await rename(partial, file);
+  }
+}
+
+/** A file error in words an operator acts on. */
+export function fileProblem(error: { code?: string; message?: string }): string {
+  switch (error.code) {
+    case 'EEXIST':
+      return 'it exists already (a backup never overwrites a file)';
+    case 'ENOENT':
+      return 'its directory does not exist';
+    case 'EACCES':
+    case 'EPERM':
+      return 'permission denied';
+    case 'EISDIR':
+      return 'it is a directory';
+    case 'ENOSPC':
+      return 'the disk is full';
+    case 'EDQUOT':
+      return 'the disk quota is used up';
+    case 'EFBIG':
+      return 'the file would be larger than this system allows (ulimit -f)';
+    default:
+      return error.code ?? error.message ?? 'unknown error';
+  }
+}
