@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { x as extract } from 'tar';
 import { lockDataDir } from '../storage/data-dir-lock.ts';
@@ -10,7 +10,14 @@ import { lockDataDir } from '../storage/data-dir-lock.ts';
  */
 export async function restoreBackup(archive: string, dataDir: string): Promise<string> {
   if (!existsSync(archive)) throw new Error(`no backup at ${archive}`);
+  // Named here: Node's own words were "EISDIR: illegal operation on a directory, read".
+  if (statSync(archive).isDirectory()) {
+    throw new Error(`${archive} is a directory: name the backup file in it (parley….tar.gz)`);
+  }
   const root = resolve(dataDir);
+  if (existsSync(root) && !statSync(root).isDirectory()) {
+    throw new Error(`${root} is a file: restore into a new data directory`);
+  }
   if (existsSync(root) && readdirSync(root).length > 0) {
     throw new Error(`${root} is not empty: restore into a new data directory`);
   }

@@ -218,6 +218,15 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
         expect(refused.stderr).toContain(`${file} is not a backup of Parley's embedded database`);
         expect(existsSync(join(dir, 'fresh'))).toBe(false);
       }
+      // The two words swapped or mistyped: a directory as the backup, a file as the new data
+      // directory. Said so, not as Node's "EISDIR: illegal operation on a directory, read".
+      const isDir = await admin(port, 'restore', dir, join(dir, 'fresh'));
+      expect(isDir).toMatchObject({ code: 1 });
+      expect(isDir.stderr).toContain(`${dir} is a directory: name the backup file in it`);
+      const isFile = await admin(port, 'restore', archive, join(dir, 'kept.txt'));
+      expect(isFile).toMatchObject({ code: 1 });
+      expect(isFile.stderr).toContain(`${join(dir, 'kept.txt')} is a file: restore into a new`);
+      expect(readFileSync(join(dir, 'kept.txt'), 'utf8')).toBe('data');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
