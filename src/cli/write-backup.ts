@@ -35,10 +35,17 @@ export async function writeBackup(
   };
   const signals = Object.keys(SIGNALS) as (keyof typeof SIGNALS)[];
   for (const signal of signals) process.once(signal, interrupted);
+  const shown = progress();
   try {
     const response = await fetchBackup();
     await pipeline(
       Readable.fromWeb(response.body as never),
+      async function* (chunks: AsyncIterable<Buffer>) {
+        for await (const chunk of chunks) {
+          shown.wrote(chunk.length);
+          yield chunk;
+        }
+      },
       // flush: on disk (fsync) before it is called a backup; the stream closes the handle.
       handle.createWriteStream({ flush: true }),
     ).catch((error: NodeJS.ErrnoException) => {
@@ -57,8 +64,36 @@ export async function writeBackup(
     await rm(partial, { force: true });
     throw error;
   } finally {
+    shown.end();
     for (const signal of signals) process.off(signal, interrupted);
   }
+}
+
+/**
+ * What a person at a terminal sees while a backup lasts, minutes for a large database: first
+ * that Parley is copying it (no byte comes meanwhile), then how much is written, on one line
+ * redrawn each second. Nothing when stderr is not a terminal (cron, scripts), whose mail or
+ * log would fill with it.
+ */
+function progress(): { wrote(bytes: number): void; end(): void } {
+  const terminal = process.stderr;
+  if (!terminal.isTTY) return { wrote() {}, end() {} };
+  let written = 0;
+  const draw = (text: string) => terminal.write(`\r\x1b[2K${text}`);
+  draw('backup: Parley is copying the database (it goes on serving)…');
+  const drawWritten = () => draw(`backup: ${(written / 1024 / 1024).toFixed(1)} MB written…`);
+  const every = setInterval(() => written > 0 && drawWritten(), 1_000);
+  return {
+    wrote: (bytes) => {
+      // The first bytes end the copy: said at once, not at the next second.
+      if (written === 0) drawWritten();
+      written += bytes;
+    },
+    end: () => {
+      clearInterval(every);
+      draw('');
+    },
+  };
 }
 
 /**
