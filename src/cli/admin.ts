@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { Agent, fetch } from 'undici';
+import { LIMIT_NAMES } from '../accounts/limits.ts';
 import { ConfigError, parseConfig, readEnvironment } from '../config.ts';
 import { restoreBackup } from './restore-backup.ts';
 import { writeBackup } from './write-backup.ts';
@@ -225,6 +226,10 @@ async function run(argv: string[]): Promise<void> {
       for (const pair of args.slice(1)) {
         const [name, value] = pair.split('=');
         if (!name || value === undefined) throw new UsageError(`${pair}: write name=value`);
+        // A mistyped name came back as the route's 422, a JSON array of zod's words.
+        if (!(LIMIT_NAMES as readonly string[]).includes(name)) {
+          throw new UsageError(`${pair}: no limit is named ${name} (${LIMIT_NAMES.join(', ')})`);
+        }
         // A value that is not a whole number would be sent as JSON null, which means "back to
         // the default": a typo must not silently undo a user's limit.
         if (value !== 'default' && !/^\d+$/.test(value)) {

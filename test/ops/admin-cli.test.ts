@@ -147,6 +147,11 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('storage_mb=7O: the value is a whole number, or default');
     expect((await admin(port, 'users')).stdout).toMatch(/erin\t.*"storage_mb":7[,}]/);
+    const misnamed = await admin(port, 'set-limits', 'erin', 'chat_per_minute=3');
+    expect(misnamed.code).toBe(2);
+    expect(misnamed.stderr).toContain(
+      'chat_per_minute=3: no limit is named chat_per_minute (chats_per_minute, tokens_per_day',
+    );
     const noUser = await admin(port, 'set-limits', 'storage_mb=9');
     expect(noUser.code).toBe(2);
     expect(noUser.stderr).toContain('set-limits needs a user id first');
