@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { x as extract } from 'tar';
 import { lockDataDir } from '../storage/data-dir-lock.ts';
+import { fileProblem } from './write-backup.ts';
 
 /**
  * Restores a backup of the embedded engine (`GET /admin/backup`, `npm run admin -- backup`)
@@ -30,10 +31,26 @@ export async function restoreBackup(archive: string, dataDir: string): Promise<s
     const notABackup = `${archive} is not a backup of Parley's embedded database`;
     // The archive holds the engine's directory under one top-level name. A file that is no
     // gzipped tar, or one cut short, fails with tar's or zlib's code, which says nothing to act on.
-    await extract({ file: archive, cwd: target, strip: 1 }).catch((error: unknown) => {
+    // A file tar cannot write (a full disk, a quota, `ulimit -f`) is only a warning to tar,
+    // which goes on and resolves: the restore said "Restored" over a database cut short.
+    let unwritten: { syscall?: string; code?: string } | undefined;
+    await extract({
+      file: archive,
+      cwd: target,
+      strip: 1,
+      onwarn: (_code, _message, data) => {
+        const error = data as { syscall?: string; code?: string };
+        if (error.syscall) unwritten ??= error;
+      },
+    }).catch((error: unknown) => {
       if (!isUnreadableArchive(error)) throw error;
       throw new Error(`${notABackup} (not a gzipped tar, or one cut short)`);
     });
+    if (unwritten) {
+      throw new Error(
+        `cannot restore into ${root}: ${fileProblem(unwritten)}; nothing of it was kept`,
+      );
+    }
     if (!existsSync(join(target, 'PG_VERSION'))) throw new Error(notABackup);
     return root;
   } catch (error) {

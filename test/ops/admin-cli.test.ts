@@ -223,6 +223,33 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
         expect(refused.stderr).toContain(`${file} is not a backup of Parley's embedded database`);
         expect(existsSync(join(dir, 'fresh'))).toBe(false);
       }
+      // A file that cannot be written whole (a full disk; here `ulimit -f` of 1 MB) was only a
+      // warning to tar: "Restored", exit 0, over a database cut short.
+      mkdirSync(join(dir, 'big', 'pg'), { recursive: true });
+      writeFileSync(join(dir, 'big', 'pg', 'PG_VERSION'), '17\n');
+      writeFileSync(join(dir, 'big', 'pg', 'large'), Buffer.alloc(3 * 1024 * 1024, 1));
+      const big = join(dir, 'big.tar.gz');
+      await tar.c({ gzip: true, file: big, cwd: join(dir, 'big') }, ['pg']);
+      const limited = await run(
+        'bash',
+        [
+          '-c',
+          'ulimit -f 1024 && exec "$@"',
+          'bash',
+          process.execPath,
+          join(ROOT, 'src/cli/admin.ts'),
+          'restore',
+          big,
+          join(dir, 'fresh'),
+        ],
+        { cwd: ROOT, env: { PATH: process.env.PATH, ENV_FILE: '/dev/null' } },
+      ).then(
+        () => ({ code: 0, stderr: '' }),
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(existsSync(join(dir, 'fresh'))).toBe(false);
+      expect(limited).toMatchObject({ code: 1 });
+      expect(limited.stderr).toContain(`cannot restore into ${join(dir, 'fresh')}: the file would`);
       // The two words swapped or mistyped: a directory as the backup, a file as the new data
       // directory. Said so, not as Node's "EISDIR: illegal operation on a directory, read".
       const isDir = await admin(port, 'restore', dir, join(dir, 'fresh'));
