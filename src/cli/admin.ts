@@ -110,7 +110,13 @@ async function run(argv: string[]): Promise<void> {
     const [archive, dataDir] = args;
     if (!archive || !dataDir)
       throw new UsageError('restore needs a backup file and a new data directory');
-    const root = await restoreBackup(operatorPath(archive), operatorPath(dataDir));
+    // Unpacking a large database takes a while: a person at a terminal is told what goes on
+    // (the line is cleared after); scripts get only the result.
+    const terminal = process.stderr.isTTY;
+    if (terminal) process.stderr.write(`restore: unpacking ${operatorPath(archive)}…`);
+    const root = await restoreBackup(operatorPath(archive), operatorPath(dataDir)).finally(
+      () => terminal && process.stderr.write('\r\x1b[2K'),
+    );
     console.log(`Restored into ${root}. Start Parley on it: DATA_DIR=${root} npm start`);
     return;
   }

@@ -130,6 +130,15 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
       expect(restored).toMatchObject({ code: 0 });
       expect(restored.stdout).toContain(`Restored into ${join(dir, 'restored')}`);
       expect(existsSync(join(dir, 'restored', 'pg', 'PG_VERSION'))).toBe(true);
+      expect(restored.stderr).toBe(''); // in a script, only the result
+      // At a terminal (`script` gives it one) it says what it does while it unpacks.
+      const shown = await run(
+        'script',
+        ['-qec', `${process.execPath} src/cli/admin.ts restore b.tar.gz again`, '/dev/null'],
+        { cwd: ROOT, env: { PATH: process.env.PATH, ENV_FILE: '/dev/null', INIT_CWD: dir } },
+      );
+      expect(shown.stdout).toContain(`restore: unpacking ${join(dir, 'b.tar.gz')}…`);
+      expect(shown.stdout).toContain(`Restored into ${join(dir, 'again')}`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
