@@ -95,4 +95,26 @@ describe('the Automations page in Chromium', () => {
     stack.llm.assertNoUnexpected();
     stack.telegram.assertNoUnexpected();
   });
+
+  it('takes a name of 100 emoji and a prompt of 4000, counted in characters as the server does', async () => {
+    // An input's maxlength counts UTF-16 units: a name of 100 held only 50 emoji, a prompt
+    // of 4000 only 2000.
+    await navLink().click();
+    await page.getByRole('button', { name: 'New automation' }).click();
+    const form = page.getByRole('form', { name: 'New automation' });
+    const name = '🌄'.repeat(100);
+    const prompt = '🌅'.repeat(4000);
+    await form.getByLabel('Time').fill('07:30');
+    // One more character in the name is the server's to refuse, in its words.
+    await form.getByLabel('What to ask the assistant').fill(prompt);
+    await form.getByLabel('Name (optional)').fill(`${name}🌅`);
+    await form.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('alert').getByText('name: Too big').waitFor();
+    await form.getByLabel('Name (optional)').fill(name);
+    await form.getByRole('button', { name: 'Save' }).click();
+    await item().getByRole('strong').getByText(name, { exact: true }).waitFor();
+    const [stored] = (await call(stack.parley, 'GET', '/users/alice/automations')).body
+      .automations as { name: string; prompt: string }[];
+    expect(stored).toMatchObject({ name, prompt });
+  });
 });

@@ -74,7 +74,7 @@ describe('the web client in Chromium', () => {
           question: string;
           answer: string;
           interrupted: boolean;
-          feedback: { score: number } | null;
+          feedback: { score: number; comment: string | null } | null;
         }>;
       }
     ).turns;
@@ -248,6 +248,58 @@ describe('the web client in Chromium', () => {
     await lastAnswer().getByRole('textbox', { name: 'Comment (optional)' }).fill('clear');
     await lastAnswer().getByRole('button', { name: 'Send comment' }).click();
     await lastAnswer().getByRole('status').filter({ hasText: 'Thanks' }).waitFor();
+  });
+
+  it('takes a comment of 4000 emoji, counted in characters as the server does', async () => {
+    // An input's maxlength counts UTF-16 units: 4000 of them held only 2000 emoji.
+    llm.enqueue(reply.text('Rate me in pictures.'));
+    await send('Rate me in emoji');
+    await waitForIdle();
+    await lastAnswer().getByRole('button', { name: 'Good answer' }).click();
+    await lastAnswer().getByRole('status').filter({ hasText: 'Thanks' }).waitFor();
+    const comment = lastAnswer().getByRole('textbox', { name: 'Comment (optional)' });
+    const sendComment = lastAnswer().getByRole('button', { name: 'Send comment' });
+    const rated = async () =>
+      (await history()).find((t) => t.question === 'Rate me in emoji')?.feedback?.comment;
+    const full = '👍'.repeat(4000);
+    await comment.fill(full);
+    await sendComment.click();
+    await expect.poll(rated).toBe(full);
+    // One more is the server's to refuse, in its words; the stored comment stays.
+    await comment.fill(`${full}👍`);
+    await sendComment.click();
+    await lastAnswer().getByRole('status').getByText('comment: Too big').waitFor();
+    expect(await rated()).toBe(full);
+  });
+
+  it('takes a display name of 100 emoji, counted in characters as the server does', async () => {
+    // An input's maxlength counts UTF-16 units: 100 of them held only 50 emoji.
+    await page.getByRole('link', { name: 'Profile' }).click();
+    // The stored profile, once it comes, fills the field: type after it.
+    await page.waitForLoadState('networkidle');
+    const name = page.getByRole('textbox', { name: 'Display name' });
+    const save = page.getByRole('button', { name: 'Save' });
+    const stored = async () => {
+      const response = await parley.fetch('/users/alice/profile');
+      return ((await response.json()) as { display_name: string | null }).display_name;
+    };
+    const hundred = '🙂'.repeat(100);
+    await name.fill(hundred);
+    await save.click();
+    await page.getByRole('status').getByText('Saved.').waitFor();
+    expect(await stored()).toBe(hundred);
+    await page.reload();
+    await expect.poll(() => name.inputValue()).toBe(hundred);
+    // One more is the server's to refuse, in its words; the stored name stays.
+    await name.fill(`${hundred}🙂`);
+    await save.click();
+    await page.getByRole('status').getByText('display_name: Too big').waitFor();
+    expect(await stored()).toBe(hundred);
+    // Back to no name, and to the chat the next cases expect.
+    await name.fill('');
+    await save.click();
+    await expect.poll(stored).toBeNull();
+    await openChat();
   });
 
   it('sends an attached image to the vision model', async () => {

@@ -180,11 +180,13 @@ function NewAutomation(props: { onCreate: (body: unknown) => void }) {
     <form class="stack" aria-label={t.newAutomation} onSubmit={submit}>
       <label>
         {t.prompt}
-        <textarea name="prompt" required maxLength={4000} rows={3} />
+        {/* No maxLength here or on the name: it counts UTF-16 units, so a name of 100 held
+            only 50 emoji. The server counts characters and says when either is too long. */}
+        <textarea name="prompt" required rows={3} />
       </label>
       <label>
         {t.automationName}
-        <input name="name" maxLength={100} />
+        <input name="name" />
       </label>
       <label>
         {t.repeat}

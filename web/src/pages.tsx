@@ -231,7 +231,8 @@ export function ProfilePage(props: { user: string }) {
         <input
           id="display-name"
           value={name}
-          maxLength={100}
+          // No maxLength: it counts UTF-16 units, so 100 held only 50 emoji. The server counts
+          // characters (100 of them) and says when a name is too long.
           onInput={(e) => setName((e.target as HTMLInputElement).value)}
         />
         <label for="timezone">{t.timezone}</label>

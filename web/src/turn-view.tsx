@@ -268,7 +268,8 @@ function Feedback(props: {
             aria-label={t.comment}
             placeholder={t.comment}
             value={comment}
-            maxLength={4000}
+            // No maxLength: it counts UTF-16 units, so 4000 held only 2000 emoji. The server
+            // counts characters (4000 of them) and says when a comment is too long.
             onInput={(e) => setComment((e.target as HTMLInputElement).value)}
           />
           <button type="submit">{t.sendComment}</button>
