@@ -1,5 +1,6 @@
 import { generateText, Output } from 'ai';
 import { z } from 'zod';
+import { firstCharacters } from '../first-characters.ts';
 import type { ChatModel } from '../models/chat-model.ts';
 import type { PendingExchange } from '../storage/memory-queue-repository.ts';
 import { hasVisibleCharacter } from '../visible-text.ts';
@@ -43,9 +44,10 @@ export function createMemoryDecider(model: ChatModel): MemoryDecider {
     const { output } = await generateText({
       model: await model.get(),
       system: INSTRUCTIONS,
+      // Cut between characters: half an emoji is a lone surrogate in the model server's JSON.
       prompt:
-        `User: ${exchange.question.slice(0, EXCHANGE_MAX_CHARS)}\n\n` +
-        `Assistant: ${exchange.answer.slice(0, EXCHANGE_MAX_CHARS)}`,
+        `User: ${firstCharacters(exchange.question, EXCHANGE_MAX_CHARS)}\n\n` +
+        `Assistant: ${firstCharacters(exchange.answer, EXCHANGE_MAX_CHARS)}`,
       output: Output.object({ schema: decisionSchema, name: 'memory_decision' }),
       maxRetries: 0,
       abortSignal: signal,
@@ -53,7 +55,7 @@ export function createMemoryDecider(model: ChatModel): MemoryDecider {
     const memory = output.memory.trim();
     // A memory of only invisible characters (zero-width spaces…) would list as an empty row.
     return output.remember && hasVisibleCharacter(memory)
-      ? memory.slice(0, MEMORY_MAX_CHARS)
+      ? firstCharacters(memory, MEMORY_MAX_CHARS) // half an emoji would be stored as U+FFFD
       : undefined;
   };
 }

@@ -251,6 +251,28 @@ describe.each(ENGINES)('conversation memory on the %s engine', (engine) => {
     },
   );
 
+  it('cuts a long exchange and a long memory between characters, never inside an emoji', async () => {
+    // Odd prefixes put a UTF-16 cut (4000 and 500 units) in the middle of an emoji: half a
+    // surrogate pair went to the model server, and was stored as U+FFFD.
+    const violin = '🎻';
+    const question = `violas ${violin.repeat(4000)}`;
+    const answer = `Lovely ${violin.repeat(4000)}`;
+    decisions.set('violas 🎻', () => decision(true, `M${violin.repeat(600)}`));
+    const first = llm.chats.length;
+    await chat('grace', question, [reply.text(answer)]);
+    const request = llm.chats.slice(first).find((c) => isDecision(c.body))?.body;
+    const asked = request?.messages.find((message) => message.role === 'user')?.content;
+    const text = typeof asked === 'string' ? asked : JSON.stringify(asked);
+    expect.soft(text.isWellFormed()).toBe(true);
+    // Each side is cut at 4000 characters, the memory at 500.
+    expect
+      .soft(text)
+      .toBe(`User: violas ${violin.repeat(3993)}\n\nAssistant: Lovely ${violin.repeat(3993)}`);
+    expect((await memories('grace')).map((memory) => memory.text)).toEqual([
+      `M${violin.repeat(499)}`,
+    ]);
+  });
+
   it('keeps memories through /reset, and deletes one or all on request', async () => {
     const [bora] = await memories('alice');
     const reset = await parley.fetch('/reset?user_id=alice', { method: 'POST' });
