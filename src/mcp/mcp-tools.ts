@@ -4,6 +4,7 @@ import { jsonSchema, type ToolSet, tool } from 'ai';
 import type { Logger } from 'pino';
 import type { ChatEvent } from '../assistant/chat-events.ts';
 import { ToolRefusal } from '../assistant/tool-refusal.ts';
+import { firstCharacters } from '../first-characters.ts';
 import type {
   ApprovalDecision,
   McpRepository,
@@ -404,11 +405,19 @@ function resultText(result: CallToolResult): string {
   return parts.join('\n');
 }
 
+/** Cut between characters: half an emoji is a lone surrogate in the model server's JSON. */
 function capped(text: string, max: number, tell = false): string {
-  if (text.length <= max) return text;
+  const kept = firstCharacters(text, max);
+  if (kept.length === text.length) return text;
   return tell
-    ? `${text.slice(0, max)}\n[The result was cut: ${max} of its ${text.length} characters are shown.]`
-    : `${text.slice(0, max - 1)}…`;
+    ? `${kept}\n[The result was cut: ${max} of its ${characterCount(text)} characters are shown.]`
+    : `${firstCharacters(text, max - 1)}…`;
+}
+
+function characterCount(text: string): number {
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
 }
 
 function errorText(error: unknown): string {

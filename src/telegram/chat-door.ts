@@ -233,7 +233,11 @@ export class ChatDoor {
       if (event.type === 'approval') {
         const { id, server, tool } = event.approval;
         const args = JSON.stringify(event.approval.arguments, null, 2) ?? '';
-        const shown = args.length > ARGUMENTS_SHOWN ? `${args.slice(0, ARGUMENTS_SHOWN)}…` : args;
+        // Cut in UTF-16 units, as Telegram counts its limit, but never inside an emoji: half
+        // a surrogate pair is not UTF-8, and Telegram refused the question.
+        const cut = args.slice(0, ARGUMENTS_SHOWN);
+        const kept = cut.isWellFormed() ? cut : cut.slice(0, -1);
+        const shown = args.length > ARGUMENTS_SHOWN ? `${kept}…` : args;
         await sendReply(this.#deps.telegram, chatId, t.approvalQuestion(tool, server, shown), log, {
           inline_keyboard: [
             [

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
+import { firstCharacters } from '../first-characters.ts';
 import { type ProviderSearch, providerFor } from './providers.ts';
 import { WebSearchError } from './search-request.ts';
 
@@ -107,6 +108,9 @@ function isWebAddress(url: string): boolean {
   return URL.canParse(url) && /^https?:$/.test(new URL(url).protocol);
 }
 
+/** Cut between characters: half an emoji is a lone surrogate in the model server's JSON. */
 function clip(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+  return firstCharacters(text, max).length === text.length
+    ? text
+    : `${firstCharacters(text, max - 1)}…`;
 }

@@ -233,6 +233,18 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
     const long = toolResult(llm, 'long-1') ?? '';
     expect(long.startsWith(`Echo: ${'x'.repeat(194)}`)).toBe(true);
     expect(long).toContain('[The result was cut: 200 of its 506 characters are shown.]');
+    // Cut between characters, counted as characters: "Echo: y" is 7 units, so a cut at 200
+    // UTF-16 units fell inside an emoji (half a surrogate pair to the model server).
+    llm.enqueue(
+      reply.toolCalls([
+        { id: 'long-2', name: 'everything__echo', args: { message: `y${'🧩'.repeat(300)}` } },
+      ]),
+      reply.text('Done.'),
+    );
+    await (await chat(aliceKey, 'alice', 'emoji')).text();
+    expect(toolResult(llm, 'long-2')).toBe(
+      `Echo: y${'🧩'.repeat(193)}\n[The result was cut: 200 of its 307 characters are shown.]`,
+    );
   });
 
   it('lets a long call that reports progress go past the call timeout', async () => {

@@ -104,6 +104,34 @@ describe.each(ENGINES)('MCP approvals on Telegram, on the %s engine', (engine) =
     expect(await press(question, 'Deny', buttons)).toBe('Approved.');
   });
 
+  it('shows long arguments cut between characters, never inside an emoji', async () => {
+    // The arguments are cut at 3000 UTF-16 units (Telegram counts its limit so); an odd
+    // prefix put that cut in the middle of an emoji, and half of one is not UTF-8.
+    const message = `y${'🦉'.repeat(2000)}`;
+    stack.llm.enqueue(
+      reply.toolCalls([{ id: 'tg-owl', name: 'everything__echo', args: { message } }]),
+      reply.text('Not echoed.'),
+    );
+    const { question, from } = await askedAbout('echo owls');
+    const args = JSON.stringify({ message }, null, 2);
+    expect(question.visible.isWellFormed()).toBe(true);
+    expect(question.visible).toBe(
+      `Run the tool echo of everything with these arguments?\n${args.slice(0, 2999)}…`,
+    );
+    expect(await press(question, 'Deny')).toBe('Denied: the tool is not run.');
+    // The answer ends before the next case asks (its rating buttons are not that question).
+    await stack.telegram.waitFor(
+      () =>
+        stack
+          .sentSince(chatId, from)
+          .some(
+            (m) =>
+              m.visible.includes('Not echoed.') || m.edits.some((e) => e.includes('Not echoed.')),
+          ),
+      60_000,
+    );
+  });
+
   it('does not run a denied call, and the model is told so', async () => {
     stack.llm.enqueue(
       reply.toolCalls([{ id: 'tg-echo', name: 'everything__echo', args: { message: 'hi' } }]),

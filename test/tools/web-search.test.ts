@@ -134,6 +134,20 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
       }
     });
 
+    it('cuts a long snippet between characters, never inside an emoji', async () => {
+      // An even prefix put the UTF-16 cut (99 units, then "…") in the middle of an emoji: half
+      // a surrogate pair went to the model server.
+      const search = searches.get(provider) as FakeSearchServer;
+      search.results([
+        { title: 'Emoji', url: 'https://example.org/emoji', snippet: `Sn${'🔎'.repeat(200)}` },
+      ]);
+      const { toolOutput } = await searchThrough(`emoji-${provider}`);
+      const output = JSON.parse(toolOutput) as { results: { snippet: string }[] };
+      const snippet = output.results[0]?.snippet ?? '';
+      expect(snippet.isWellFormed()).toBe(true);
+      expect(snippet).toBe(`Sn${'🔎'.repeat(97)}…`);
+    });
+
     it('gives the model only results with a web address, filling the top results from the rest', async () => {
       const search = searches.get(provider) as FakeSearchServer;
       const web = RESULTS.slice(0, 3);
