@@ -1,5 +1,6 @@
 import { generateText, type ModelMessage } from 'ai';
 import type { Logger } from 'pino';
+import { firstCharacters } from '../first-characters.ts';
 import type { ChatModel } from '../models/chat-model.ts';
 import { withoutThinking } from '../models/think-tags.ts';
 import type { QueryRewriter } from '../tools/document-tools.ts';
@@ -39,7 +40,8 @@ export function createQueryRewriter(
       const rewritten = withoutThinking(text).trim().replace(/^"|"$/g, '');
       if (!rewritten) return query;
       if (verbose) logger.info({ query, rewritten }, 'search query rewritten');
-      return rewritten.slice(0, MAX_QUERY_CHARS);
+      // Cut between characters: half an emoji is a lone surrogate in the embedding request.
+      return firstCharacters(rewritten, MAX_QUERY_CHARS);
     } catch (error) {
       if (signal?.aborted) throw error;
       logger.warn(

@@ -269,6 +269,22 @@ describe.each(VECTOR_SETUPS)('hybrid search, query rewriting and RAG_VERBOSE on 
     expect(stream.text).toBe('Copy the data directory nightly.');
   });
 
+  it('cuts a long rewritten query between characters, never inside an emoji', async () => {
+    // The rewrite is cut at 1000; "x" put a cut at 1000 UTF-16 units in the middle of an
+    // emoji, and half of one went on to the embeddings request and the database.
+    llm.enqueue(reply.text('Parley keeps its data in one directory.'));
+    await ask('ivy', 'Where does Parley keep its data?');
+    llm.enqueue(
+      reply.toolCalls([{ name: 'search_documents', args: { query: 'that, with magnifiers' } }]),
+      reply.text(`x${'🔍'.repeat(1200)}`), // the rewrite
+      reply.text('Nothing found.'),
+    );
+    await ask('ivy', 'And with magnifiers?');
+    const { query } = lastToolOutput();
+    expect(query.isWellFormed()).toBe(true);
+    expect(query).toBe(`x${'🔍'.repeat(999)}`);
+  });
+
   it('logs queries and hits under RAG_VERBOSE', async () => {
     await parley.settled();
     const searches = parley.logs.filter((line) => line.msg === 'document search');
