@@ -43,8 +43,12 @@ function cutPoint(window: string): number {
     }
     if (best >= min) return best;
   }
-  return room;
+  // A hard cut counts UTF-16 units, as Telegram's limit does; it must not leave half an emoji
+  // at the end of one message and the other half at the start of the next.
+  return isHighSurrogate(window.charCodeAt(room - 1)) ? room - 1 : room;
 }
+
+const isHighSurrogate = (code: number) => (code & 0xfc00) === 0xd800;
 
 function isInsideFence(text: string): boolean {
   return (text.match(/^\s*```/gm)?.length ?? 0) % 2 === 1;

@@ -273,6 +273,17 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(answer.at(-1)?.replyMarkup).toBeDefined();
   });
 
+  it('cuts an answer with nowhere to break between characters, never inside an emoji', async () => {
+    await stack.link('emoji', 512);
+    // 'a' first: every hard cut at 3,996 units would otherwise fall inside an emoji.
+    const text = `a${'😀'.repeat(4_500)}`;
+    stack.llm.enqueue(reply.text(text, { chunks: 20 }));
+    const answer = await stack.ask(512, 'Only emoji, please.');
+    expect(answer.length).toBeGreaterThanOrEqual(3);
+    for (const part of answer) expect(part.visible.isWellFormed()).toBe(true);
+    expect(answer.map((m) => m.visible).join('')).toBe(text);
+  });
+
   it('loses no text and sends nothing twice through a 429 storm', async () => {
     await stack.link('erin', 505);
     let text = '';
