@@ -15,3 +15,11 @@ export function firstCharacters(text: string, max: number): string {
 
 const isPairAt = (text: string, index: number) =>
   (text.charCodeAt(index) & 0xfc00) === 0xd800 && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00;
+
+/**
+ * Where to cut a text to at most `max` UTF-16 units (Telegram counts its limits so) without
+ * splitting an emoji: `max`, or one less when a surrogate pair straddles it.
+ */
+export function unitCut(text: string, max: number): number {
+  return max < text.length && isPairAt(text, max - 1) ? max - 1 : max;
+}

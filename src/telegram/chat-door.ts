@@ -6,6 +6,7 @@ import type { ChatEvent } from '../assistant/chat-events.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
 import { AppError } from '../errors.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
+import { unitCut } from '../first-characters.ts';
 import { disposeAfter } from '../http/chat-abort.ts';
 import { isUuid } from '../is-uuid.ts';
 import type { DetachedRuns, NumberedEvent } from '../runs/detached-runs.ts';
@@ -235,9 +236,10 @@ export class ChatDoor {
         const args = JSON.stringify(event.approval.arguments, null, 2) ?? '';
         // Cut in UTF-16 units, as Telegram counts its limit, but never inside an emoji: half
         // a surrogate pair is not UTF-8, and Telegram refused the question.
-        const cut = args.slice(0, ARGUMENTS_SHOWN);
-        const kept = cut.isWellFormed() ? cut : cut.slice(0, -1);
-        const shown = args.length > ARGUMENTS_SHOWN ? `${kept}…` : args;
+        const shown =
+          args.length > ARGUMENTS_SHOWN
+            ? `${args.slice(0, unitCut(args, ARGUMENTS_SHOWN))}…`
+            : args;
         await sendReply(this.#deps.telegram, chatId, t.approvalQuestion(tool, server, shown), log, {
           inline_keyboard: [
             [

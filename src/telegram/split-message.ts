@@ -1,3 +1,5 @@
+import { unitCut } from '../first-characters.ts';
+
 /**
  * Telegram takes at most 4,096 characters per message (counted after its HTML is parsed).
  * Parts are cut from the Markdown source at most PART_CHARS long, which the HTML conversion
@@ -45,10 +47,8 @@ function cutPoint(window: string): number {
   }
   // A hard cut counts UTF-16 units, as Telegram's limit does; it must not leave half an emoji
   // at the end of one message and the other half at the start of the next.
-  return isHighSurrogate(window.charCodeAt(room - 1)) ? room - 1 : room;
+  return unitCut(window, room);
 }
-
-const isHighSurrogate = (code: number) => (code & 0xfc00) === 0xd800;
 
 function isInsideFence(text: string): boolean {
   return (text.match(/^\s*```/gm)?.length ?? 0) % 2 === 1;
