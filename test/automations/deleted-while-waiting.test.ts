@@ -15,13 +15,18 @@ import { waitFor } from '../support/wait-for.ts';
 describe.each(ENGINES)('an automation deleted while its run waits on the %s engine', (engine) => {
   const stack = useReminderStack(engine, { start: '2030-05-01T00:00:00Z' });
 
-  it('does not ask the model for it once the user’s chat has ended', async () => {
-    const api = (method: string, path: string, body?: unknown) =>
-      call(stack().parley, method, path, body);
-    expect((await stack().putProfile('busy', { telegram_chat_id: '5701' })).status).toBe(200);
-    const made = await api('POST', '/users/busy/automations', {
+  const api = (method: string, path: string, body?: unknown) =>
+    call(stack().parley, method, path, body);
+
+  /**
+   * A user's daily automation, and the user's own chat under way: the model holds its answer
+   * until `release`, and has the automation's reply queued after it.
+   */
+  async function busyWithOwnChat(userId: string, chatId: string, time: string) {
+    expect((await stack().putProfile(userId, { telegram_chat_id: chatId })).status).toBe(200);
+    const made = await api('POST', `/users/${userId}/automations`, {
       prompt: 'Order the groceries',
-      schedule: { type: 'daily', time: '08:00' },
+      schedule: { type: 'daily', time },
     });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
     let release = () => {};
@@ -29,7 +34,6 @@ describe.each(ENGINES)('an automation deleted while its run waits on the %s engi
       release = resolve;
     });
     const chats = stack().llm.chats.length;
-    // The user's own answer, held; then what the automation's prompt would be answered with.
     stack().llm.enqueue(
       reply.text('Here is my own answer.', { pace: () => held }),
       reply.text('Groceries ordered.'),
@@ -38,28 +42,37 @@ describe.each(ENGINES)('an automation deleted while its run waits on the %s engi
       .parley.fetch('/chat', {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ message: 'A question of mine', user_id: 'busy' }),
+        body: JSON.stringify({ message: 'A question of mine', user_id: userId }),
       })
       .then(readChat);
     await waitFor(() => stack().llm.chats.length > chats);
     const mark = stack().parley.logs.length;
-    expect((await api('POST', `/users/busy/automations/${made.body.id}/run`)).status).toBe(202);
-    // The run has started and waits for the user's turn.
-    await waitFor(() =>
-      stack()
-        .parley.logs.slice(mark)
-        .some((l) => l.msg === 'automation run claimed' && l.automationId === made.body.id),
+    const id = made.body.id as string;
+    /** The run has started and waits for the user's turn. */
+    const claimed = () =>
+      waitFor(() =>
+        stack()
+          .parley.logs.slice(mark)
+          .some((l) => l.msg === 'automation run claimed' && l.automationId === id),
+      );
+    return { id, chats, own, release, mark, claimed };
+  }
+
+  it('does not ask the model for it once the user’s chat has ended', async () => {
+    const { id, chats, own, release, mark, claimed } = await busyWithOwnChat(
+      'busy',
+      '5701',
+      '08:00',
     );
-    expect((await api('DELETE', `/users/busy/automations/${made.body.id}`)).status).toBe(200);
+    expect((await api('POST', `/users/busy/automations/${id}/run`)).status).toBe(202);
+    await claimed();
+    expect((await api('DELETE', `/users/busy/automations/${id}`)).status).toBe(200);
     release();
     expect((await own).text).toBe('Here is my own answer.');
     await waitFor(() =>
       stack()
         .parley.logs.slice(mark)
-        .some(
-          (l) =>
-            l.automationId === made.body.id && /^automation (run done|deleted)/.test(String(l.msg)),
-        ),
+        .some((l) => l.automationId === id && /^automation (run done|deleted)/.test(String(l.msg))),
     );
     // Only the user's own question reached the model; the automation's reply is still unasked.
     expect(stack().llm.chats.length).toBe(chats + 1);
@@ -75,44 +88,15 @@ describe.each(ENGINES)('an automation deleted while its run waits on the %s engi
   });
 
   it('does not answer a scheduled run paused while it waits, and records it as skipped', async () => {
-    const api = (method: string, path: string, body?: unknown) =>
-      call(stack().parley, method, path, body);
-    expect((await stack().putProfile('halt', { telegram_chat_id: '5702' })).status).toBe(200);
-    const made = await api('POST', '/users/halt/automations', {
-      prompt: 'Order the groceries',
-      schedule: { type: 'daily', time: '09:00' },
-    });
-    expect(made.status, JSON.stringify(made.body)).toBe(201);
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const chats = stack().llm.chats.length;
-    stack().llm.enqueue(
-      reply.text('Here is my own answer.', { pace: () => held }),
-      reply.text('Groceries ordered.'),
-    );
-    const own = stack()
-      .parley.fetch('/chat', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ message: 'A question of mine', user_id: 'halt' }),
-      })
-      .then(readChat);
-    await waitFor(() => stack().llm.chats.length > chats);
-    const mark = stack().parley.logs.length;
+    const { id, chats, own, release, claimed } = await busyWithOwnChat('halt', '5702', '09:00');
     // 09:00: the scheduled run is claimed, and waits for the user's turn.
     stack().setClock('2030-05-01T09:00:00Z');
-    await waitFor(() =>
-      stack()
-        .parley.logs.slice(mark)
-        .some((l) => l.msg === 'automation run claimed' && l.automationId === made.body.id),
-    );
-    expect((await api('POST', `/users/halt/automations/${made.body.id}/pause`)).status).toBe(200);
+    await claimed();
+    expect((await api('POST', `/users/halt/automations/${id}/pause`)).status).toBe(200);
     release();
     expect((await own).text).toBe('Here is my own answer.');
     const runsOf = async () =>
-      (await api('GET', `/users/halt/automations/${made.body.id}/runs`)).body.runs as {
+      (await api('GET', `/users/halt/automations/${id}/runs`)).body.runs as {
         status: string;
         error: string | null;
       }[];
