@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowFilesFirst from './test/support/slow-files-first.ts';
 
 export default defineConfig({
   test: {
@@ -13,5 +14,6 @@ export default defineConfig({
     setupFiles: ['test/support/stop-left-servers.ts'],
     pool: 'forks',
     maxWorkers: 2,
+    sequence: { sequencer: SlowFilesFirst },
   },
 });
