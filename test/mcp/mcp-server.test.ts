@@ -372,6 +372,33 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
     }
   });
 
+  it('answers a call with malformed params with JSON-RPC "invalid params", not an internal error', async () => {
+    const headers = { authorization: `Bearer ${keys.alice}`, 'mcp-protocol-version': '2025-11-25' };
+    const cases: [params: unknown, where: string][] = [
+      [{ name: 'list_reminders', arguments: [1, 2] }, 'params.arguments'],
+      [{ name: 'list_reminders', arguments: 'all' }, 'params.arguments'],
+      [{ name: 42 }, 'params.name'],
+      [{}, 'params.name'],
+    ];
+    for (const [id, [params, where]] of cases.entries()) {
+      const response = await post(headers, { jsonrpc: '2.0', id, method: 'tools/call', params });
+      expect(response.status).toBe(200);
+      expect(await response.json(), JSON.stringify(params)).toEqual({
+        jsonrpc: '2.0',
+        id,
+        error: { code: -32602, message: expect.stringMatching(`^Invalid params: ${where}: `) },
+      });
+    }
+    // The same request well formed is answered, on the same stateless door.
+    const listed = await post(headers, {
+      jsonrpc: '2.0',
+      id: 9,
+      method: 'tools/call',
+      params: { name: 'list_reminders', arguments: {} },
+    });
+    expect(((await listed.json()) as { result?: unknown }).result).toBeDefined();
+  });
+
   it('logs each call by its tool and outcome, never its arguments, results or the key', async () => {
     const calls = parley.logs.filter((line) => line.msg === 'mcp tool call');
     expect(calls.find((line) => line.mcp_tool === 'set_reminder' && line.outcome === 'ok')).toEqual(

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { actingUser } from '../../accounts/principal.ts';
 import { AppError } from '../../errors.ts';
+import { answerInvalidParams } from '../../mcp/invalid-params.ts';
 import {
   registerUserTools,
   type UserToolServices,
@@ -125,6 +126,7 @@ export function registerMcpRoute(
       });
       try {
         await server.connect(transport);
+        answerInvalidParams(transport);
         const answer = await Promise.race([
           transport.handleRequest(webRequest(request), { parsedBody: request.body }),
           clientLeft(reply),
