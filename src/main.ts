@@ -337,6 +337,11 @@ export async function main(config: Config): Promise<void> {
         .recordFailure(serverId, failure?.reason ?? null, failure?.stderr ?? null)
         .catch((error: unknown) => mcpLogger.warn({ err: error }, 'mcp server status not stored'));
     },
+    onRefused: (serverId, userId, reason) => {
+      mcpRepository
+        .recordRefusal(serverId, userId, reason)
+        .catch((error: unknown) => mcpLogger.warn({ err: error }, 'mcp refusal not stored'));
+    },
     onListing: (serverId, state) => {
       mcpRepository
         .recordListingState(serverId, state)

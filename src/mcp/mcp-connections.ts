@@ -70,6 +70,12 @@ export interface McpConnectionSettings {
   logger: Logger;
   /** Called when a server fails (null: it answers again), to store the reason for the admin. */
   onFailure: (serverId: string, failure: ServerFailure | null) => void;
+  /**
+   * Called when an HTTP server refuses one user (401 or 403: their credential, or none), and
+   * with null when it takes them again: the user's own status, not the server's, which goes
+   * on answering the others.
+   */
+  onRefused: (serverId: string, userId: string, reason: string | null) => void;
   /** Called after each listing of a server's tools, to store its state for the status. */
   onListing: (serverId: string, state: ListingState) => void;
 }
@@ -90,6 +96,8 @@ interface Slot {
   failures: number;
   retryAt: number;
   lastReason: string | undefined;
+  /** The last failure was the server refusing this slot's user (HTTP 401 or 403). */
+  refused: boolean;
   /** A listing after `tools/list_changed` under way: the next use waits for it. */
   relisting: Promise<void> | undefined;
   /** Another `tools/list_changed` came while listing: list once more after. */
@@ -138,6 +146,7 @@ export class McpConnections {
         failures: 0,
         retryAt: 0,
         lastReason: undefined,
+        refused: false,
         relisting: undefined,
         relistAgain: false,
         relistFailures: 0,
@@ -150,7 +159,7 @@ export class McpConnections {
       if (Date.now() < slot.retryAt) {
         throw new ServerDownError(slot.lastReason ?? 'failed', slot.retryAt - Date.now());
       }
-      slot.connection = this.#connect(server, credential, slot);
+      slot.connection = this.#connect(server, userId, credential, slot);
       return slot.connection;
     }
     const connection = slot.connection;
@@ -221,6 +230,7 @@ export class McpConnections {
   /** Not async: the promise it returns is the slot's own, which `end` compares against. */
   #connect(
     server: ServerEndpoint,
+    userId: string,
     credential: ServerCredential | undefined,
     slot: Slot,
   ): Promise<McpConnection> {
@@ -273,14 +283,14 @@ export class McpConnections {
       };
     }
     let ended = false;
-    const end = (reason: string) => {
+    const end = (reason: string, refused = false) => {
       if (ended) return;
       ended = true;
       if (slot.connection === connecting) slot.connection = undefined;
       slot.close = undefined;
       clearTimeout(slot.relistTimer);
       slot.relistTimer = undefined;
-      this.#failed(server, slot, reason, stdio?.stderrTail, log);
+      this.#failed(server, userId, slot, { reason, refused }, stdio?.stderrTail, log);
     };
     let closingOnPurpose = false;
     slot.close = async () => {
@@ -315,7 +325,9 @@ export class McpConnections {
           log,
         );
         connected = true;
-        if (slot.failures > 0 || slot.lastReason) this.#settings.onFailure(server.id, null);
+        if (slot.refused) this.#settings.onRefused(server.id, userId, null);
+        else if (slot.failures > 0 || slot.lastReason) this.#settings.onFailure(server.id, null);
+        slot.refused = false;
         slot.failures = 0;
         slot.lastReason = undefined;
         slot.relistFailures = 0;
@@ -337,7 +349,7 @@ export class McpConnections {
         closingOnPurpose = true;
         await client.close().catch(() => {});
         await stdio?.close();
-        end(reason);
+        end(reason, server.transport === 'http' && refusedStatus(error));
         throw new ServerDownError(reason, slot.retryAt - Date.now(), { cause: error });
       }
     })();
@@ -426,15 +438,26 @@ export class McpConnections {
 
   #failed(
     server: ServerEndpoint,
+    userId: string,
     slot: Slot,
-    reason: string,
+    { reason, refused }: { reason: string; refused: boolean },
     stderr: string | undefined,
     log: Logger,
   ): void {
     slot.failures += 1;
     slot.lastReason = reason;
+    slot.refused = refused;
     const backoff = Math.min(BACKOFF_FIRST_MS * 2 ** (slot.failures - 1), BACKOFF_MAX_MS);
     slot.retryAt = Date.now() + backoff;
+    if (refused) {
+      // This user's credential (or its absence), not the server: the others it still answers.
+      log.warn(
+        { code: 'mcp_user_refused', reason, retryInMs: backoff },
+        'mcp server refused a user',
+      );
+      this.#settings.onRefused(server.id, userId, reason);
+      return;
+    }
     // The reason is Parley's own words; the server's stderr goes to the database only.
     log.warn({ code: 'mcp_server_down', reason, retryInMs: backoff }, 'mcp server is down');
     this.#settings.onFailure(server.id, { reason, stderr: stderr || undefined });
@@ -455,6 +478,18 @@ export class McpConnections {
       );
     }
   }
+}
+
+/**
+ * An HTTP answer of 401 or 403 to connecting: the server refused who asked. HTTP servers take
+ * no credential but each user's own, so this is that user's standing, not the server's.
+ */
+function refusedStatus(error: unknown): boolean {
+  const code =
+    (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
+  if (code === 401 || code === 403) return true;
+  const message = error instanceof Error ? error.message : String(error);
+  return /\bHTTP 40[13]\b/.test(message);
 }
 
 /** A server that is down: why, and how long until it is tried again. */

@@ -19,13 +19,15 @@ export interface ToolStatus {
 /**
  * The tools a user's chats offer from each of their servers, chosen as a chat chooses them
  * (selectTools) from the approved listing stored for each server. A server that is switched
- * off, held or down offers none, and leaves its place to the others, as in a chat.
+ * off, held or down, or that refused this user, offers none, and leaves its place to the
+ * others, as in a chat.
  */
 export function toolStatus(entries: UserServer[], limits: ToolLimits): Map<string, ToolStatus> {
   const usable = entries.filter(
-    ({ server, allowed, enabled }) =>
+    ({ server, allowed, enabled, refused }) =>
       allowed &&
       enabled &&
+      !refused &&
       server.approvedTools !== null &&
       server.approvedFingerprint === server.seenFingerprint &&
       !server.lastError,

@@ -19,6 +19,8 @@ export interface UserServer {
   enabled: boolean;
   /** The encrypted credential and the header it goes in, when the user gave one. */
   credential: { header: string; sealed: string } | undefined;
+  /** The server refused this user at their last connection (HTTP 401 or 403): why, since when. */
+  refused: { reason: string; since: Date } | undefined;
 }
 
 export type ApprovalDecision = 'approve' | 'deny' | 'always' | 'expired';
@@ -175,7 +177,42 @@ export class McpRepository {
         relation?.credential && relation.credentialHeader
           ? { header: relation.credentialHeader, sealed: relation.credential }
           : undefined,
+      refused:
+        relation?.refusedReason && relation.refusedAt
+          ? { reason: relation.refusedReason, since: relation.refusedAt }
+          : undefined,
     }));
+  }
+
+  /**
+   * The server refused this user (their credential, or its absence), or took them again
+   * (null). The first refusal in a row keeps its time; taking them writes only where a
+   * refusal was stored, so a working connection costs no write.
+   */
+  async recordRefusal(serverId: string, userId: string, reason: string | null): Promise<void> {
+    if (reason === null) {
+      await this.#db
+        .update(mcpServerUsers)
+        .set({ refusedReason: null, refusedAt: null })
+        .where(
+          and(
+            eq(mcpServerUsers.serverId, serverId),
+            eq(mcpServerUsers.userId, userId),
+            isNotNull(mcpServerUsers.refusedReason),
+          ),
+        );
+      return;
+    }
+    await this.#db
+      .insert(mcpServerUsers)
+      .values({ serverId, userId, refusedReason: reason, refusedAt: new Date() })
+      .onConflictDoUpdate({
+        target: [mcpServerUsers.serverId, mcpServerUsers.userId],
+        set: {
+          refusedReason: reason,
+          refusedAt: sql`coalesce(${mcpServerUsers.refusedAt}, now())`,
+        },
+      });
   }
 
   /** The administrator's part of a user's relation: null puts back the server's default. */
@@ -194,6 +231,9 @@ export class McpRepository {
     if (choice.credential !== undefined) {
       set.credentialHeader = choice.credential?.header ?? null;
       set.credential = choice.credential?.sealed ?? null;
+      // Whether the server takes the new one is known at its next use.
+      set.refusedReason = null;
+      set.refusedAt = null;
     }
     await this.#upsertRelation(serverId, userId, set);
   }

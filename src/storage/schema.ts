@@ -740,6 +740,13 @@ export const mcpServerUsers = pgTable(
     enabled: boolean('enabled'),
     credentialHeader: text('credential_header'),
     credential: text('credential'),
+    /**
+     * Why the server refused this user at their last connection (HTTP 401 or 403: their
+     * credential, or none), and since when; null once it took them. The user's own, not the
+     * server's status: the server answers the others.
+     */
+    refusedReason: text('refused_reason'),
+    refusedAt: timestamp('refused_at', { withTimezone: true }),
     updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [

@@ -20,6 +20,7 @@ const connections = new McpConnections({
   idleMs: 60_000,
   logger,
   onFailure: () => {},
+  onRefused: () => {},
   onListing: () => {},
 });
 const limits = { callTimeoutMs: 15_000, callMaxMs: 30_000, resultMaxChars: 20_000 };

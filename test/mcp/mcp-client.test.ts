@@ -157,6 +157,7 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
         enabled: true,
         held: false,
         has_credential: false,
+        refused: null,
         always_allowed: [],
         tools: { listed: null, offered: 0, left_out: [], listing_cut: false, stale_since: null },
       },
@@ -511,28 +512,51 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
       expect(sent.length).toBeGreaterThan(0);
       expect(new Set(sent)).toEqual(new Set([`Bearer secret-of-${user}`]));
     }
-    // A credential the server refuses (and echoes back): the server is left out, the
-    // administrator told the status, the echoed credential kept out of everything.
+    // A credential the server refuses (and echoes back): the server is left out of Bob's
+    // chat, and Bob is told why; the server, which still answers Alice, is not "down" for her
+    // or the administrator. The echoed credential is kept out of everything.
     await call(bobKey, 'PUT', `/users/bob/mcp-servers/${server.id}`, {
       credential: { value: 'Bearer secret-of-bob-revoked' },
     });
     llm.enqueue(reply.text('Without it.'));
     const refused = parseChatStream(await (await chat(bobKey, 'bob', 'who am I now')).text());
     expect(refused.text).toBe('Without it.');
+    const remote = async (key: string, user: string) =>
+      ((await call(key, 'GET', `/users/${user}/mcp-servers`)).body.servers as Json[]).find(
+        (s) => s.name === 'remote',
+      );
     await expect
-      .poll(
-        async () =>
-          (await call(ADMIN, 'GET', `/admin/mcp-servers/${server.id}`)).body.status.reason,
-      )
+      .poll(async () => (await remote(bobKey, 'bob'))?.refused?.reason)
       .toBe('the server answered HTTP 401');
+    expect((await remote(bobKey, 'bob')).tools.offered).toBe(0);
+    const forAlice = await remote(aliceKey, 'alice');
+    expect(forAlice.refused).toBeNull();
+    expect(forAlice.tools.offered).toBeGreaterThan(0);
+    const status = (await call(ADMIN, 'GET', `/admin/mcp-servers/${server.id}`)).body.status;
+    expect([status.state, status.reason]).toEqual(['up', null]);
     const everything = await Promise.all([
       call(ADMIN, 'GET', '/admin/mcp-servers'),
       call(aliceKey, 'GET', '/users/alice/mcp-servers'),
+      call(bobKey, 'GET', '/users/bob/mcp-servers'),
       call(ADMIN, 'GET', `/admin/mcp-servers/${server.id}`),
     ]);
     for (const answer of everything) expect(answer.text).not.toContain('secret-of');
     await parley.settled();
     expect(parley.output()).not.toContain('secret-of');
+
+    // A credential it takes: untried, nothing is said; once used, Bob's tools are back.
+    await call(bobKey, 'PUT', `/users/bob/mcp-servers/${server.id}`, {
+      credential: { value: 'Bearer secret-of-bob' },
+    });
+    expect((await remote(bobKey, 'bob')).refused).toBeNull();
+    llm.enqueue(
+      reply.toolCalls([{ id: 'who-bob-again', name: 'remote__whoami', args: {} }]),
+      reply.text('Done.'),
+    );
+    // A new credential is a new connection, with no back-off from the refused one.
+    await (await chat(bobKey, 'bob', 'who am I at last')).text();
+    expect(toolResult(llm, 'who-bob-again')).toBe('auth=Bearer secret-of-bob');
+    expect((await remote(bobKey, 'bob')).tools.offered).toBeGreaterThan(0);
   });
 
   it('refuses a credential in a header the transport itself sets, with what to fix', async () => {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
+import { startFakeMcpHttpServer } from '../support/fake-mcp-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 import { holdResponses, launchChromium } from './browser.ts';
 
@@ -202,5 +203,44 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     await expect
       .poll(async () => (await mine()).find((s) => s.name === 'remote')?.has_credential, SAVED)
       .toBe(false);
+  });
+
+  it('tells the user that a server refused their token, and why', async () => {
+    const strict = await startFakeMcpHttpServer();
+    try {
+      const server = (await (
+        await admin('POST', '/admin/mcp-servers', {
+          transport: 'http',
+          name: 'strict',
+          url: strict.url,
+        })
+      ).json()) as { id: string };
+      await admin('PATCH', `/admin/mcp-servers/${server.id}`, { enabled: true });
+      await page.getByRole('link', { name: 'Chat' }).click();
+      await page.getByRole('link', { name: 'Profile' }).click();
+      const token = page.getByLabel('Your token for strict (e.g. Bearer …)');
+      await token.fill('Bearer typed-but-revoked'); // the fake refuses tokens ending so
+      await page.getByRole('button', { name: 'Save' }).last().click();
+      await page.getByRole('button', { name: 'Remove token' }).last().waitFor();
+      // Nothing is said before the server was asked.
+      expect(await page.getByText('It refused you').count()).toBe(0);
+      llm.enqueue(reply.text('Without strict.'));
+      await (
+        await parley.fetch('/chat', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ user_id: 'alice', message: 'anything?' }),
+        })
+      ).text();
+      await page.getByRole('link', { name: 'Chat' }).click();
+      await page.getByRole('link', { name: 'Profile' }).click();
+      await page
+        .getByText(
+          'It refused you the last time (the server answered HTTP 401): none of its tools are offered until you store a token it takes.',
+        )
+        .waitFor({ timeout: 10_000 });
+    } finally {
+      await strict.close();
+    }
   });
 });

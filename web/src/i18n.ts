@@ -152,6 +152,8 @@ const en = {
   mcpServers: 'MCP servers',
   mcpUse: (name: string) => `Use ${name}`,
   mcpHeld: 'Its tools are held until the administrator approves a change.',
+  mcpRefused: (reason: string) =>
+    `It refused you the last time (${reason}): none of its tools are offered until you store a token it takes.`,
   mcpToken: (name: string) => `Your token for ${name} (e.g. Bearer …)`,
   mcpRemoveToken: 'Remove token',
   mcpAlwaysAllowed: 'Always allowed',
@@ -330,6 +332,8 @@ const ko: Strings = {
   mcpServers: 'MCP 서버',
   mcpUse: (name: string) => `${name} 사용`,
   mcpHeld: '관리자가 변경을 승인할 때까지 도구가 보류됩니다.',
+  mcpRefused: (reason: string) =>
+    `지난번에 서버가 거부했습니다(${reason}). 서버가 받는 토큰을 저장할 때까지 도구를 제공하지 않습니다.`,
   mcpToken: (name: string) => `${name}용 내 토큰(예: Bearer …)`,
   mcpRemoveToken: '토큰 삭제',
   mcpAlwaysAllowed: '항상 허용',

@@ -11,6 +11,8 @@ interface MyServer {
   enabled: boolean;
   held: boolean;
   has_credential: boolean;
+  /** The server refused this user at their last connection (HTTP 401 or 403). */
+  refused: { reason: string; since: string } | null;
   always_allowed: string[];
   tools: ServerTools;
 }
@@ -77,6 +79,7 @@ export function MyMcpServers(props: { user: string }) {
             {t.mcpUse(server.name)}
           </label>
           {server.held && <p class="muted">{t.mcpHeld}</p>}
+          {server.refused && <p>{t.mcpRefused(server.refused.reason)}</p>}
           <McpToolCounts id={toolsId(server)} tools={server.tools} />
           {server.transport === 'http' && (
             <form

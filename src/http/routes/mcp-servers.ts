@@ -206,6 +206,17 @@ const userServerView = z.object({
   enabled: z.boolean().describe('The user has it switched on'),
   held: z.boolean().describe('Its tools are not offered until the administrator approves a change'),
   has_credential: z.boolean().describe('The user stored a credential (never shown again)'),
+  refused: z
+    .object({
+      reason: z
+        .string()
+        .describe('What the server answered, such as `the server answered HTTP 401`'),
+      since: z.string().describe('The first refusal in a row'),
+    })
+    .nullable()
+    .describe(
+      'The server refused this user at their last connection (HTTP 401 or 403): their credential, or none, is not one it takes. None of its tools are offered to them until it takes them; storing a credential clears it until the next use',
+    ),
   always_allowed: z.array(z.string()).describe('Tools this user allowed for good'),
   tools: z
     .object({
@@ -454,6 +465,9 @@ export function registerMcpRoutes(app: App, deps: McpRouteDependencies): void {
           entry.server.approvedFingerprint !== null &&
           entry.server.seenFingerprint !== entry.server.approvedFingerprint,
         has_credential: entry.credential !== undefined,
+        refused: entry.refused
+          ? { reason: entry.refused.reason, since: entry.refused.since.toISOString() }
+          : null,
         always_allowed: await repository.alwaysAllowedTools(userId, entry.server.id),
         tools: toolsView(tools.get(entry.server.id)),
       })),
