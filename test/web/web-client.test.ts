@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium, seriousViolations } from './browser.ts';
+import { holdResponses, launchChromium, seriousViolations } from './browser.ts';
 
 const TOKEN = 'browser-admin-token';
 const PDF = new URL('../../../shared/data/pdfs/tracemonkey.pdf', import.meta.url);
@@ -270,6 +270,36 @@ describe('the web client in Chromium', () => {
     await sendComment.click();
     await lastAnswer().getByRole('status').getByText('comment: Too big').waitFor();
     expect(await rated()).toBe(full);
+  });
+
+  it('lets nothing be typed or saved on the profile before the stored one is shown', async () => {
+    // On a slow network the stored profile came after the user had typed, and replaced it;
+    // a save before it came cleared the stored time zone.
+    await parley.fetch('/users/alice/profile', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ display_name: 'Alice Stored', timezone: 'Asia/Seoul' }),
+    });
+    const held = await holdResponses(page, /\/users\/alice\/profile$/);
+    const name = page.getByRole('textbox', { name: 'Display name' });
+    try {
+      await page.getByRole('link', { name: 'Profile' }).click();
+      await name.waitFor();
+      expect(await name.isDisabled()).toBe(true);
+      expect(await page.getByRole('combobox', { name: 'Timezone' }).isDisabled()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Save' }).first().isDisabled()).toBe(true);
+    } finally {
+      await held.release();
+    }
+    await expect.poll(() => name.inputValue()).toBe('Alice Stored');
+    expect(await name.isEnabled()).toBe(true);
+    expect(await page.getByRole('combobox', { name: 'Timezone' }).inputValue()).toBe('Asia/Seoul');
+    await parley.fetch('/users/alice/profile', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ display_name: null, timezone: null }),
+    });
+    await openChat();
   });
 
   it('takes a display name of 100 emoji, counted in characters as the server does', async () => {

@@ -230,6 +230,9 @@ export function ProfilePage(props: { user: string }) {
         <label for="display-name">{t.displayName}</label>
         <input
           id="display-name"
+          // Until the stored profile is here, nothing can be typed or saved: it would replace
+          // what was typed, and a save before it would clear the stored time zone.
+          disabled={!profile}
           value={name}
           // No maxLength: it counts UTF-16 units, so 100 held only 50 emoji. The server counts
           // characters (100 of them) and says when a name is too long.
@@ -238,6 +241,7 @@ export function ProfilePage(props: { user: string }) {
         <label for="timezone">{t.timezone}</label>
         <select
           id="timezone"
+          disabled={!profile}
           value={zone}
           onChange={(e) => setZone((e.target as HTMLSelectElement).value)}
         >
@@ -247,7 +251,7 @@ export function ProfilePage(props: { user: string }) {
             </option>
           ))}
         </select>
-        <button type="submit" class="primary">
+        <button type="submit" class="primary" disabled={!profile}>
           {t.save}
         </button>
         {status && <p role="status">{status}</p>}
