@@ -13,13 +13,14 @@ export const FAILURES_TO_PAUSE = 3;
 
 /**
  * A run's row is its claim, like a reminder notice's, on the same clock (which a test moves).
- * A run may take as long as a chat (ANSWER_MAX_SECONDS) plus its delivery; the claim lasts
- * twice that, so it is never taken over while its runner still works. A failed run is not tried
- * again (it is recorded, and counts towards the pause): the next occurrence is the next try.
+ * A run may wait for the user's own chat (ANSWER_MAX_SECONDS at most), take as long as a chat
+ * (ANSWER_MAX_SECONDS) and then deliver; the claim lasts twice that, so it is never taken over
+ * while its runner still works. A failed run is not tried again (it is recorded, and counts
+ * towards the pause): the next occurrence is the next try.
  */
 export const automationPolicy = (answerMaxMs: number): Omit<JobPolicy, 'intervalMs'> => ({
-  leaseSeconds: Math.ceil((2 * (answerMaxMs + 60_000)) / 1000),
-  budgetMs: answerMaxMs + 60_000,
+  leaseSeconds: Math.ceil((2 * (2 * answerMaxMs + 60_000)) / 1000),
+  budgetMs: 2 * answerMaxMs + 60_000,
   batch: 500,
   concurrency: 4,
   backoffMs: 60_000,

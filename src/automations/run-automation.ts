@@ -71,33 +71,45 @@ export async function runAutomation(
   let failure: string | undefined;
   let chatRunId: string | undefined;
   // A chat's time limit, as for an answer nobody listens to: what was written is kept (the
-  // conversation shows it, interrupted) and the run fails, counting towards the pause.
-  const timeLimit = AbortSignal.timeout(deps.answerMaxMs);
+  // conversation shows it, interrupted) and the run fails, counting towards the pause. It
+  // counts from the user's turn: a run that first waited for the user's own chat to end (which
+  // has the same limit) still gets the whole of it for its answer. The wait itself is bounded
+  // by the job's budget (automationPolicy: room for both).
+  const timeLimit = new AbortController();
+  let limitTimer: NodeJS.Timeout | undefined;
   let ended = false;
   // What the chat's check found, once the user's turn was taken (a holder: set in a callback).
   const asked: { wanted: Awaited<ReturnType<typeof deps.automations.runWanted>> } = {
     wanted: 'yes',
   };
-  for await (const event of deps.chats.chat(
-    {
-      userId,
-      conversationId,
-      message: run.prompt,
-      showThinking: false,
-      // Deleted or paused while the run waited for the user's own chat to end: not answered.
-      stillWanted: async () => {
-        asked.wanted = await deps.automations.runWanted(run.runId);
-        return asked.wanted === 'yes';
+  try {
+    for await (const event of deps.chats.chat(
+      {
+        userId,
+        conversationId,
+        message: run.prompt,
+        showThinking: false,
+        // Deleted or paused while the run waited for the user's own chat to end: not answered.
+        stillWanted: async () => {
+          limitTimer = setTimeout(
+            () => timeLimit.abort(new DOMException('the time limit passed', 'TimeoutError')),
+            deps.answerMaxMs,
+          );
+          asked.wanted = await deps.automations.runWanted(run.runId);
+          return asked.wanted === 'yes';
+        },
       },
-    },
-    AbortSignal.any([signal, timeLimit]),
-  )) {
-    if (event.type === 'text') text += event.text;
-    else if (event.type === 'error') failure = `${event.code}: ${event.message}`;
-    else if (event.type === 'done') {
-      chatRunId = event.runId;
-      ended = true;
+      AbortSignal.any([signal, timeLimit.signal]),
+    )) {
+      if (event.type === 'text') text += event.text;
+      else if (event.type === 'error') failure = `${event.code}: ${event.message}`;
+      else if (event.type === 'done') {
+        chatRunId = event.runId;
+        ended = true;
+      }
     }
+  } finally {
+    clearTimeout(limitTimer);
   }
   if (!ended && asked.wanted === 'paused') {
     log.info('automation paused before its run was answered: prompt not answered');
@@ -109,7 +121,7 @@ export async function runAutomation(
   }
   // Stopped by the job runner (shutdown, or the job's budget): it tells which from the signal.
   if (signal.aborted) throw signal.reason ?? new Error('the run was stopped');
-  if (timeLimit.aborted) {
+  if (timeLimit.signal.aborted) {
     const seconds = Math.round(deps.answerMaxMs / 1000);
     log.info({ code: 'answer_timeout' }, 'automation run stopped at its time limit');
     return {

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { automationTickAt, call } from '../support/automation-ticks.ts';
+import { readChat } from '../support/chat-stream.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { useReminderStack } from '../support/reminder-stack.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * A run has a chat's time limit (ANSWER_MAX_SECONDS, here its least, 10 s): a model still
@@ -35,5 +37,55 @@ describe.each(ENGINES)('an automation run at its time limit on the %s engine', (
     const listed = (await call(stack().parley, 'GET', '/users/slow/automations')).body
       .automations[0];
     expect(listed).toMatchObject({ status: 'active', next_run_at: '2030-05-02T08:00:00.000Z' });
+  });
+
+  it('counts from its turn: waiting for the user’s own chat is not taken from its answer', async () => {
+    const made = await call(stack().parley, 'POST', '/users/chatty/automations', {
+      prompt: 'Sum up the news',
+      schedule: { type: 'daily', time: '09:00' },
+    });
+    expect(made.status, JSON.stringify(made.body)).toBe(201);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const chats = stack().llm.chats.length;
+    // The user's own answer, held open; then the run's, 6 s long: 5 s of waiting and 6 s of
+    // answering pass the 10 s limit together, not one after the other.
+    stack().llm.enqueue(
+      reply.text('My own answer.', { pace: () => held }),
+      reply.text('one two three four five six', { chunks: 6, delayMs: 1_000 }),
+    );
+    const own = stack()
+      .parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'A question of mine', user_id: 'chatty' }),
+      })
+      .then(readChat);
+    await waitFor(() => stack().llm.chats.length > chats);
+    const mark = stack().parley.logs.length;
+    const asked = Date.now();
+    const started = await call(
+      stack().parley,
+      'POST',
+      `/users/chatty/automations/${made.body.id}/run`,
+    );
+    expect(started.status).toBe(202);
+    // The run has started, and waits for the user's turn.
+    await waitFor(() =>
+      stack()
+        .parley.logs.slice(mark)
+        .some((l) => l.msg === 'automation run claimed' && l.automationId === made.body.id),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 5_000 - (Date.now() - asked)));
+    release();
+    expect((await own).text).toBe('My own answer.');
+    const runs = async () =>
+      (await call(stack().parley, 'GET', `/users/chatty/automations/${made.body.id}/runs`)).body
+        .runs as { status: string; error: string | null }[];
+    await waitFor(async () => ['done', 'failed'].includes((await runs())[0]?.status ?? ''), 30_000);
+    expect(Date.now() - asked).toBeGreaterThan(10_500);
+    expect((await runs())[0]).toMatchObject({ status: 'done', error: null });
   });
 });
