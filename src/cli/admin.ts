@@ -87,13 +87,17 @@ function baseUrl(value: string | undefined): string {
   const url = URL.canParse(value ?? '') ? new URL(value as string) : undefined;
   if (!url || !['http:', 'https:'].includes(url.protocol) || url.search || url.hash) {
     throw new UsageError(
-      `--url takes the address Parley serves at, such as http://127.0.0.1:8000 (got ${value ?? 'nothing'})`,
+      `--url takes the address Parley serves at, such as http://127.0.0.1:8000 (got ${value || 'nothing'})`,
     );
   }
   return url.href.replace(/\/+$/, '');
 }
 
-async function run(argv: string[]): Promise<void> {
+async function run(typed: string[]): Promise<void> {
+  // `--url=http://…` as well as `--url http://…`: both are how options are written.
+  const argv = typed.flatMap((word) =>
+    word.startsWith('--url=') ? ['--url', word.slice('--url='.length)] : [word],
+  );
   const json = argv.includes('--json');
   const urlAt = argv.indexOf('--url');
   const explicitUrl = urlAt >= 0 ? baseUrl(argv[urlAt + 1]) : undefined;

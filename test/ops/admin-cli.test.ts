@@ -95,8 +95,11 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
     const slash = await adminWith({}, 'users', '--url', `${parley.url}/`);
     expect(slash).toMatchObject({ code: 0 });
     expect(slash.stdout).toContain('fay\t');
-    for (const bad of [[], ['127.0.0.1:8000']]) {
-      const refused = await adminWith({ PORT: port }, 'users', '--url', ...bad);
+    const joined = await adminWith({}, `--url=${parley.url}`, 'users');
+    expect(joined).toMatchObject({ code: 0 });
+    expect(joined.stdout).toContain('fay\t');
+    for (const bad of [['--url'], ['--url', '127.0.0.1:8000'], ['--url=']]) {
+      const refused = await adminWith({ PORT: port }, 'users', ...bad);
       expect(refused.code).toBe(2);
       expect(refused.stderr).toContain('--url takes the address Parley serves at');
     }
