@@ -19,7 +19,9 @@ export async function restoreBackup(archive: string, dataDir: string): Promise<s
   if (existsSync(root) && !statSync(root).isDirectory()) {
     throw new Error(`${root} is a file: restore into a new data directory`);
   }
-  if (existsSync(root) && readdirSync(root).length > 0) {
+  // A new volume's mount point holds its file system's empty lost+found: still new.
+  const entries = existsSync(root) ? readdirSync(root).filter((name) => name !== 'lost+found') : [];
+  if (entries.length > 0) {
     throw new Error(`${root} is not empty: restore into a new data directory`);
   }
   const created = !existsSync(root);

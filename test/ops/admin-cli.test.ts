@@ -142,6 +142,11 @@ describe.each(ENGINES)('the admin command line on the %s engine', (engine) => {
       );
       expect(shown.stdout).toContain(`restore: unpacking ${join(dir, 'b.tar.gz')}…`);
       expect(shown.stdout).toContain(`Restored into ${join(dir, 'again')}`);
+      // A new volume, mounted where the data will live, holds only its lost+found.
+      mkdirSync(join(dir, 'volume', 'lost+found'), { recursive: true });
+      const volume = await adminWith({ INIT_CWD: dir }, 'restore', 'b.tar.gz', 'volume');
+      expect(volume).toMatchObject({ code: 0 });
+      expect(existsSync(join(dir, 'volume', 'pg', 'PG_VERSION'))).toBe(true);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
