@@ -330,6 +330,9 @@ describe.each(ENGINES)('Parley as an MCP server on the %s engine', (engine) => {
     const initialized = await post({ authorization });
     expect(initialized.status).toBe(200);
     expect(initialized.headers.get('mcp-session-id')).toBeNull();
+    // Without a stream, no tools/list_changed can be sent: none is promised.
+    const { result } = (await initialized.json()) as { result: { capabilities: unknown } };
+    expect(result.capabilities).toMatchObject({ tools: { listChanged: false } });
     // A tools/list without any initialize before it (as on another replica) is answered.
     const listed = await post(
       { authorization, 'mcp-protocol-version': '2025-11-25' },

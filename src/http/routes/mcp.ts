@@ -120,6 +120,9 @@ export function registerMcpRoute(
         { capabilities: { tools: {} }, instructions: INSTRUCTIONS },
       );
       registerUserTools(server, userId, services, settings, request.log);
+      // The SDK says `listChanged: true` once a tool is registered, but a stateless door has no
+      // stream to send `notifications/tools/list_changed` on: a client must not wait for one.
+      server.server.registerCapabilities({ tools: { listChanged: false } });
       const transport = new WebStandardStreamableHTTPServerTransport({
         sessionIdGenerator: undefined,
         enableJsonResponse: true,
