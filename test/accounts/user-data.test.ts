@@ -1,6 +1,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readChat, streamReader } from '../support/chat-stream.ts';
+import {
+  type ApprovalQuestion,
+  approvalIn,
+  readChat,
+  streamReader,
+} from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
@@ -249,9 +254,9 @@ describe.each(ENGINES)("a user's data, theirs, on the %s engine", (engine) => {
       body: JSON.stringify({ message: 'note it', approvals: 'ask' }),
     });
     const stream = streamReader(response);
-    const raw = await stream.until((text) => text.includes('__approval'));
-    const event = raw.split('\n\n').find((e) => e.includes('__approval')) ?? '';
-    const approval = JSON.parse(event.slice('data: '.length)).__approval;
+    const approval = approvalIn(
+      await stream.until((text) => approvalIn(text) !== undefined),
+    ) as ApprovalQuestion;
     await call(keys.alice as string, 'POST', `/users/alice/approvals/${approval.id}`, {
       decision: 'always',
     });

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { streamReader } from '../support/chat-stream.ts';
+import { type ApprovalQuestion, approvalIn, streamReader } from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
@@ -63,24 +63,17 @@ describe.each(ENGINES)('MCP approval questions, on the %s engine', (engine) => {
     });
     const runId = first.headers.get('x-parley-run-id');
     expect(runId).toBeTruthy();
-    const reader = first.body?.getReader();
-    if (!reader) throw new Error('no body');
-    let asked = '';
-    while (!asked.includes('__approval')) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(asked);
-      asked += new TextDecoder().decode(value);
-    }
-    const event = asked.split('\n\n').find((e) => e.includes('__approval')) ?? '';
-    const question = JSON.parse(event.slice(event.indexOf('data: ') + 6)).__approval;
+    const asking = streamReader(first);
+    const question = approvalIn(await asking.until((raw) => approvalIn(raw) !== undefined));
+    if (!question) throw new Error('no question');
     // The page is reloaded: the stream that asked is gone.
-    await reader.cancel();
+    await asking.cancel();
 
     const again = await parley.fetch(`/users/rita/runs/${runId}/events`, { token: key });
     expect(again.status).toBe(200);
     const resumed = streamReader(again);
-    const shown = await resumed.until((raw) => raw.includes('__approval'));
-    expect(shown).toContain(`"id":"${question.id}"`);
+    const shown = await resumed.until((raw) => approvalIn(raw) !== undefined);
+    expect(approvalIn(shown)?.id).toBe(question.id);
     const decided = await call(key, 'POST', `/users/rita/approvals/${question.id}`, {
       decision: 'deny',
     });
@@ -103,12 +96,11 @@ describe.each(ENGINES)('MCP approval questions, on the %s engine', (engine) => {
       body: JSON.stringify({ message: 'note it', approvals: 'ask' }),
     });
     const stream = streamReader(response);
-    const asked = await stream.until((raw) => raw.includes('__approval') || raw.includes('[DONE]'));
-    const event = asked.split('\n\n').find((e) => e.includes('"__approval"'));
-    expect(event, asked).toBeDefined();
-    const question = JSON.parse(
-      (event ?? '').slice((event ?? '').indexOf('data: ') + 6),
-    ).__approval;
+    const asked = await stream.until(
+      (raw) => approvalIn(raw) !== undefined || raw.includes('[DONE]'),
+    );
+    const question = approvalIn(asked);
+    if (!question) throw new Error(`not asked:\n${asked}`);
     // The user is shown what the model asked for, as it will be run.
     expect(question.arguments).toEqual({ text: 'pay\u0000rent' });
     const decided = await call(key, 'POST', `/users/nul/approvals/${question.id}`, {
@@ -172,9 +164,9 @@ describe.each(ENGINES)(
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ message: 'note it', approvals: 'ask' }),
       });
-      const asked = await streamReader(response).until((raw) => raw.includes('__approval'));
-      const event = asked.split('\n\n').find((e) => e.includes('"__approval"')) ?? '';
-      const question = JSON.parse(event.slice(event.indexOf('data: ') + 6)).__approval;
+      const question = approvalIn(
+        await streamReader(response).until((raw) => approvalIn(raw) !== undefined),
+      ) as ApprovalQuestion;
       await parley.stop('SIGKILL');
       parley = await start();
       await new Promise((resolve) => setTimeout(resolve, 2_500));

@@ -6,7 +6,7 @@ import {
   startEngineStack,
   startReplicas,
 } from '../support/chat-stack.ts';
-import { streamReader } from '../support/chat-stream.ts';
+import { type ApprovalQuestion, approvalIn, streamReader } from '../support/chat-stream.ts';
 import { reply } from '../support/fake-llm-server.ts';
 
 /**
@@ -48,9 +48,6 @@ describe('MCP approvals across replicas (the server engine)', () => {
     stack.llm.chats
       .flatMap((chat) => chat.body.messages)
       .find((m) => m.role === 'tool' && m.tool_call_id === id)?.content;
-  const approvalOf = (raw: string) =>
-    JSON.parse((raw.split('\n\n').find((e) => e.includes('__approval')) ?? '').slice(6))
-      .__approval as { id: string };
 
   it('takes a decision sent to another replica', async () => {
     const [waiting, deciding] = stack.replicas;
@@ -65,7 +62,9 @@ describe('MCP approvals across replicas (the server engine)', () => {
       approvals: 'ask',
     });
     const stream = streamReader(response);
-    const approval = approvalOf(await stream.until((raw) => raw.includes('__approval')));
+    const approval = approvalIn(
+      await stream.until((raw) => approvalIn(raw) !== undefined),
+    ) as ApprovalQuestion;
     const decided = await deciding.fetch(`/users/rita/approvals/${approval.id}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -91,7 +90,9 @@ describe('MCP approvals across replicas (the server engine)', () => {
       approvals: 'ask',
     });
     const stream = streamReader(response);
-    const approval = approvalOf(await stream.until((raw) => raw.includes('__approval')));
+    const approval = approvalIn(
+      await stream.until((raw) => approvalIn(raw) !== undefined),
+    ) as ApprovalQuestion;
     const raw = await stream.rest();
     expect(Date.now() - started).toBeGreaterThanOrEqual(3_000);
     expect(raw).toContain(`"__approval_decided":{"id":"${approval.id}","decision":"expired"}`);

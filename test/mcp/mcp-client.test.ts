@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseChatStream, readUntil } from '../support/chat-stream.ts';
+import {
+  type ApprovalQuestion,
+  approvalIn,
+  parseChatStream,
+  readUntil,
+  streamReader,
+} from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
@@ -405,17 +411,10 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
       reply.text('Nine.'),
     );
     const response = await chat(bobKey, 'bob', 'sum, asking me', { approvals: 'ask' });
-    const reader = response.body?.getReader();
-    if (!reader) throw new Error('no body');
-    let raw = '';
-    const decoder = new TextDecoder();
-    while (!raw.includes('__approval')) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(raw);
-      raw += decoder.decode(value, { stream: true });
-    }
-    const event = raw.split('\n\n').find((e) => e.includes('__approval')) ?? '';
-    const approval = JSON.parse(event.slice('data: '.length)).__approval;
+    const stream = streamReader(response);
+    const approval = approvalIn(
+      await stream.until((raw) => approvalIn(raw) !== undefined),
+    ) as ApprovalQuestion;
     expect(approval).toMatchObject({
       server: 'everything2',
       tool: 'get-sum',
@@ -442,11 +441,7 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
       (await call(bobKey, 'POST', `/users/bob/approvals/${approval.id}`, { decision: 'deny' })).body
         .decision,
     ).toBe('always');
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      raw += decoder.decode(value, { stream: true });
-    }
+    const raw = await stream.rest();
     expect(raw).toContain(`"__approval_decided":{"id":"${approval.id}","decision":"always"}`);
     expect(raw).toContain('Nine.');
     expect(toolResult(llm, 'asked')).toBe('The sum of 4 and 5 is 9.');
@@ -468,9 +463,8 @@ describe.each(ENGINES)('Parley as an MCP client on the %s engine', (engine) => {
       reply.text('Denied.'),
     );
     const second = await chat(bobKey, 'bob', 'echo, asking me', { approvals: 'ask' });
-    const text = await readUntil(second, (r) => r.includes('__approval'));
-    const id = JSON.parse((text.split('\n\n').find((e) => e.includes('__approval')) ?? '').slice(6))
-      .__approval.id;
+    const text = await readUntil(second, (r) => approvalIn(r) !== undefined);
+    const id = approvalIn(text)?.id;
     await call(bobKey, 'POST', `/users/bob/approvals/${id}`, { decision: 'deny' });
     await expect
       .poll(() => toolResult(llm, 'denied'), { timeout: 20_000 })

@@ -66,6 +66,8 @@ export function streamReader(response: Response) {
       }
       return raw;
     },
+    /** Lets the rest go unread, as a client that leaves (the connection is closed). */
+    cancel: () => reader.cancel(),
     async rest(): Promise<string> {
       try {
         while (true) {
@@ -79,6 +81,27 @@ export function streamReader(response: Response) {
       return raw;
     },
   };
+}
+
+/** A tool call waiting for the user's decision, as an `__approval` event asks it. */
+export interface ApprovalQuestion {
+  id: string;
+  server: string;
+  tool: string;
+  arguments: unknown;
+}
+
+/**
+ * The first `__approval` question among the whole events of a stream's text so far (one still
+ * arriving is not read), from its `data:` line: a resumable stream's events carry an `id:` too.
+ */
+export function approvalIn(raw: string): ApprovalQuestion | undefined {
+  for (const event of raw.split('\n\n').slice(0, -1)) {
+    const data = event.split('\n').find((line) => line.startsWith('data: '));
+    if (!data?.includes('"__approval"')) continue;
+    return (JSON.parse(data.slice('data: '.length)) as { __approval: ApprovalQuestion }).__approval;
+  }
+  return undefined;
 }
 
 /** Reads until `predicate` holds for the text so far (the rest of the body is left unread). */
