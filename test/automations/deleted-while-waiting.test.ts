@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { call } from '../support/automation-ticks.ts';
+import { call, ownChatUnderWay } from '../support/automation-ticks.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
@@ -18,10 +18,7 @@ describe.each(ENGINES)('an automation deleted while its run waits on the %s engi
   const api = (method: string, path: string, body?: unknown) =>
     call(stack().parley, method, path, body);
 
-  /**
-   * A user's daily automation, and the user's own chat under way: the model holds its answer
-   * until `release`, and has the automation's reply queued after it.
-   */
+  /** A user's daily automation, and the user's own chat under way (ownChatUnderWay). */
   async function busyWithOwnChat(userId: string, chatId: string, time: string) {
     expect((await stack().putProfile(userId, { telegram_chat_id: chatId })).status).toBe(200);
     const made = await api('POST', `/users/${userId}/automations`, {
@@ -29,33 +26,9 @@ describe.each(ENGINES)('an automation deleted while its run waits on the %s engi
       schedule: { type: 'daily', time },
     });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const chats = stack().llm.chats.length;
-    stack().llm.enqueue(
-      reply.text('Here is my own answer.', { pace: () => held }),
-      reply.text('Groceries ordered.'),
-    );
-    const own = stack()
-      .parley.fetch('/chat', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ message: 'A question of mine', user_id: userId }),
-      })
-      .then(readChat);
-    await waitFor(() => stack().llm.chats.length > chats);
-    const mark = stack().parley.logs.length;
     const id = made.body.id as string;
-    /** The run has started and waits for the user's turn. */
-    const claimed = () =>
-      waitFor(() =>
-        stack()
-          .parley.logs.slice(mark)
-          .some((l) => l.msg === 'automation run claimed' && l.automationId === id),
-      );
-    return { id, chats, own, release, mark, claimed };
+    const busy = await ownChatUnderWay(stack(), userId, reply.text('Groceries ordered.'));
+    return { id, ...busy, claimed: () => busy.runClaimed(id) };
   }
 
   it('does not ask the model for it once the user’s chat has ended', async () => {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { automationTickAt, call } from '../support/automation-ticks.ts';
-import { readChat } from '../support/chat-stream.ts';
+import { automationTickAt, call, ownChatUnderWay } from '../support/automation-ticks.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { useReminderStack } from '../support/reminder-stack.ts';
@@ -45,26 +44,13 @@ describe.each(ENGINES)('an automation run at its time limit on the %s engine', (
       schedule: { type: 'daily', time: '09:00' },
     });
     expect(made.status, JSON.stringify(made.body)).toBe(201);
-    let release = () => {};
-    const held = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const chats = stack().llm.chats.length;
     // The user's own answer, held open; then the run's, 6 s long: 5 s of waiting and 6 s of
     // answering pass the 10 s limit together, not one after the other.
-    stack().llm.enqueue(
-      reply.text('My own answer.', { pace: () => held }),
+    const { own, release, runClaimed } = await ownChatUnderWay(
+      stack(),
+      'chatty',
       reply.text('one two three four five six', { chunks: 6, delayMs: 1_000 }),
     );
-    const own = stack()
-      .parley.fetch('/chat', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ message: 'A question of mine', user_id: 'chatty' }),
-      })
-      .then(readChat);
-    await waitFor(() => stack().llm.chats.length > chats);
-    const mark = stack().parley.logs.length;
     const asked = Date.now();
     const started = await call(
       stack().parley,
@@ -73,14 +59,10 @@ describe.each(ENGINES)('an automation run at its time limit on the %s engine', (
     );
     expect(started.status).toBe(202);
     // The run has started, and waits for the user's turn.
-    await waitFor(() =>
-      stack()
-        .parley.logs.slice(mark)
-        .some((l) => l.msg === 'automation run claimed' && l.automationId === made.body.id),
-    );
+    await runClaimed(made.body.id);
     await new Promise((resolve) => setTimeout(resolve, 5_000 - (Date.now() - asked)));
     release();
-    expect((await own).text).toBe('My own answer.');
+    expect((await own).text).toBe('Here is my own answer.');
     const runs = async () =>
       (await call(stack().parley, 'GET', `/users/chatty/automations/${made.body.id}/runs`)).body
         .runs as { status: string; error: string | null }[];
