@@ -257,7 +257,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   TELEGRAM_POLLING: {
     doc: "Read the bot's messages (`getUpdates` long polling): linking with `/start <code>` and chatting. One replica polls at a time. Ignored when `TELEGRAM_WEBHOOK_URL` is set.",
   },
-  TELEGRAM_POLL_TIMEOUT_SECONDS: { doc: "How long one `getUpdates` waits on Telegram's side." },
+  TELEGRAM_POLL_TIMEOUT_SECONDS: {
+    doc: "How long one `getUpdates` waits on Telegram's side. The polling replica's lease lasts this plus 30 s, so when the polling replica dies another takes over once that has run out (55 s by default).",
+  },
   TELEGRAM_BOT_USERNAME: {
     unset: 'unset',
     doc: "The bot's @name without `@`, for the `t.me` deep link in `POST /users/{user_id}/telegram-link`.",

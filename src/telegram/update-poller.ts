@@ -12,17 +12,32 @@ export interface UpdatePollerOptions {
   /** Claims and starts handling updates; resolves once they are claimed. */
   receive(updates: readonly Update[]): Promise<void>;
   logger: Logger;
-  /** getUpdates long-poll wait, seconds. */
+  /** getUpdates long-poll wait, seconds (TELEGRAM_POLL_TIMEOUT_SECONDS); sets the lease's length. */
   pollSeconds: number;
 }
 
 const LEASE = 'telegram-poller';
-/** Held while polling; renewed before every getUpdates, so it outlives one poll with margin. */
-const LEASE_MS = 90_000;
 /** Wait before polling again after an error, or while another replica polls. */
 const IDLE_MS = 5_000;
-/** Longest a getUpdates may take beyond its long-poll wait. */
+/** Longest a getUpdates may take beyond its long-poll wait (then it is aborted). */
 const CALL_MARGIN_MS = 15_000;
+/** Lease beyond a poll's longest call, for the renewals around it (the claim gets a renewed lease). */
+const CLAIM_MARGIN_MS = 15_000;
+
+/**
+ * How long the polling lease is held: one getUpdates at its longest (its wait, plus
+ * CALL_MARGIN_MS after which it is aborted) plus CLAIM_MARGIN_MS. It is renewed before every
+ * getUpdates and again before claiming what one returned, so a live poller does not lose it
+ * mid-poll: each stretch it covers is either the call, which is bounded, or the claim (one
+ * database statement), which gets a whole fresh lease however late the call returned. A
+ * poller that dies is replaced only once its lease runs out, so it is no longer than that:
+ * 55 s with the default 25 s wait, about 30 s with a short one. Were it lost anyway, no update
+ * would be handled twice (they are claimed in the database before the offset moves, and the
+ * lost holder's save is refused); two getUpdates could overlap, which Telegram answers 409.
+ */
+function pollLeaseMs(pollSeconds: number): number {
+  return pollSeconds * 1000 + CALL_MARGIN_MS + CLAIM_MARGIN_MS;
+}
 
 /**
  * TELEGRAM_POLLING: reads the bot's updates with long polling. Only the replica holding the
@@ -55,9 +70,10 @@ export class UpdatePoller {
   async #run(): Promise<void> {
     const { telegram, leases, logger, pollSeconds, receive } = this.#options;
     const signal = this.#stop.signal;
+    const leaseMs = pollLeaseMs(pollSeconds);
     while (!signal.aborted) {
       try {
-        const state = await leases.acquire(LEASE, this.#holder, LEASE_MS);
+        const state = await leases.acquire(LEASE, this.#holder, leaseMs);
         if (!state) {
           await sleep(IDLE_MS, signal);
           continue;
@@ -68,6 +84,8 @@ export class UpdatePoller {
           await telegram.bestEffort.deleteWebhook({ drop_pending_updates: false });
           this.#webhookRemoved = true;
           logger.info('Telegram webhook removed, if any: polling');
+          // That call is not bounded like a poll: renew the lease before polling.
+          continue;
         }
         const offset = typeof state.offset === 'number' ? state.offset : 0;
         const call = AbortSignal.any([
@@ -79,6 +97,10 @@ export class UpdatePoller {
           grammySignal(call),
         );
         if (updates.length === 0) continue;
+        // Renewed for the claim, so a slow database write gets a whole lease, not what the
+        // poll left of one. Were it lost meanwhile (this renewal came CLAIM_MARGIN_MS late),
+        // the claim still keeps every update once, and the save below is refused.
+        await leases.acquire(LEASE, this.#holder, leaseMs);
         await receive(updates);
         const next = Math.max(...updates.map((u) => u.update_id)) + 1;
         await leases.save(LEASE, this.#holder, { offset: next });

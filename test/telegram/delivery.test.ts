@@ -25,13 +25,14 @@ describe.each(ENGINES)('Telegram updates once, on the %s engine', (engine) => {
   });
 
   it('the poller survives restarts (clean and killed) without repeating an update', async () => {
-    stack = await startTelegramStack(engine);
+    // A short poll wait: a killed poller's lease lasts it plus 30 s (pollLeaseMs).
+    stack = await startTelegramStack(engine, { TELEGRAM_POLL_TIMEOUT_SECONDS: '1' });
     const s = stack;
     await s.link('lee', 801);
     s.llm.enqueue(reply.text('First answer.'));
     const firstId = s.telegram.pushMessage(801, 'first');
     await s.answerAfter(801, 1);
-    // A killed poller's lease runs out after 90 s before another poll starts: once is enough.
+    // Another poll starts only once a killed poller's lease has run out: once is enough.
     const signals =
       engine === 'embedded' ? (['SIGTERM', 'SIGKILL'] as const) : (['SIGTERM'] as const);
     for (const signal of signals) {
@@ -44,8 +45,8 @@ describe.each(ENGINES)('Telegram updates once, on the %s engine', (engine) => {
       s.llm.enqueue(reply.text(`After ${signal}.`));
       const from = s.telegram.sentTo('801').length;
       s.telegram.pushMessage(801, `after ${signal}`);
-      // After SIGKILL the dead poller's lease (90 s) must run out first.
-      const answer = await s.answerAfter(801, from, 180_000);
+      // After SIGKILL the dead poller's lease (31 s) must run out first.
+      const answer = await s.answerAfter(801, from, 120_000);
       expect(answer.at(-1)?.visible).toBe(`After ${signal}.`);
       await s.parley.waitForLog((l) => l.msg === 'Telegram update already taken: skipped');
     }
