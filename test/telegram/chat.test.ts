@@ -422,15 +422,22 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(ofRun(slow.runId)).toHaveLength(1);
     expect(langsmith.feedbackUpdates).toContainEqual({ id: ofRun(slow.runId)[0]?.id, score: 0 });
 
-    // 👎 while every attempt to send 👍 fails: the retry sends the latest.
+    // 👎 while every attempt to send 👍 fails: the retry sends the latest. The client retries
+    // a 503 itself after 1-2 s, then 2-4 s; a 401 it does not retry, so its third attempt ends
+    // the send, failed, as five 503s would 15-30 s later (test/http/langsmith.test.ts waits
+    // those out); the outbox retries a 401 as it does a 503.
     const failing = await rateAnswer('Failing.');
-    langsmith.failNext('feedback', 5, 503);
+    langsmith.failNext('feedback', 2, 503);
+    langsmith.failNext('feedback', 1, 401);
     const before = langsmith.requests.length;
+    const attempts = () => langsmith.requests.slice(before).filter((r) => r.path === '/feedback');
+    const answers = telegram.callbackAnswers.length;
     telegram.pushCallback(515, failing.messageId, failing.up);
-    await telegram.waitFor(() =>
-      langsmith.requests.slice(before).some((r) => r.path === '/feedback'),
-    );
+    await telegram.waitFor(() => attempts().length > 0);
     telegram.pushCallback(515, failing.messageId, failing.down);
+    await telegram.waitFor(() => telegram.callbackAnswers.length === answers + 2);
+    // 👎 was stored while that send was still under way: its last attempt had not been made.
+    expect(attempts().length).toBeLessThan(3);
     await telegram.waitFor(() => ofRun(failing.runId).length > 0, 40_000);
     await stack.parley.settled(500);
     expect(ofRun(failing.runId)).toEqual([expect.objectContaining({ score: 0 })]);
