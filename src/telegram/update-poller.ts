@@ -114,7 +114,10 @@ export class UpdatePoller {
           this.#webhookRemoved = false;
         }
         logger.warn({ err: error, status: failure?.status }, 'Telegram polling paused');
-        await sleep(IDLE_MS, signal);
+        // A 429 (Telegram's, or the gate refusing while sending is paused after one) is over
+        // when the pause is: waiting IDLE_MS would keep messages waiting up to 5 s more.
+        const paused = failure?.status === 429 ? telegram.gate.remainingMs() : 0;
+        await sleep(paused > 0 ? paused : IDLE_MS, signal);
       }
     }
   }

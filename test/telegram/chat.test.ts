@@ -292,6 +292,7 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     const from = stack.telegram.sentTo('505').length;
     stack.telegram.pushMessage(505, 'Tell me a long story.');
     await stack.telegram.waitFor(() => stack.telegram.drafts.some((d) => d.chatId === '505'));
+    const stormAt = Date.now();
     stack.telegram.rateLimit(8, 1);
     const answer = await stack.answerAfter(505, from);
     expect(norm(answer.map((m) => m.visible).join('\n'))).toBe(norm(text));
@@ -299,6 +300,20 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(new Set(lines).size).toBe(lines.length);
     const refused = stack.telegram.calls.filter((c) => c.status === 429);
     expect(refused.length).toBe(8);
+
+    // Polling, refused while sending is paused, tries again once the pause (1 s) is over,
+    // not only after the 5 s it waits after other errors: messages are not kept waiting.
+    const pauses = () =>
+      stack.parley.logs
+        .filter((l) => l.msg === 'Telegram polling paused' && (l.time as number) >= stormAt)
+        .map((l) => l.time as number);
+    const polls = () => stack.telegram.callsOf('getUpdates').map((c) => c.at);
+    expect(pauses().length).toBeGreaterThan(0); // a 5 s poll ends within an 8 s storm
+    await stack.telegram.waitFor(() => polls().some((at) => at > Math.max(...pauses())));
+    for (const paused of pauses()) {
+      const next = Math.min(...[...polls(), ...pauses()].filter((at) => at > paused));
+      expect(next - paused).toBeLessThan(2_500);
+    }
   });
 
   it('streams by editing a message where drafts are refused', async () => {
