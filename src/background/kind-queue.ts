@@ -186,6 +186,7 @@ export class KindQueue<J extends Job> {
   async #sweep(): Promise<void> {
     const { source, policy, swept } = this.#definition;
     const report: SweepReport = { queued: 0 };
+    const startedAt = { real: Date.now(), kind: this.#now() };
     const queuedIds: string[] = [];
     try {
       // A kind that is only kicked is kicked by every ingestion and search, also while it is
@@ -228,22 +229,29 @@ export class KindQueue<J extends Job> {
       if (policy.intervalMs === undefined) this.#pause(policy.backoffMs);
       throw error;
     }
-    await swept?.(report, this.#settled(queuedIds));
+    await swept?.(report, this.#settled(queuedIds, startedAt));
   }
 
   /**
    * Resolves once none of these jobs waits or runs any more (or after SETTLE_LIMIT_MS). Jobs
    * are taken oldest first, so it watches the newest one, and checks the others once it is
    * done: a query a poll, whatever the tick's size.
+   *
+   * The limit counts from the sweep's start, in real time and on the kind's clock, whichever
+   * runs out first: the same instant in production (the kind's clock is the system's); a test
+   * clock that stands still cannot make a tick wait for ever, and one moved on by days ends
+   * the wait at once, as a minute of real time would have (by the kind's time, the next tick
+   * is due).
    */
-  async #settled(jobIds: string[]): Promise<void> {
-    const deadline = Date.now() + SETTLE_LIMIT_MS; // real time, whatever the kind's clock
+  async #settled(jobIds: string[], since: { real: number; kind: number }): Promise<void> {
+    const waiting = () =>
+      Date.now() < since.real + SETTLE_LIMIT_MS && this.#now() < since.kind + SETTLE_LIMIT_MS;
     const isOpen = async (id: string) => {
       const [job] = await this.#boss.findJobs(this.#queue, { id });
       return job?.state === 'created' || job?.state === 'active';
     };
     let open = jobIds;
-    while (open.length > 0 && Date.now() < deadline && !this.#closed.signal.aborted) {
+    while (open.length > 0 && waiting() && !this.#closed.signal.aborted) {
       if (!(await isOpen(open[open.length - 1] as string))) {
         const states = await Promise.all(open.map(isOpen));
         open = open.filter((_, i) => states[i]);
