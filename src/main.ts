@@ -627,6 +627,13 @@ export async function main(config: Config): Promise<void> {
     );
   }
 
+  // Tests only (the test clock): the reminders and automations sweep as soon as a test moves
+  // time, not at their next interval. A kick before the job runner has started is ignored.
+  const stopWatchingClock = clock.onMoved?.(() => {
+    jobs.kick('reminder_notice');
+    jobs.kick('automation_run');
+  });
+
   stopOnSignals({
     graceMs: config.SHUTDOWN_GRACE_MS,
     logger,
@@ -658,8 +665,10 @@ export async function main(config: Config): Promise<void> {
         },
         // No job starts from now on (a memory decision queued meanwhile is done after the
         // restart); one under way has the grace period to finish.
-        jobs: () =>
-          jobs.stop({ interrupt: shutdownSignal.signal, graceMs: config.SHUTDOWN_GRACE_MS }),
+        jobs: () => {
+          stopWatchingClock?.();
+          return jobs.stop({ interrupt: shutdownSignal.signal, graceMs: config.SHUTDOWN_GRACE_MS });
+        },
       },
       {
         telegram: () => telegram?.close(),

@@ -1,8 +1,14 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, watch } from 'node:fs';
+import { basename, dirname } from 'node:path';
 
 /** What time it is: a port, so tests can drive the reminder scheduler through days in seconds. */
 export interface Clock {
   now(): Date;
+  /**
+   * The test clock only: calls `moved` when a test moved time, so the scheduled kinds sweep at
+   * once instead of at their next interval (which still comes). Returns a stop.
+   */
+  onMoved?(moved: () => void): () => void;
 }
 
 export const systemClock: Clock = { now: () => new Date() };
@@ -22,6 +28,21 @@ export function fileClock(path: string): Clock {
         throw new Error(`the test clock file ${path} does not hold an ISO timestamp`);
       }
       return instant;
+    },
+    onMoved(moved) {
+      // The directory is watched: a test writes a new file and renames it over the old one.
+      // A watch that cannot be had (or fails later) only loses the hurry: intervals still tick.
+      const name = basename(path);
+      try {
+        const watcher = watch(dirname(path), (_event, changed) => {
+          if (changed === name) moved();
+        });
+        watcher.on('error', () => watcher.close());
+        watcher.unref();
+        return () => watcher.close();
+      } catch {
+        return () => {};
+      }
     },
   };
 }

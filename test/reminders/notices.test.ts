@@ -23,7 +23,8 @@ describe.each(ENGINES)('reminder notices on the %s engine', (engine) => {
     expect(response.status).toBe(200);
   };
 
-  // Each scenario steps through a dozen ticks, a second apart, on a shared machine.
+  // Each scenario steps through a dozen ticks, each at once (Parley watches the clock file);
+  // a shared machine may still be slow.
   vi.setConfig({ testTimeout: 120_000 });
   beforeAll(async () => {
     stack = await startReminderStack(engine, { start: '2030-01-01T00:00:00Z' });
