@@ -13,16 +13,20 @@ export const FAILURES_TO_PAUSE = 3;
 
 /**
  * A run's row is its claim, like a reminder notice's, on the same clock (which a test moves).
- * A run may wait for the user's own chat (ANSWER_MAX_SECONDS at most), take as long as a chat
- * (ANSWER_MAX_SECONDS) and then deliver; the claim lasts twice that, so it is never taken over
- * while its runner still works. A failed run is not tried again (it is recorded, and counts
- * towards the pause): the next occurrence is the next try.
+ * A run may wait for the user's own chat (which ends within ANSWER_MAX_SECONDS), take as long
+ * as a chat (ANSWER_MAX_SECONDS, from its turn) and then deliver (a minute): that is its
+ * budget. The claim, twice a chat and its delivery, outlasts the budget by a minute, so it is
+ * never taken over while its runner still works, and a dead runner's run is taken over no
+ * later than before runs waited for their turn. A failed run is not tried again (it is
+ * recorded, and counts towards the pause): the next occurrence is the next try.
  */
 export const automationPolicy = (answerMaxMs: number): Omit<JobPolicy, 'intervalMs'> => ({
-  leaseSeconds: Math.ceil((2 * (2 * answerMaxMs + 60_000)) / 1000),
+  leaseSeconds: Math.ceil((2 * (answerMaxMs + 60_000)) / 1000),
   budgetMs: 2 * answerMaxMs + 60_000,
   batch: 500,
   concurrency: 4,
+  // An answer takes minutes at most: another user's run must not wait for it to end.
+  oneAtATime: true,
   backoffMs: 60_000,
   maxBackoffMs: 15 * 60_000,
   maxAttempts: 1,

@@ -58,6 +58,13 @@ export interface JobPolicy {
   batch: number;
   /** Jobs run at once by one process. */
   concurrency: number;
+  /**
+   * Jobs that may run for minutes (an automation's answer): the process fetches them one at a
+   * time in `concurrency` lanes, so a long one holds only its own lane. Otherwise jobs come in
+   * batches of up to 20 (cheap for many short jobs, the reminders' notices), and the next batch
+   * is fetched once every job of the last one has ended: one long job holds back the rest.
+   */
+  oneAtATime?: boolean;
   /** First retry delay, doubled per failed attempt up to `maxBackoffMs` (whole seconds). */
   backoffMs: number;
   maxBackoffMs: number;

@@ -42,7 +42,8 @@ export class KindQueue<J extends Job> {
   readonly #closed = new AbortController();
   /** Aborted by interrupt(): the signal of the jobs under way (the grace period is over). */
   readonly #interrupted = new AbortController();
-  #workerId: string | undefined;
+  /** pg-boss's workers of this kind: one, or a lane each (`oneAtATime`). */
+  #workerIds: string[] = [];
   #started = false;
   /** After a rate limit (or while the kind cannot run), no job starts before this instant. */
   #pausedUntil = 0;
@@ -83,19 +84,27 @@ export class KindQueue<J extends Job> {
 
   /** Takes jobs and starts sweeping (after `install`). */
   async start(): Promise<void> {
-    this.#workerId = await this.#boss.work<RowJob, JobResult[]>(
-      this.#queue,
-      {
-        // Up to FETCH_BATCH jobs a fetch, and fetching again at once while fetches come back
-        // full: one job a fetch, then a poll's wait, sent 2 notices a second (bench/RESULTS.md).
-        batchSize: FETCH_BATCH,
-        burstWhenBatchFull: true,
-        pollingIntervalSeconds: this.#pollingSeconds,
-        // Each job of a batch settles on its own: one failing does not retry the others.
-        perJobResults: true,
-      },
-      (jobs) => this.#runBatch(jobs),
-    );
+    const { oneAtATime, concurrency } = this.#definition.policy;
+    // A pg-boss worker fetches its next batch once the whole last one has ended.
+    const workers = oneAtATime ? concurrency : 1;
+    for (let lane = 0; lane < workers; lane++) {
+      this.#workerIds.push(
+        await this.#boss.work<RowJob, JobResult[]>(
+          this.#queue,
+          {
+            // Up to FETCH_BATCH jobs a fetch, and fetching again at once while fetches come
+            // back full: one job a fetch, then a poll's wait, sent 2 notices a second
+            // (bench/RESULTS.md).
+            batchSize: oneAtATime ? 1 : FETCH_BATCH,
+            burstWhenBatchFull: !oneAtATime,
+            pollingIntervalSeconds: this.#pollingSeconds,
+            // Each job of a batch settles on its own: one failing does not retry the others.
+            perJobResults: true,
+          },
+          (jobs) => this.#runBatch(jobs),
+        ),
+      );
+    }
     this.#started = true;
     this.#sweeps.start();
   }
@@ -216,7 +225,9 @@ export class KindQueue<J extends Job> {
         again ||= queued.length > 0;
       }
       report.queued = queuedIds.length;
-      if (queuedIds.length > 0 && this.#workerId) this.#boss.notifyWorker(this.#workerId);
+      if (queuedIds.length > 0) {
+        for (const id of this.#workerIds) this.#boss.notifyWorker(id);
+      }
       if (again) this.kick();
     } catch (error) {
       if (error instanceof JobsUnavailable) {

@@ -38,6 +38,40 @@ describe.each(ENGINES)('an automation run at its time limit on the %s engine', (
     expect(listed).toMatchObject({ status: 'active', next_run_at: '2030-05-02T08:00:00.000Z' });
   });
 
+  it('does not hold back another user’s run while one is answered', async () => {
+    const create = async (userId: string, time: string) => {
+      const made = await call(stack().parley, 'POST', `/users/${userId}/automations`, {
+        prompt: `Report at ${time}`,
+        schedule: { type: 'daily', time },
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+      return made.body.id as string;
+    };
+    const runsOf = async (userId: string, id: string) =>
+      (await call(stack().parley, 'GET', `/users/${userId}/automations/${id}/runs`)).body.runs as {
+        status: string;
+      }[];
+    const long = await create('long', '08:30');
+    const quick = await create('quick', '08:31');
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    stack().llm.enqueue(
+      reply.text('The long report.', { pace: () => held }),
+      reply.text('The quick note.'),
+    );
+    stack().setClock('2030-05-01T08:30:00Z');
+    await waitFor(async () => (await runsOf('long', long))[0]?.status === 'running');
+    // A minute on (within the first run's claim), another user's automation is due: it runs
+    // while the long one answers.
+    stack().setClock('2030-05-01T08:31:30Z');
+    await waitFor(async () => (await runsOf('quick', quick))[0]?.status === 'done', 8_000);
+    expect((await runsOf('long', long))[0]?.status).toBe('running');
+    release();
+    await waitFor(async () => (await runsOf('long', long))[0]?.status === 'done');
+  });
+
   it('counts from its turn: waiting for the user’s own chat is not taken from its answer', async () => {
     const made = await call(stack().parley, 'POST', '/users/chatty/automations', {
       prompt: 'Sum up the news',
