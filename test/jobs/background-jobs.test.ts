@@ -25,8 +25,12 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * Background jobs as an administrator sees them: one that will never go through is kept as
  * failed, listed by GET /admin/jobs and counted in /metrics; one that fails for a while is
  * retried until it goes through, once; one whose process died mid-job is done by another.
+ *
+ * The engines run side by side (each has its own fake model, LangSmith, storage and
+ * processes): most of each one's time is spent waiting for retries and leases. Within an
+ * engine the tests run in turn (`concurrent: false`), as they share its server and fakes.
  */
-describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
+describe.each(ENGINES)('background jobs on the %s engine', { concurrent: true }, (engine) => {
   let setup: EngineSetup;
   let llm: FakeLlmServer;
   let langsmith: FakeLangSmithServer;
@@ -77,7 +81,9 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
       (r) => r.path === '/feedback' && (r.body as { id?: string } | undefined)?.id === feedbackId,
     ).length;
 
-  it('keeps feedback LangSmith refuses (400) as failed: listed for the administrator with its error kind, never its words, and counted', async () => {
+  it('keeps feedback LangSmith refuses (400) as failed: listed for the administrator with its error kind, never its words, and counted', {
+    concurrent: false,
+  }, async () => {
     const before = await metrics();
     langsmith.failNext('feedback', 1, 400);
     const feedbackId = await rate(parley, 'refused-user', 'a private remark 6b1f');
@@ -110,6 +116,7 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
   });
 
   it('retries feedback while LangSmith answers 503, never buries it, and delivers it once LangSmith is back', {
+    concurrent: false,
     timeout: 90_000,
   }, async () => {
     const before = await metrics();
@@ -133,6 +140,7 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
   });
 
   it('forwards a burst of ratings, more than a sweep reads a page, each once and without waiting for the next sweep', {
+    concurrent: false,
     timeout: 120_000,
   }, async () => {
     // More rows than one page of the sweep (500): a sweep that read one page left the rest
@@ -188,7 +196,9 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
     }
   });
 
-  it('lists failed jobs for the administrator only, with state=failed and a limit of 1 to 500', async () => {
+  it('lists failed jobs for the administrator only, with state=failed and a limit of 1 to 500', {
+    concurrent: false,
+  }, async () => {
     for (const query of [
       '',
       '?state=running',
@@ -223,6 +233,7 @@ describe.each(ENGINES)('background jobs on the %s engine', (engine) => {
   });
 
   it('delivers feedback whose process was killed mid-send from another process after the lease, exactly once', {
+    concurrent: false,
     timeout: 180_000,
   }, async () => {
     // Processes of their own, so that killing one leaves the others' tests alone.

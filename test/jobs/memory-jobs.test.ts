@@ -23,8 +23,12 @@ const isDecision = (body: ChatCompletionRequest) => body.response_format !== und
  * see them: one that keeps failing is tried five times, then given up (listed by GET
  * /admin/jobs, counted in /metrics, never asked again); one whose process was killed while
  * the model was deciding is decided by the next process once the lease has run out, once.
+ *
+ * The engines run side by side (each has its own fake model, storage and processes): most of
+ * each one's time is spent waiting for back-offs and leases. Within an engine the tests run in
+ * turn (`concurrent: false`), as they share its data directory and fake model.
  */
-describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
+describe.each(ENGINES)('memory decision jobs on the %s engine', { concurrent: true }, (engine) => {
   let setup: EngineSetup;
   let llm: FakeLlmServer;
   let dataDir: string;
@@ -78,6 +82,7 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
     });
 
   it('gives a decision that keeps failing up after its fifth try: listed without its words, counted, never asked again', {
+    concurrent: false,
     timeout: 180_000,
   }, async () => {
     const parley = await startParley({ dataDir, env: env() });
@@ -124,6 +129,7 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', (engine) => {
   });
 
   it('decides an exchange whose process was killed mid-decision on the next process, after the lease, once', {
+    concurrent: false,
     timeout: 120_000,
   }, async () => {
     let stalled = true;
