@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
@@ -236,31 +233,24 @@ describe.each(ENGINES)('background jobs on the %s engine', { concurrent: true },
     concurrent: false,
     timeout: 180_000,
   }, async () => {
-    // Processes of their own, so that killing one leaves the others' tests alone.
-    const dataDir = mkdtempSync(join(tmpdir(), 'parley-jobs-kill-'));
-    let taker: RunningParley | undefined;
-    let heir: RunningParley | undefined;
-    try {
-      taker = await startParley({ dataDir, env: env() });
-      const held = langsmith.holdNext('feedback');
-      const feedbackId = await rate(taker, 'orphan-user', 'kept');
-      expect(((await held) as { id?: string }).id).toBe(feedbackId);
-      const heldAt = Date.now();
-      await taker.stop('SIGKILL');
+    // The suite's process is the one killed (this is its last test), and its heir, on the
+    // same storage, is the suite's process from then on.
+    const taker = parley;
+    const held = langsmith.holdNext('feedback');
+    const feedbackId = await rate(taker, 'orphan-user', 'kept');
+    expect(((await held) as { id?: string }).id).toBe(feedbackId);
+    const heldAt = Date.now();
+    await taker.stop('SIGKILL');
 
-      heir = await startParley({ dataDir, env: env() });
-      await langsmith.waitForFeedback((f) => f.id === feedbackId, 60_000);
-      // Not before the dead process's claim ran out (it was taken just before the send).
-      expect(Date.now() - heldAt).toBeGreaterThanOrEqual(LEASE_SECONDS * 1000 - 1_000);
-      await heir.settled(1_000);
-      expect(langsmith.feedback.filter((f) => f.id === feedbackId)).toHaveLength(1);
-      expect(
-        heir.logs.filter((line) => line.job === 'feedback_forward' && line.level >= 40),
-      ).toEqual([]);
-    } finally {
-      await heir?.stop();
-      await taker?.stop('SIGKILL');
-      rmSync(dataDir, { recursive: true, force: true });
-    }
+    const heir = await startParley({ dataDir: setup.dataDir, env: env() });
+    parley = heir; // stopped after the suite
+    await langsmith.waitForFeedback((f) => f.id === feedbackId, 60_000);
+    // Not before the dead process's claim ran out (it was taken just before the send).
+    expect(Date.now() - heldAt).toBeGreaterThanOrEqual(LEASE_SECONDS * 1000 - 1_000);
+    await heir.settled(1_000);
+    expect(langsmith.feedback.filter((f) => f.id === feedbackId)).toHaveLength(1);
+    expect(heir.logs.filter((line) => line.job === 'feedback_forward' && line.level >= 40)).toEqual(
+      [],
+    );
   });
 });

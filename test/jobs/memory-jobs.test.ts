@@ -32,6 +32,8 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', { concurrent: tr
   let setup: EngineSetup;
   let llm: FakeLlmServer;
   let dataDir: string;
+  /** The suite's running process on `dataDir`, once a test leaves one for the next. */
+  let running: RunningParley | undefined;
   /** How the fake model answers a decision, by a word of the exchange. */
   const decisions = new Map<string, () => Reply>();
   /** When each scripted decision was asked, by its word. */
@@ -59,6 +61,7 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', { concurrent: tr
     });
   }, 120_000);
   afterAll(async () => {
+    await running?.stop();
     await setup?.cleanup();
   });
 
@@ -115,13 +118,10 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', { concurrent: tr
       // Given up means given up: nothing asks again, not a sweep, not a restart.
       await parley.stop();
       const again = await startParley({ dataDir, env: env() });
-      try {
-        await again.settled(3_000);
-        expect(decisionsAbout('kayak')).toHaveLength(5);
-        expect(again.output()).not.toContain('5521-private');
-      } finally {
-        await again.stop();
-      }
+      running = again; // left running: the next test's process
+      await again.settled(3_000);
+      expect(decisionsAbout('kayak')).toHaveLength(5);
+      expect(again.output()).not.toContain('5521-private');
       expect(parley.output()).not.toContain('5521-private');
     } finally {
       await parley.stop();
@@ -138,7 +138,9 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', { concurrent: tr
         ? reply.stall()
         : reply.text(JSON.stringify({ remember: true, memory: 'The user hiked a glacier.' })),
     );
-    const taker = await startParley({ dataDir, env: env() });
+    // The process the last test left running, if it did: any process on the data will do.
+    const taker = running ?? (await startParley({ dataDir, env: env() }));
+    running = undefined;
     let heir: RunningParley | undefined;
     try {
       const runId = await chat(taker, 'hiker', 'I hiked the glacier yesterday.');
