@@ -23,6 +23,11 @@ export const POLLING_SECONDS = 5;
 /** How long a sweep's `settled` waits for the jobs it queued before it gives up waiting. */
 const SETTLE_LIMIT_MS = 60_000;
 const SETTLE_POLL_MS = 50;
+/**
+ * How long after a failure's back-off a retry wake-up comes: pg-boss records the failure (and
+ * counts the back-off from then) only once the batch has returned, a moment after it is timed.
+ */
+const RETRY_WAKE_MARGIN_MS = 500;
 
 const queueOf = (kind: JobKind) => `parley_${kind}`;
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
@@ -48,6 +53,8 @@ export class KindQueue<J extends Job> {
   /** After a rate limit (or while the kind cannot run), no job starts before this instant. */
   #pausedUntil = 0;
   #pauseTimer: NodeJS.Timeout | undefined;
+  /** Wake-ups for this process's retries as they come due (#wakeForRetry). */
+  readonly #retryTimers = new Set<NodeJS.Timeout>();
 
   readonly #pollingSeconds: number;
 
@@ -175,6 +182,8 @@ export class KindQueue<J extends Job> {
   async close(): Promise<void> {
     this.#closed.abort();
     clearTimeout(this.#pauseTimer);
+    for (const timer of this.#retryTimers) clearTimeout(timer);
+    this.#retryTimers.clear();
     await this.#sweeps.stop();
   }
 
@@ -225,9 +234,7 @@ export class KindQueue<J extends Job> {
         again ||= queued.length > 0;
       }
       report.queued = queuedIds.length;
-      if (queuedIds.length > 0) {
-        for (const id of this.#workerIds) this.#boss.notifyWorker(id);
-      }
+      if (queuedIds.length > 0) this.#wakeWorkers();
       if (again) this.kick();
     } catch (error) {
       if (error instanceof JobsUnavailable) {
@@ -365,7 +372,30 @@ export class KindQueue<J extends Job> {
     // pg-boss waits between this and twice as long (its jitter), in whole seconds.
     const retryInMs = seconds(delayMs) * 1000;
     this.#logger.warn({ ...fields, retryInMs }, 'background job failed; will retry');
+    this.#wakeForRetry(retryInMs);
     throw new RetryLater(failure.errorKind);
+  }
+
+  /**
+   * pg-boss makes a retry due between `retryInMs` and twice that, and an idle worker would find
+   * it only at its next poll, up to POLLING_SECONDS later: a 1 s back-off took up to 7 s. The
+   * worker is woken at both ends of that span, so the retry runs when due (another replica may
+   * take it first; the poll still finds any retry these miss, one after a restart say).
+   */
+  #wakeForRetry(retryInMs: number): void {
+    for (const afterMs of [retryInMs, 2 * retryInMs]) {
+      const timer = setTimeout(() => {
+        this.#retryTimers.delete(timer);
+        if (!this.#closed.signal.aborted) this.#wakeWorkers();
+      }, afterMs + RETRY_WAKE_MARGIN_MS);
+      timer.unref();
+      this.#retryTimers.add(timer);
+    }
+  }
+
+  /** Its workers fetch now rather than at their next poll. */
+  #wakeWorkers(): void {
+    for (const id of this.#workerIds) this.#boss.notifyWorker(id);
   }
 
   /** A pause that ends no later than the current one changes nothing. */

@@ -93,16 +93,22 @@ describe.each(ENGINES)('memory decision jobs on the %s engine', { concurrent: tr
       decisions.set('kayak', () => reply.error(500));
       const runId = await chat(parley, 'paddler', 'My kayak is the red one, code 5521-private.');
       const given = await parley.waitForLog(
-        // Retries after 1, 2, 4, 8 s, each up to twice that (jitter), plus a poll (5 s) each.
+        // Retries after 1, 2, 4, 8 s, each up to twice that (jitter).
         (line) => line.msg === 'background job failed for good' && line.id === runId,
         90_000,
       );
       expect(given).toMatchObject({ job: 'memory_decision', attempts: 5, errorKind: 'http_500' });
-      // Four retries, spaced out (1, 2, 4, 8 s at the least: whole seconds, doubling).
+      // Four retries, spaced out (1, 2, 4, 8 s at the least: whole seconds, doubling), each
+      // when it is due: by twice its back-off (the jitter's end), not at the worker's next
+      // 5 s poll after that.
       const asked = decisionsAbout('kayak');
       expect(asked).toHaveLength(5);
       const gaps = asked.slice(1).map((c, i) => c.at - (asked[i]?.at ?? 0));
       expect(gaps.every((gap, i) => gap >= 2 ** i * 1000 - 250)).toBe(true);
+      expect(
+        gaps.every((gap, i) => gap <= 2 ** (i + 1) * 1000 + 2_000),
+        `gaps ${gaps}`,
+      ).toBe(true);
 
       const { text, jobs } = await failedJobs(parley);
       expect(jobs.find((job) => job.id === runId)).toMatchObject({
