@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { extractImages, getDocumentProxy } from 'unpdf';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { file, ingest, leftoverUploads, listedSources, PDFS } from '../support/ingest-client.ts';
@@ -9,6 +10,27 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
 const OCR_TIMEOUT_MS = 400_000;
 /** An embedded start takes 2–5 s, and over 30 s when the machine's load is ~25 (seen). */
 const START_TIMEOUT_MS = 120_000;
+
+/**
+ * A two-page scan made of the top eighth of each of issue7229.pdf's scanned pages (real scanned
+ * text, two pages without a text layer), which OCR reads in an eighth of the time.
+ */
+async function topsOfScan(): Promise<Uint8Array> {
+  const scan = await getDocumentProxy(new Uint8Array(readFileSync(`${PDFS}/issue7229.pdf`)));
+  const pages = [];
+  for (const number of [1, 2]) {
+    const [image] = await extractImages(scan, number);
+    if (!image) throw new Error(`issue7229.pdf has no image on page ${number}`);
+    const rows = Math.round(image.height / 8);
+    const gray = new Uint8Array(image.width * rows);
+    for (let p = 0; p < gray.length; p++) gray[p] = image.data[p * image.channels] ?? 255;
+    pages.push({ image: { width: image.width, height: rows, gray } });
+  }
+  return makePdf(pages);
+}
+
+/** Made once for both engines: deflating its 144 MB takes a while. */
+let bombPdf: Uint8Array | undefined;
 
 describe.each(ENGINES)('ingestion limits and OCR on the %s engine', (engine) => {
   let storage: EngineEnv;
@@ -37,15 +59,18 @@ describe.each(ENGINES)('ingestion limits and OCR on the %s engine', (engine) => 
 
   it('reads a scanned PDF and an encrypted scan by OCR', { timeout: OCR_TIMEOUT_MS }, async () => {
     const parley = ocr;
-    const scanned = await ingest(parley, [
-      file('issue7229.pdf', readFileSync(`${PDFS}/issue7229.pdf`)),
-    ]);
+    // OCR runs in the extraction process whatever the engine: the whole scan (two full pages,
+    // most of this file's time) is read once, on the embedded engine; the server engine gets the
+    // tops of the same two pages, to store and list what OCR read.
+    const data = engine === 'embedded' ? readFileSync(`${PDFS}/issue7229.pdf`) : await topsOfScan();
+    const scanned = await ingest(parley, [file('issue7229.pdf', data)]);
     expect(scanned).toMatchObject({
       status: 200,
       body: { filename: 'issue7229.pdf', source: 'issue7229.pdf' },
     });
-    // Two scanned pages with text: chunks never span pages (citations name one page).
-    expect(scanned.body.chunks).toBeGreaterThanOrEqual(2);
+    // The whole scan is two pages of text (ten chunks); the tops are a few lines each. That
+    // OCR read both pages is in the log line checked below.
+    expect(scanned.body.chunks).toBeGreaterThanOrEqual(engine === 'embedded' ? 2 : 1);
     const locked = await ingest(parley, [
       file('pr6531_1.pdf', readFileSync(`${PDFS}/pr6531_1.pdf`)),
       { name: 'password', value: 'asdfasdf' },
@@ -67,7 +92,8 @@ describe.each(ENGINES)('ingestion limits and OCR on the %s engine', (engine) => 
     });
 
     // 250 KB that unpack to a 12,000 × 12,000 image (144 MB of gray, more once decoded).
-    const bomb = await ingest(parley, [file('bomb.pdf', makePdf([imageBomb(12_000)]))]);
+    bombPdf ??= makePdf([imageBomb(12_000)]);
+    const bomb = await ingest(parley, [file('bomb.pdf', bombPdf)]);
     expect(bomb).toEqual({
       status: 422,
       body: { detail: expect.stringContaining('more than 256 MB of memory') },
