@@ -95,22 +95,26 @@ export class KindQueue<J extends Job> {
     // A pg-boss worker fetches its next batch once the whole last one has ended.
     const workers = oneAtATime ? concurrency : 1;
     for (let lane = 0; lane < workers; lane++) {
-      this.#workerIds.push(
-        await this.#boss.work<RowJob, JobResult[]>(
-          this.#queue,
-          {
-            // Up to FETCH_BATCH jobs a fetch, and fetching again at once while fetches come
-            // back full: one job a fetch, then a poll's wait, sent 2 notices a second
-            // (bench/RESULTS.md).
-            batchSize: oneAtATime ? 1 : FETCH_BATCH,
-            burstWhenBatchFull: !oneAtATime,
-            pollingIntervalSeconds: this.#pollingSeconds,
-            // Each job of a batch settles on its own: one failing does not retry the others.
-            perJobResults: true,
-          },
-          (jobs) => this.#runBatch(jobs),
-        ),
+      let laneId = '';
+      laneId = await this.#boss.work<RowJob, JobResult[]>(
+        this.#queue,
+        {
+          // Up to FETCH_BATCH jobs a fetch, and fetching again at once while fetches come back
+          // full: one job a fetch, then a poll's wait, sent 2 notices a second (bench/RESULTS.md).
+          // pg-boss keeps that burst for batches above one: a lane of one job asks again itself.
+          batchSize: oneAtATime ? 1 : FETCH_BATCH,
+          burstWhenBatchFull: !oneAtATime,
+          pollingIntervalSeconds: this.#pollingSeconds,
+          // Each job of a batch settles on its own: one failing does not retry the others.
+          perJobResults: true,
+        },
+        async (jobs) => {
+          const results = await this.#runBatch(jobs);
+          if (oneAtATime) this.#boss.notifyWorker(laneId);
+          return results;
+        },
       );
+      this.#workerIds.push(laneId);
     }
     this.#started = true;
     this.#sweeps.start();

@@ -72,6 +72,36 @@ describe.each(ENGINES)('an automation run at its time limit on the %s engine', (
     await waitFor(async () => (await runsOf('long', long))[0]?.status === 'done');
   });
 
+  it('runs nine users’ automations due at once one after another, without a poll’s wait', async () => {
+    const users = Array.from({ length: 9 }, (_, i) => `early${i}`);
+    const ids: string[] = [];
+    for (const userId of users) {
+      const made = await call(stack().parley, 'POST', `/users/${userId}/automations`, {
+        prompt: 'Early news',
+        schedule: { type: 'daily', time: '08:40' },
+      });
+      expect(made.status, JSON.stringify(made.body)).toBe(201);
+      ids.push(made.body.id as string);
+    }
+    stack().llm.enqueue(...users.map(() => reply.text('The early news.')));
+    const done = async () => {
+      const runs = await Promise.all(
+        users.map(
+          async (userId, i) =>
+            (await call(stack().parley, 'GET', `/users/${userId}/automations/${ids[i]}/runs`)).body
+              .runs as { status: string }[],
+        ),
+      );
+      return runs.every((r) => r[0]?.status === 'done');
+    };
+    const started = Date.now();
+    stack().setClock('2030-05-01T08:40:00Z');
+    await waitFor(done, 20_000);
+    // Four lanes: three rounds. A lane that waited for its next poll (5 s) after each run took
+    // more than 10 s.
+    expect(Date.now() - started).toBeLessThan(7_000);
+  });
+
   it('counts from its turn: waiting for the user’s own chat is not taken from its answer', async () => {
     const made = await call(stack().parley, 'POST', '/users/chatty/automations', {
       prompt: 'Sum up the news',
