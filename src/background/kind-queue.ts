@@ -23,6 +23,8 @@ export const POLLING_SECONDS = 5;
 /** How long a sweep's `settled` waits for the jobs it queued before it gives up waiting. */
 const SETTLE_LIMIT_MS = 60_000;
 const SETTLE_POLL_MS = 50;
+/** How often the lanes after the first of a `oneAtATime` kind poll when nothing wakes them. */
+const EXTRA_LANE_POLL_SECONDS = 60;
 /**
  * How long after a failure's back-off a retry wake-up comes: pg-boss records the failure (and
  * counts the back-off from then) only once the batch has returned, a moment after it is timed.
@@ -104,7 +106,10 @@ export class KindQueue<J extends Job> {
           // pg-boss keeps that burst for batches above one: a lane of one job asks again itself.
           batchSize: oneAtATime ? 1 : FETCH_BATCH,
           burstWhenBatchFull: !oneAtATime,
-          pollingIntervalSeconds: this.#pollingSeconds,
+          // An idle poll costs the embedded engine CPU (bench/RESULTS.md, job-idle): one lane
+          // polls as often as any kind; the others are woken by this process's sweeps and by
+          // their own jobs, and poll rarely, for what another replica queued.
+          pollingIntervalSeconds: lane === 0 ? this.#pollingSeconds : EXTRA_LANE_POLL_SECONDS,
           // Each job of a batch settles on its own: one failing does not retry the others.
           perJobResults: true,
         },
