@@ -1,17 +1,9 @@
 import { resolve } from 'node:path';
-import { Agent, fetch } from 'undici';
-import { LIMIT_NAMES } from '../accounts/limits.ts';
-import { ConfigError, parseConfig, readEnvironment } from '../config.ts';
-import { restoreBackup } from './restore-backup.ts';
+import type { fetch } from 'undici';
 import { writeBackup } from './write-backup.ts';
 
-/**
- * No time limit on an answer: the server copies the database's files before a backup's first
- * byte, and sends it as fast as it compresses, both slow for a large embedded database (fetch's
- * own 300 s made the command say that Parley was not answering while it was). A server that is
- * not there still fails at once.
- */
-const PATIENT = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+// undici, the settings (zod) and tar are imported by the commands that use them: together
+// they were most of each command's start-up (a restore needs neither undici nor settings).
 /** Connection errors that mean nothing listens at the address (or the name is unknown). */
 const NOT_LISTENING = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
 const causeCode = (error: unknown): string | undefined => {
@@ -118,6 +110,7 @@ async function run(typed: string[]): Promise<void> {
     // (the line is cleared after); scripts get only the result.
     const terminal = process.stderr.isTTY;
     if (terminal) process.stderr.write(`restore: unpacking ${operatorPath(archive)}…`);
+    const { restoreBackup } = await import('./restore-backup.ts');
     const root = await restoreBackup(operatorPath(archive), operatorPath(dataDir)).finally(
       () => terminal && process.stderr.write('\r\x1b[2K'),
     );
@@ -125,6 +118,17 @@ async function run(typed: string[]): Promise<void> {
     return;
   }
 
+  const [{ parseConfig, readEnvironment }, undici] = await Promise.all([
+    import('../config.ts'),
+    import('undici'),
+  ]);
+  /**
+   * No time limit on an answer: the server copies the database's files before a backup's first
+   * byte, and sends it as fast as it compresses, both slow for a large embedded database
+   * (fetch's own 300 s made the command say that Parley was not answering while it was). A
+   * server that is not there still fails at once.
+   */
+  const patient = new undici.Agent({ headersTimeout: 0, bodyTimeout: 0 });
   const config = parseConfig(readEnvironment());
   if (!explicitUrl && config.PORT === 0) {
     throw new UsageError(
@@ -138,9 +142,9 @@ async function run(typed: string[]): Promise<void> {
   const call = async (method: string, path: string, body?: unknown) => {
     let response: Awaited<ReturnType<typeof fetch>>;
     try {
-      response = await fetch(`${base}${path}`, {
+      response = await undici.fetch(`${base}${path}`, {
         method,
-        dispatcher: PATIENT,
+        dispatcher: patient,
         headers: {
           ...(config.API_TOKEN ? { authorization: `Bearer ${config.API_TOKEN}` } : {}),
           ...(body === undefined ? {} : { 'content-type': 'application/json' }),
@@ -232,6 +236,7 @@ async function run(typed: string[]): Promise<void> {
     case 'set-limits': {
       // `set-limits chats_per_minute=3` named no user: say so, not "needs name=value".
       if (args[0]?.includes('=')) throw new UsageError('set-limits needs a user id first');
+      const { LIMIT_NAMES } = await import('../accounts/limits.ts');
       const limits: Record<string, number | null> = {};
       for (const pair of args.slice(1)) {
         const [name, value] = pair.split('=');
@@ -291,8 +296,8 @@ async function run(typed: string[]): Promise<void> {
 run(process.argv.slice(2)).catch((error: unknown) => {
   if (error instanceof UsageError)
     process.stderr.write(`parley admin: ${error.message}\n\n${USAGE}\n`);
-  else if (error instanceof ConfigError || error instanceof Error)
-    process.stderr.write(`parley admin: ${error.message}\n`);
+  // A ConfigError (a setting that does not parse) is an Error too.
+  else if (error instanceof Error) process.stderr.write(`parley admin: ${error.message}\n`);
   else process.stderr.write(`parley admin: ${String(error)}\n`);
   process.exit(error instanceof UsageError ? 2 : 1);
 });
