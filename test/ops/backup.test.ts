@@ -5,6 +5,7 @@ import {
   mkdtempSync,
   readdirSync,
   readlinkSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -86,8 +87,28 @@ describe('a live backup of the embedded engine during a chat load', () => {
     llm = await startFakeLlmServer();
     llm.respond(reply.text('noted, with thanks', { delayMs: 5 }));
   });
+  /**
+   * A server whose database carries 64 MB of incompressible bytes among its files, so that a
+   * backup is far larger than what the sockets between server and client buffer and lasts long
+   * enough to be left or stopped midway. Started once (a start and the ballast took seconds
+   * each) for the two tests that need it; the second stops it.
+   */
+  let ballasted: Promise<RunningParley> | undefined;
+  const ballastedServer = () => {
+    ballasted ??= (async () => {
+      const started = await startParley({
+        dataDir: dir('parley-backup-ballast-'),
+        env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url },
+      });
+      writeFileSync(join(started.dataDir, 'pg', 'zz-ballast'), randomBytes(64 * 1024 * 1024));
+      return started;
+    })();
+    return ballasted;
+  };
+
   afterAll(async () => {
     await parley?.stop();
+    await (await ballasted?.catch(() => undefined))?.stop();
     await llm?.close();
     for (const made of dirs) rmSync(made, { recursive: true, force: true });
   });
@@ -236,49 +257,37 @@ describe('a live backup of the embedded engine during a chat load', () => {
   });
 
   it('removes the copy it sends from when the client leaves mid-download', async () => {
-    const dataDir = dir('parley-backup-left-');
-    const sending = await startParley({
-      dataDir,
-      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url },
-    });
-    try {
-      // Incompressible bytes among the database's files, so that the archive is far larger than
-      // what the sockets between server and client buffer: the server is still reading the copy
-      // when the client leaves.
-      writeFileSync(join(dataDir, 'pg', 'zz-ballast'), randomBytes(48 * 1024 * 1024));
-      const response = await sending.fetch('/admin/backup');
-      expect(response.status).toBe(200);
-      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-      const first = await reader.read();
-      expect(first.value?.length).toBeGreaterThan(0);
-      await reader.cancel();
-      await sending.waitForLog((line) => line.msg === 'backup not sent whole: the client left');
-      await waitUntil(() => readdirSync(join(dataDir, 'backups')).length === 0);
-      // Nor does the server go on reading a removed file of it, whose disk space stays taken
-      // while it is open (a 1 GB segment of a large database).
-      await waitUntil(
-        () => openFiles(sending.process.pid as number).every((f) => !f.includes('/backups/')),
-        2_000,
-      );
-    } finally {
-      await sending.stop();
-    }
+    // Its ballast makes the archive far larger than what the sockets between server and client
+    // buffer: the server is still reading the copy when the client leaves.
+    const sending = await ballastedServer();
+    const { dataDir } = sending;
+    const response = await sending.fetch('/admin/backup');
+    expect(response.status).toBe(200);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const first = await reader.read();
+    expect(first.value?.length).toBeGreaterThan(0);
+    await reader.cancel();
+    await sending.waitForLog((line) => line.msg === 'backup not sent whole: the client left');
+    await waitUntil(() => readdirSync(join(dataDir, 'backups')).length === 0);
+    // Nor does the server go on reading a removed file of it, whose disk space stays taken
+    // while it is open (a 1 GB segment of a large database).
+    await waitUntil(
+      () => openFiles(sending.process.pid as number).every((f) => !f.includes('/backups/')),
+      2_000,
+    );
+    // The next test goes on with this server, and stops it.
   });
 
   it("leaves nothing under the backup's name when the command is stopped or Parley stops sending", async () => {
-    const sending = await startParley({
-      dataDir: dir('parley-backup-stopped-'),
-      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url },
-    });
+    // Its ballast makes the download last long enough to be stopped midway.
+    const sending = await ballastedServer();
+    const ballast = join(sending.dataDir, 'pg', 'zz-ballast');
     const files = dir('parley-backup-stopped-file-');
     const archive = join(files, 'parley.tar.gz');
     // Under the name, a file that is only the start of an archive passes for a backup until the
     // day it is restored; and the next `backup` refused to replace it.
     const begun = () => readdirSync(files).some((name) => statSync(join(files, name)).size > 0);
     try {
-      // Incompressible, so that the download lasts long enough to be stopped midway.
-      writeFileSync(join(sending.dataDir, 'pg', 'zz-ballast'), randomBytes(64 * 1024 * 1024));
-
       const stopped = adminProcess(sending, 'backup', archive);
       await waitUntil(begun);
       stopped.child.kill('SIGINT');
@@ -288,7 +297,12 @@ describe('a live backup of the embedded engine during a chat load', () => {
       expect(stopped.stderr()).toContain(`nothing written to ${archive}`);
 
       // At a terminal it says what it is doing meanwhile (minutes for a large database); in a
-      // script (the runs above) it prints nothing of that. `script` gives it a terminal.
+      // script (the runs above) it prints nothing of that. `script` gives it a terminal. This
+      // backup is taken whole, so without the ballast (moved aside, not in the database's
+      // directory): compressing 64 MB of it took seconds, and the progress is drawn from the
+      // first bytes on.
+      const aside = join(sending.dataDir, 'zz-ballast-aside');
+      renameSync(ballast, aside);
       const taken = await run(
         'script',
         [
@@ -304,6 +318,7 @@ describe('a live backup of the embedded engine during a chat load', () => {
       expect(stopped.stderr()).not.toContain('copying');
       expect(readdirSync(files)).toEqual(['parley.tar.gz']);
       rmSync(archive);
+      renameSync(aside, ballast);
 
       const cut = adminProcess(sending, 'backup', archive);
       await waitUntil(begun);
