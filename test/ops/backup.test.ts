@@ -91,7 +91,8 @@ describe('a live backup of the embedded engine during a chat load', () => {
    * A server whose database carries 64 MB of incompressible bytes among its files, so that a
    * backup is far larger than what the sockets between server and client buffer and lasts long
    * enough to be left or stopped midway. Started once (a start and the ballast took seconds
-   * each) for the two tests that need it; the second stops it.
+   * each) for the three tests that kill, leave or stop a backup (in this order: the first
+   * restarts it, the last stops it); each also runs alone.
    */
   let ballasted: Promise<RunningParley> | undefined;
   const ballastedServer = () => {
@@ -191,10 +192,11 @@ describe('a live backup of the embedded engine during a chat load', () => {
   }, 180_000);
 
   it('removes at the next start a backup that a killed run was still sending', async () => {
-    const dataDir = dir('parley-backup-killed-');
+    const killed = await ballastedServer();
+    ballasted = undefined; // killed here: the tests after go on with its restart
+    const { dataDir } = killed;
     const env = { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url };
     const unsent = () => readdirSync(join(dataDir, 'backups'));
-    const killed = await startParley({ dataDir, env });
     try {
       const sending = await killed.fetch('/admin/backup'); // its body left unread
       expect(sending.status).toBe(200);
@@ -207,14 +209,11 @@ describe('a live backup of the embedded engine during a chat load', () => {
     expect(unsent()).toHaveLength(1); // as large as the database, and nothing else removes it
 
     const restarted = await startParley({ dataDir, env });
-    try {
-      expect(unsent()).toEqual([]);
-      expect(
-        restarted.logs.some((line) => line.msg === 'removed backups a previous run left unsent'),
-      ).toBe(true);
-    } finally {
-      await restarted.stop();
-    }
+    ballasted = Promise.resolve(restarted);
+    expect(unsent()).toEqual([]);
+    expect(
+      restarted.logs.some((line) => line.msg === 'removed backups a previous run left unsent'),
+    ).toBe(true);
   });
 
   it('still restores a backup made before backups were streamed (PGlite dumpDataDir)', async () => {
