@@ -151,7 +151,7 @@ export class AccountRepository {
       .from(accounts)
       .leftJoin(apiKeys, eq(apiKeys.userId, accounts.userId))
       .where(userId === undefined ? undefined : and(eq(accounts.userId, userId)))
-      .orderBy(accounts.createdAt, accounts.userId, apiKeys.createdAt);
+      .orderBy(accounts.createdAt, sql`${accounts.userId} COLLATE "C"`, apiKeys.createdAt);
     const byUser = new Map<string, StoredAccount>();
     for (const row of rows) {
       let account = byUser.get(row.userId);

@@ -102,12 +102,14 @@ export class DocumentRepository {
   /**
    * The document sources of these owners (shared: SHARED), each name once, in order, and
    * whether one of them belongs to a user (a user's private copy of a name also shared counts).
+   * In code-point order (COLLATE "C"), as on the embedded engine, whatever collation the
+   * server's database was created with.
    */
   async listSources(owners: readonly string[] = [SHARED]): Promise<ListedSource[]> {
     const { rows } = await this.#db.$client.query<ListedSource>(
       `SELECT source, bool_or(owner <> '') AS private FROM documents
         WHERE owner = ANY($1::text[]) AND kind = 'document'
-        GROUP BY source ORDER BY source`,
+        GROUP BY source ORDER BY source COLLATE "C"`,
       [owners],
     );
     return rows.map((row) => ({ source: row.source, private: row.private }));

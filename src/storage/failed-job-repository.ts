@@ -52,7 +52,7 @@ export class FailedJobRepository {
            FROM reminder_notices n JOIN reminders r ON r.id = n.reminder_id
           WHERE n.failed_at IS NOT NULL
        ) failed
-       ORDER BY failed_at DESC, kind, id
+       ORDER BY failed_at DESC, kind COLLATE "C", id COLLATE "C"
        LIMIT $1`,
       [limit],
     );

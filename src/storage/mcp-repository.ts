@@ -1,10 +1,17 @@
 import { orm } from './orm.ts';
 
-const { and, asc, eq, isNotNull, isNull, ne, or, sql } = orm;
+const { and, eq, isNotNull, isNull, ne, or, sql } = orm;
 
 import type { Db } from './database.ts';
 import { mcpAlwaysAllow, mcpServers, mcpServerUsers, toolApprovals } from './schema.ts';
 import { storableValue } from './storable-text.ts';
+
+/**
+ * Names in code-point order, as on the embedded engine (C), whatever collation the server's
+ * database was created with (an ICU or en_US one puts 'alpha' before 'Beta').
+ */
+const byCodePoints = (column: typeof mcpServers.name | typeof mcpAlwaysAllow.tool) =>
+  sql`${column} COLLATE "C"`;
 
 export type McpServerRecord = typeof mcpServers.$inferSelect;
 export type NewMcpServer = typeof mcpServers.$inferInsert;
@@ -53,7 +60,7 @@ export class McpRepository {
         ),
       )
       .where(eq(mcpServers.enabled, true))
-      .orderBy(asc(mcpServers.name))
+      .orderBy(byCodePoints(mcpServers.name))
       .prepare('parley-mcp-for-user');
   }
 
@@ -67,7 +74,7 @@ export class McpRepository {
   }
 
   async list(): Promise<McpServerRecord[]> {
-    return this.#db.select().from(mcpServers).orderBy(asc(mcpServers.name));
+    return this.#db.select().from(mcpServers).orderBy(byCodePoints(mcpServers.name));
   }
 
   async get(id: string): Promise<McpServerRecord | undefined> {
@@ -271,7 +278,7 @@ export class McpRepository {
       .select({ tool: mcpAlwaysAllow.tool })
       .from(mcpAlwaysAllow)
       .where(and(eq(mcpAlwaysAllow.userId, userId), eq(mcpAlwaysAllow.serverId, serverId)))
-      .orderBy(asc(mcpAlwaysAllow.tool));
+      .orderBy(byCodePoints(mcpAlwaysAllow.tool));
     return rows.map((row) => row.tool);
   }
 

@@ -121,20 +121,20 @@ const EXPORT_QUERIES = {
                                   FROM automation_runs r WHERE r.automation_id = a.id), '[]') AS runs
                   FROM automations a WHERE a.user_id = $1 ORDER BY a.created_at, a.id`,
   documents: `SELECT source, filename, content_type, bytes, chunk_count, created_at FROM documents
-               WHERE owner = $1 AND kind = 'document' ORDER BY source`,
+               WHERE owner = $1 AND kind = 'document' ORDER BY source COLLATE "C"`,
   // Each MCP server the user has a setting or a standing permission for. The credential is
   // named (its header), never exported: it is a secret, and sealed to this service's key.
   mcp_servers: `SELECT s.name AS server, u.allowed, u.enabled,
                        u.credential IS NOT NULL AS has_credential,
                        CASE WHEN u.credential IS NOT NULL THEN u.credential_header END AS credential_header,
                        u.updated_at,
-                       coalesce((SELECT json_agg(a.tool ORDER BY a.tool) FROM mcp_always_allow a
+                       coalesce((SELECT json_agg(a.tool ORDER BY a.tool COLLATE "C") FROM mcp_always_allow a
                                   WHERE a.user_id = $1 AND a.server_id = s.id), '[]') AS always_allowed
                   FROM mcp_servers s
                   LEFT JOIN mcp_server_users u ON u.server_id = s.id AND u.user_id = $1
                  WHERE u.user_id IS NOT NULL
                     OR EXISTS (SELECT 1 FROM mcp_always_allow a WHERE a.user_id = $1 AND a.server_id = s.id)
-                 ORDER BY s.name`,
+                 ORDER BY s.name COLLATE "C"`,
 } as const;
 export type ExportTable = keyof typeof EXPORT_QUERIES;
 
