@@ -432,12 +432,12 @@ describe.each(ENGINES)('the log on the %s engine, at level trace, for newer feat
     expect(refused.status).toBeGreaterThanOrEqual(400);
     const stream = await readChat(await chat('secret-mcp-question-guarded'));
     expect(stream.error).toBeUndefined();
-    // Left out of the chat, by its status: the fake echoed the credential in its 401's body.
+    // Left out of this user's chat, as refused: the fake echoed the credential in its 401's body.
     expect(echo.requests.some((r) => r.authorization?.includes('secret-mcp-credential'))).toBe(
       true,
     );
     await stack.parley.waitForLog(
-      (line) => line.code === 'mcp_server_down' && line.mcpServer === 'guarded',
+      (line) => line.code === 'mcp_user_refused' && line.mcpServer === 'guarded',
     );
     await expectClean();
   });
