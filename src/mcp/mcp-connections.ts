@@ -485,11 +485,23 @@ export class McpConnections {
  * no credential but each user's own, so this is that user's standing, not the server's.
  */
 function refusedStatus(error: unknown): boolean {
-  const code =
-    (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
-  if (code === 401 || code === 403) return true;
+  const code = codeOf(error);
+  const status = typeof code === 'number' ? code : statusInMessage(error);
+  return status === 401 || status === 403;
+}
+
+/** The error's code, or its cause's: the SDK's StreamableHTTPError carries the HTTP status. */
+function codeOf(error: unknown): unknown {
+  return (
+    (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code
+  );
+}
+
+/** An HTTP status named in the error's message (`… HTTP 401 …`), never the rest of its words. */
+function statusInMessage(error: unknown): number | undefined {
   const message = error instanceof Error ? error.message : String(error);
-  return /\bHTTP 40[13]\b/.test(message);
+  const status = /\bHTTP (\d{3})\b/.exec(message)?.[1];
+  return status ? Number(status) : undefined;
 }
 
 /** A server that is down: why, and how long until it is tried again. */
@@ -664,9 +676,7 @@ function describeFailure(
   if (exit) {
     return `the server process exited while starting (${exit.signal ? `signal ${exit.signal}` : `code ${exit.code}`})`;
   }
-  const code =
-    (error as { code?: unknown })?.code ?? (error as { cause?: { code?: unknown } })?.cause?.code;
-  // The SDK's StreamableHTTPError carries the response's status as its code.
+  const code = codeOf(error);
   if (typeof code === 'number' && code >= 100 && code < 600) {
     return `the server answered HTTP ${code}`;
   }
@@ -679,8 +689,7 @@ function describeFailure(
   }
   // Never the server's own words (an error body might echo what was sent, a credential
   // included): its HTTP status, or the kind of error.
-  const message = error instanceof Error ? error.message : String(error);
-  const status = /\bHTTP (\d{3})\b/.exec(message)?.[1];
+  const status = statusInMessage(error);
   if (status) return `the server answered HTTP ${status}`;
   // A JSON-RPC error's code is the server's answer; a timeout's code is the SDK's own.
   if (error instanceof McpError && error.code !== ErrorCode.RequestTimeout) {
