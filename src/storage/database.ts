@@ -131,7 +131,23 @@ export async function openDatabase(
     idleTimeoutMillis: 30_000,
   });
   // An idle client losing its server must not crash the process; the next query reconnects.
-  pool.on('error', (error) => logger.warn({ err: error }, 'database connection lost'));
+  pool.on('error', (error) =>
+    logger.warn(
+      { err: error, code: 'database_connection_lost', inUse: false },
+      'database connection lost',
+    ),
+  );
+  // pg-pool listens for a connection's 'error' only while it is idle. One lost while checked
+  // out (a health check, a transaction, between or during its statements) emitted it unheard,
+  // and Node ends a process on an unheard 'error'. The statement under way fails by itself
+  // (a 503), and release() drops a connection that can no longer be queried.
+  const lostInUse = (error: Error) =>
+    logger.warn(
+      { err: error, code: 'database_connection_lost', inUse: true },
+      'database connection lost',
+    );
+  pool.on('acquire', (client) => client.on('error', lostInUse));
+  pool.on('release', (_error, client) => client.removeListener('error', lostInUse));
   // Either leaves the embedded engine unable to answer: /health must say so, not "ok".
   let engineDown = false;
   embedded?.exited.then((code) => {
