@@ -1,5 +1,5 @@
 import { readFile, stat, writeFile } from 'node:fs/promises';
-import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
@@ -294,6 +294,53 @@ describe('the web client in Chromium', () => {
     await expect.poll(() => name.inputValue()).toBe('Alice Stored');
     expect(await name.isEnabled()).toBe(true);
     expect(await page.getByRole('combobox', { name: 'Timezone' }).inputValue()).toBe('Asia/Seoul');
+    await parley.fetch('/users/alice/profile', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ display_name: null, timezone: null }),
+    });
+    await openChat();
+  });
+
+  it('says when the profile could not be loaded, and loads it again on "Try again"', async () => {
+    // The form waits for the stored profile; when that load failed, it stayed disabled for
+    // good, with no way but a reload of the whole page to ask again.
+    await parley.fetch('/users/alice/profile', {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ display_name: 'Alice Stored', timezone: 'Asia/Seoul' }),
+    });
+    const profileUrl = /\/users\/alice\/profile$/;
+    const name = page.getByRole('textbox', { name: 'Display name' });
+    const alert = page.getByRole('alert').filter({ hasText: 'Could not load your profile' });
+    const tryAgain = page.getByRole('button', { name: 'Try again' });
+    // The server answers 503 (a database gone away), then the network drops the request.
+    const failures = [
+      (route: Route) => route.fulfill({ status: 503, json: { detail: 'Service Unavailable' } }),
+      (route: Route) => route.abort('internetdisconnected'),
+    ];
+    let failed = 0;
+    for (const [i, fail] of failures.entries()) {
+      await page.route(profileUrl, async (route) => {
+        if (route.request().method() !== 'GET') return route.fallback();
+        await fail(route);
+        failed += 1;
+      });
+      if (i === 0) await page.getByRole('link', { name: 'Profile' }).click();
+      else await tryAgain.click(); // tried again, and failed again: still said, still offered
+      await expect.poll(() => failed).toBe(i + 1);
+      await alert.waitFor({ timeout: 10_000 });
+      await tryAgain.waitFor({ timeout: 10_000 });
+      expect(await name.isDisabled()).toBe(true);
+      expect(await page.getByRole('button', { name: 'Save' }).first().isDisabled()).toBe(true);
+      await page.unroute(profileUrl);
+    }
+    await tryAgain.click();
+    await expect.poll(() => name.inputValue()).toBe('Alice Stored');
+    expect(await name.isEnabled()).toBe(true);
+    expect(await page.getByRole('combobox', { name: 'Timezone' }).inputValue()).toBe('Asia/Seoul');
+    expect(await alert.count()).toBe(0);
+    expect(await tryAgain.count()).toBe(0);
     await parley.fetch('/users/alice/profile', {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
