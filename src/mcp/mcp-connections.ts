@@ -131,11 +131,16 @@ export class McpConnections {
     this.#sweep.unref();
   }
 
-  /** The connection of this user to this server, made (and its tools listed) if need be. */
+  /**
+   * The connection of this user to this server, made (and its tools listed) if need be.
+   * `storedRefusal`: a refusal of this user is stored (by an earlier process, or another
+   * replica): a new connection the server takes clears it, as it clears one met here.
+   */
   async get(
     server: ServerEndpoint,
     userId: string,
     credential: ServerCredential | undefined,
+    storedRefusal = false,
   ): Promise<McpConnection> {
     if (this.#closed) throw new Error('shutting down');
     const key = slotKey(server, userId, credential);
@@ -159,7 +164,7 @@ export class McpConnections {
       if (Date.now() < slot.retryAt) {
         throw new ServerDownError(slot.lastReason ?? 'failed', slot.retryAt - Date.now());
       }
-      slot.connection = this.#connect(server, userId, credential, slot);
+      slot.connection = this.#connect(server, userId, credential, slot, storedRefusal);
       return slot.connection;
     }
     const connection = slot.connection;
@@ -233,6 +238,7 @@ export class McpConnections {
     userId: string,
     credential: ServerCredential | undefined,
     slot: Slot,
+    storedRefusal = false,
   ): Promise<McpConnection> {
     const { logger, connectTimeoutMs } = this.#settings;
     const log = logger.child({ mcpServer: server.name });
@@ -325,8 +331,12 @@ export class McpConnections {
           log,
         );
         connected = true;
-        if (slot.refused) this.#settings.onRefused(server.id, userId, null);
-        else if (slot.failures > 0 || slot.lastReason) this.#settings.onFailure(server.id, null);
+        // A refusal is cleared whether it was met by this slot or only stored: one stored
+        // before a restart, or by another replica, has no slot here that remembers it.
+        if (slot.refused || storedRefusal) this.#settings.onRefused(server.id, userId, null);
+        if (!slot.refused && (slot.failures > 0 || slot.lastReason)) {
+          this.#settings.onFailure(server.id, null);
+        }
         slot.refused = false;
         slot.failures = 0;
         slot.lastReason = undefined;

@@ -131,7 +131,12 @@ export class McpTools {
     let connection: McpConnection;
     try {
       connection = await withTimeout(
-        this.#connections.get(server, context.userId, this.#credential(entry, context.userId, log)),
+        this.#connections.get(
+          server,
+          context.userId,
+          this.#credential(entry, context.userId, log),
+          entry.refused !== undefined,
+        ),
         this.#settings.connectTimeoutMs,
       );
     } catch (error) {

@@ -110,6 +110,11 @@ export interface FakeMcpHttpServer {
   url: string;
   /** Every request's headers, in order. */
   requests: IncomingHttpHeaders[];
+  /**
+   * Authorization values answered 401 for now, as a server refuses a token it revoked (or
+   * lost track of) on its own side; taken out, the same token is taken again.
+   */
+  refusing: Set<string>;
   close(): Promise<void>;
 }
 
@@ -118,10 +123,12 @@ export async function startFakeMcpHttpServer(
   options: FakeMcpOptions = {},
 ): Promise<FakeMcpHttpServer> {
   const requests: IncomingHttpHeaders[] = [];
+  const refusing = new Set<string>();
   const http = createServer(async (request, response) => {
     requests.push(request.headers);
     // A revoked token: refused, with the credential echoed back (a careless server does).
-    if (request.headers.authorization?.endsWith('-revoked')) {
+    const authorization = request.headers.authorization;
+    if (authorization?.endsWith('-revoked') || (authorization && refusing.has(authorization))) {
       response.writeHead(401, { 'content-type': 'application/json' });
       response.end(JSON.stringify({ error: `bad token ${request.headers.authorization}` }));
       return;
@@ -146,6 +153,7 @@ export async function startFakeMcpHttpServer(
   return {
     url: `http://127.0.0.1:${port}/mcp`,
     requests,
+    refusing,
     close: () =>
       new Promise((resolve) => {
         http.closeAllConnections();
