@@ -23,8 +23,10 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
   let port = 0;
 
   const open = async (): Promise<Server> => {
-    const server = createServer((client) => {
-      const upstream = connect(targetPort, targetHost);
+    // Half-open allowed: an end is passed on by hand, so a silent connection passes on none
+    // (a client that closes it waits, as it would for a server it can no longer reach).
+    const server = createServer({ allowHalfOpen: true }, (client) => {
+      const upstream = connect({ port: targetPort, host: targetHost, allowHalfOpen: true });
       for (const socket of [client, upstream]) {
         sockets.add(socket);
         socket.on('close', () => sockets.delete(socket));
@@ -35,6 +37,8 @@ export async function startTcpProxy(targetHost: string, targetPort: number): Pro
       }
       client.on('data', (data) => silent.has(client) || upstream.write(data));
       upstream.on('data', (data) => silent.has(client) || client.write(data));
+      client.on('end', () => silent.has(client) || upstream.end());
+      upstream.on('end', () => silent.has(client) || client.end());
     });
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
     port = (server.address() as { port: number }).port;
