@@ -13,7 +13,7 @@ import { automationJob, automationPolicy } from './automations/automation-job.ts
 import { AutomationService } from './automations/automation-service.ts';
 import { createJobEngine } from './background/job-engine.ts';
 import { withLease } from './background/job-lease.ts';
-import { JobRunner } from './background/job-runner.ts';
+import { JobRunner, RETURN_MS } from './background/job-runner.ts';
 import { type Config, isLoopbackHost } from './config.ts';
 import { ConversationService } from './conversations/conversation-service.ts';
 import { conversationTitleJob, TITLE_POLICY } from './conversations/title-job.ts';
@@ -98,6 +98,12 @@ import { uploadsDirOf } from './workers.ts';
 
 /** Without JOB_LEASE_SECONDS: how long a resumable run's silent holder counts as alive. */
 const RUN_LEASE_SECONDS = 30;
+
+/**
+ * After the grace period and a stopped job's RETURN_MS, how long the stop may still be busy
+ * with the database before it is closed under whatever still waits on it.
+ */
+const DATABASE_CUT_AFTER_RETURN_MS = 500;
 
 /** Users whose knowledge graphs stay cached in memory (validated against the table on use). */
 const GRAPH_CACHE_USERS = 1_000;
@@ -643,6 +649,14 @@ export async function main(config: Config): Promise<void> {
     endGrace: () => {
       shutdownSignal.abort();
       setTimeout(() => app.server.closeAllConnections(), 1_000).unref();
+      // Once the jobs told to stop have had their RETURN_MS (and pg-boss has failed the ones
+      // that did not return), whatever still waits on the database is waiting on a server that
+      // does not answer (a failover, a partition): the database is closed now, which cuts the
+      // connections it cannot close, and every step waiting on one of them fails and returns.
+      // Its last stage closes it too (once). The embedded engine has no network to go silent.
+      if (database.engine === 'server') {
+        setTimeout(() => void database.close(), RETURN_MS + DATABASE_CUT_AFTER_RETURN_MS).unref();
+      }
     },
     stages: [
       {

@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 /**
  * After the grace period, how long the stop may still take before the process exits anyway:
  * open connections are cut a second after the grace period, and a job told to stop has
- * RETURN_MS (job-runner.ts) to return; closing the database follows.
+ * RETURN_MS (job-runner.ts) to return; closing the database follows. A PostgreSQL server that
+ * does not answer is given up on half a second after RETURN_MS, its connections cut half a
+ * second later (main.ts, database.ts).
  */
 export const EXIT_MARGIN_MS = 5_000;
 

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Logger } from 'pino';
-import { ServerClient } from '../storage/database.ts';
+import { CLOSE_WAIT_MS, ServerClient } from '../storage/database.ts';
 import { RUN_CHANNEL } from '../storage/run-event-repository.ts';
 
 /** What replicas tell each other about resumable runs. */
@@ -28,7 +28,9 @@ export class RunNotifications {
   readonly #logger: Logger;
   readonly #onNotice: (notice: RunNotice) => void;
   readonly #onReconnect: () => void;
-  #client: pg.Client | undefined;
+  #client: ServerClient | undefined;
+  /** A connection being opened (not listening yet): close() destroys it at once. */
+  #opening: ServerClient | undefined;
   #closed = false;
   #retryMs = RETRY_MIN_MS;
   #timer: NodeJS.Timeout | undefined;
@@ -79,15 +81,18 @@ export class RunNotifications {
       const notice = parseNotice(message.payload);
       if (notice) this.#onNotice(notice);
     });
+    this.#opening = client;
     try {
       await client.connect();
       await client.query(`LISTEN ${RUN_CHANNEL}`);
     } catch (error) {
       onLost(error as Error);
       return;
+    } finally {
+      if (this.#opening === client) this.#opening = undefined;
     }
     if (this.#closed) {
-      await client.end().catch(() => {});
+      await client.endWithin(CLOSE_WAIT_MS);
       return;
     }
     this.#client = client;
@@ -124,12 +129,29 @@ export class RunNotifications {
     this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
   }
 
+  /**
+   * Stops listening. A server that does not close the connection within CLOSE_WAIT_MS (silent
+   * after a failover or a partition) has it destroyed, and the log says so: its socket would
+   * keep the stopping process alive.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#timer);
     clearInterval(this.#keepAlive);
-    await this.#client?.end().catch(() => {});
+    this.#opening?.cut();
+    const client = this.#client;
     this.#client = undefined;
+    if (client && (await client.endWithin(CLOSE_WAIT_MS)) === 'cut') {
+      this.#logger.warn(
+        {
+          code: 'database_close_timed_out',
+          connections: 1,
+          listening: true,
+          waitedMs: CLOSE_WAIT_MS,
+        },
+        'the database server did not close the run notifications connection in time: it was cut',
+      );
+    }
   }
 }
 

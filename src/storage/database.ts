@@ -62,14 +62,27 @@ const CONNECT_TIMEOUT_MS = 5_000;
  */
 export class ServerClient extends pg.Client {
   patient = false;
+  readonly #stream: Socket;
 
-  constructor(config: pg.ClientConfig & { replyTimeoutMs?: number } = {}) {
+  constructor(
+    config: pg.ClientConfig & {
+      replyTimeoutMs?: number;
+      /** Holds the connection from its creation until its socket has closed. */
+      openClients?: Set<ServerClient>;
+    } = {},
+  ) {
     super({ ...config, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const stream = (this as unknown as { connection: { stream: Socket } }).connection.stream;
+    this.#stream = stream;
+    const open = config.openClients;
+    if (open) {
+      open.add(this);
+      this.once('end', () => open.delete(this));
+    }
     const replyTimeoutMs = config.replyTimeoutMs;
     if (!replyTimeoutMs) return;
     // pg's own query_timeout fails the query but keeps the connection, whose reply may still
     // come (and then answers the next query): the socket is what has to go.
-    const stream = (this as unknown as { connection: { stream: Socket } }).connection.stream;
     stream.setTimeout(replyTimeoutMs);
     stream.on('timeout', () => {
       if (this.patient || !this.#waiting()) return;
@@ -79,6 +92,29 @@ export class ServerClient extends pg.Client {
       );
       stream.destroy(error);
     });
+  }
+
+  /**
+   * Closes the connection; one the server has not closed within `waitMs` (a failover, a
+   * partition: the goodbye is never answered, and the socket would keep the process alive) is
+   * destroyed. Resolves with whether it had to be.
+   */
+  async endWithin(waitMs: number): Promise<'closed' | 'cut'> {
+    const ended = this.end().catch(() => {});
+    if (await settlesWithin(ended, waitMs)) return 'closed';
+    this.cut();
+    return 'cut';
+  }
+
+  /**
+   * Destroys the connection now, as closed by this process: its queries under way fail
+   * ("Connection terminated"), and no 'error' is emitted.
+   */
+  cut(): void {
+    // One still being opened fails as a connect does (its caller gets the error): after end(),
+    // pg would call its connect back never, and a query waiting for it would wait for good.
+    if ((this as unknown as { _connected: boolean })._connected) this.end().catch(() => {});
+    this.#stream.destroy();
   }
 
   /** A query sent and not yet answered (pg keeps it as `_activeQuery`). */
@@ -107,6 +143,8 @@ export async function openDatabase(
   const embedded = config.DATABASE_URL
     ? undefined
     : await startEmbeddedEngine(config.DATA_DIR, config.EMBEDDED_DB_SHARED_BUFFERS);
+  /** The server engine's connections whose sockets are open (in use, idle, being opened). */
+  const openClients = new Set<ServerClient>();
   const pool = new PriorityPool({
     ...(embedded
       ? // PGlite serves one connection at a time, so under load queries queue for it.
@@ -116,6 +154,7 @@ export async function openDatabase(
           max: config.DB_POOL_MAX,
           Client: ServerClient,
           replyTimeoutMs: config.DB_REPLY_TIMEOUT_MS,
+          openClients,
           // pg reads timestamps in the ISO DateStyle only: on a server or database set to
           // another ('SQL, DMY', 'German') every date read back was null. pg-pool waits for
           // this before handing the connection out (a 'connect' listener's query raced the
@@ -160,10 +199,13 @@ export async function openDatabase(
   });
 
   let closing = false;
-  const close = async () => {
+  let closed: Promise<void> | undefined;
+  const close = () => {
     closing = true;
-    await pool.end();
-    await embedded?.stop();
+    closed ??= embedded
+      ? pool.end().then(() => embedded.stop())
+      : closeServerPool(pool, openClients, logger);
+    return closed;
   };
 
   const serializeStartup =
@@ -194,6 +236,62 @@ export async function openDatabase(
   } catch (error) {
     await close().catch(() => {});
     throw error;
+  }
+}
+
+/**
+ * How long closing the connections to a PostgreSQL server may take before they are cut. A
+ * server that answers closes them within milliseconds; a silent one (a failover, a partition)
+ * never does, and its sockets kept the stopping process alive until the last resort.
+ */
+export const CLOSE_WAIT_MS = 500;
+
+/**
+ * Ends the pool: no connection is handed out any more, and the process waits for the ones in
+ * use to be given back and for the server to close every connection. Whatever is still open
+ * after CLOSE_WAIT_MS is destroyed: a query under way on it fails, its holder gives it back,
+ * and the log says how many connections were given up on.
+ */
+async function closeServerPool(
+  pool: PriorityPool,
+  openClients: Set<ServerClient>,
+  logger: Logger,
+): Promise<void> {
+  const ended = pool.end().catch(() => {});
+  pool.failWaiters();
+  const allClosed = (async () => {
+    await ended;
+    while (openClients.size > 0) {
+      await Promise.all(
+        [...openClients].map((client) => new Promise((resolve) => client.once('end', resolve))),
+      );
+    }
+  })();
+  if (await settlesWithin(allClosed, CLOSE_WAIT_MS)) return;
+  logger.warn(
+    {
+      code: 'database_close_timed_out',
+      connections: openClients.size,
+      inUse: pool.totalCount,
+      waitedMs: CLOSE_WAIT_MS,
+    },
+    'the database server did not close its connections in time: they were cut',
+  );
+  for (const client of openClients) client.cut();
+  // Their holders give them back as their queries fail; nothing is left to wait on the network.
+  await settlesWithin(ended, CLOSE_WAIT_MS);
+}
+
+/** Whether `promise` settled (fulfilled) within `ms`. */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

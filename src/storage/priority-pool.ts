@@ -7,6 +7,14 @@ type ConnectCallback = (
   done: (release?: unknown) => void,
 ) => void;
 
+/** pg-pool's item of its `_pendingQueue`: a query waiting for a connection. */
+interface PendingItem {
+  callback: (error: Error | undefined, client: undefined, done: () => void) => void;
+}
+
+/** pg-pool's words for a query sent after end(). */
+const ENDED = 'Cannot use a pool after calling end on the pool';
+
 /** pg-pool's only words for a query that waited connectionTimeoutMillis for a busy pool. */
 const WAIT_TIMED_OUT = 'timeout exceeded when trying to connect';
 
@@ -42,6 +50,19 @@ export class PriorityPool extends pg.Pool {
     const waiting = (this as unknown as { _pendingQueue?: unknown[] })._pendingQueue;
     if (Array.isArray(waiting) && waiting.length > 1) waiting.unshift(waiting.pop());
     return connecting;
+  }
+
+  /**
+   * Fails the queries waiting for a connection. pg-pool's end() hands none out any more and
+   * leaves them waiting until their DB_POOL_WAIT_MS, holding whichever step of the stop awaits
+   * them; they get the error a query sent after end() gets.
+   */
+  failWaiters(): void {
+    const waiting = (this as unknown as { _pendingQueue?: PendingItem[] })._pendingQueue;
+    if (!Array.isArray(waiting)) return;
+    for (const item of waiting.splice(0)) {
+      item.callback(new Error(ENDED), undefined, () => {});
+    }
   }
 
   /** Whether a new query has to wait for a connection in use (none idle, no room for another). */

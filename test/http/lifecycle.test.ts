@@ -136,6 +136,8 @@ describe.each(ENGINES)('shutdown with open streams on the %s engine', (engine) =
       expect(stream.error).toBeUndefined();
       expect(stream.ended).toBe(true);
       expect(await stopped).toBe(0);
+      // A database that answers is closed, not cut.
+      expect(parley.logs.filter((line) => line.code === 'database_close_timed_out')).toEqual([]);
     } finally {
       await parley.stop();
     }
@@ -302,4 +304,86 @@ describe('a PostgreSQL server whose connections go silent (a failover, a partiti
       .toBe(200);
     expect(stack.parley.process.exitCode).toBeNull();
   });
+});
+
+/**
+ * SIGTERM while every PostgreSQL connection is silent (a failover, a partition: neither
+ * answered nor closed). The stop must not wait on a socket that never answers: the process
+ * exits 0 within the grace period and a few seconds (the database is given up on 2.5 s after
+ * the grace period, its connections 0.5 s later; the last resort would exit 1 at 5 s), and its
+ * log says, by code, which connections it gave up on. The server engine only: the embedded one
+ * has no network to go silent.
+ */
+describe('SIGTERM while the PostgreSQL server is silent', () => {
+  const GRACE_MS = 1_000;
+  const cleanups: (() => Promise<void>)[] = [];
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
+
+  const silentParley = async () => {
+    const { llm, env, cleanup } = await engineSetup('server', {
+      SHUTDOWN_GRACE_MS: String(GRACE_MS),
+    });
+    cleanups.push(cleanup);
+    const url = new URL(env.DATABASE_URL as string);
+    const proxy = await startTcpProxy(url.hostname, Number(url.port || 5432));
+    cleanups.push(() => proxy.close());
+    url.host = `127.0.0.1:${proxy.port}`;
+    const parley = await startParley({ env: { ...env, DATABASE_URL: url.toString() } });
+    cleanups.push(async () => void (await parley.stop('SIGKILL')));
+    return { llm, proxy, parley };
+  };
+
+  /** SIGTERM: the exit code, and whether the process exited within the grace period + 4.5 s. */
+  const terminate = async (parley: RunningParley) => {
+    const started = performance.now();
+    const code = await parley.stop('SIGTERM');
+    const ms = Math.round(performance.now() - started);
+    return { code, exitedInTime: ms < GRACE_MS + 4_500, ms };
+  };
+
+  const expectCleanGiveUp = (parley: RunningParley) => {
+    const messages = parley.logs.map((line) => line.msg);
+    expect(messages).toContain('stopped');
+    expect(messages).not.toContain('shutdown did not finish in time: exiting now');
+    const gaveUp = parley.logs.filter((line) => line.code === 'database_close_timed_out');
+    // The pool's connections, and the one that listened for other replicas' runs: by code and
+    // count, without an error's frames.
+    expect(gaveUp).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ connections: expect.any(Number), inUse: expect.any(Number) }),
+        expect.objectContaining({ connections: 1, listening: true }),
+      ]),
+    );
+    for (const line of gaveUp) expect(line).not.toHaveProperty('err');
+    // Nothing printed a raw stack (an unhandled rejection, an uncaught error).
+    expect(parley.output()).not.toMatch(/\n\s+at /);
+  };
+
+  it('exits 0 within the grace period and a few seconds, saying what it gave up on', async () => {
+    const { proxy, parley } = await silentParley();
+    expect((await parley.fetch('/documents')).status).toBe(200);
+    proxy.silence();
+    expect(await terminate(parley)).toMatchObject({ code: 0, exitedInTime: true });
+    expectCleanGiveUp(parley);
+  }, 60_000);
+
+  it('does the same with an answer under way', async () => {
+    const { llm, proxy, parley } = await silentParley();
+    llm.enqueue(reply.text('Begun but never finished by the model.', { stallAfter: 3 }));
+    const reader = streamReader(
+      await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ message: 'go', user_id: 'silent' }),
+      }),
+    );
+    await reader.until((raw) => raw.includes('Begun'));
+    proxy.silence();
+    expect(await terminate(parley)).toMatchObject({ code: 0, exitedInTime: true });
+    expectCleanGiveUp(parley);
+    // The stream was ended, not left hanging.
+    await reader.rest();
+  }, 60_000);
 });
