@@ -55,6 +55,16 @@ export function superviseWorkers(options: WorkerSupervisorOptions): void {
   const fork = () => {
     const worker = cluster.fork();
     startedAt.set(worker, Date.now());
+    // A message to a worker that has just died (a /metrics scrape asks every worker) fails
+    // before the primary has read the end of its channel: cluster emits it as 'error' on the
+    // worker, and unheard it ended the primary, and every worker with it. The worker's exit
+    // follows and is handled below.
+    worker.on('error', (error) =>
+      logger.warn(
+        { err: error, code: 'worker_message_failed', worker: worker.id },
+        'a message to a worker was not delivered',
+      ),
+    );
   };
 
   cluster.on('exit', (worker, code, signal) => {

@@ -1,4 +1,6 @@
 import { once } from 'node:events';
+import { Agent, get } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restartDelayMs } from '../../src/workers.ts';
 import { parseChatStream } from '../support/chat-stream.ts';
@@ -117,6 +119,97 @@ describe('PARLEY_WORKERS on a PostgreSQL server', () => {
     const stoppedPids = parley.logs.filter((l) => l.msg === 'stopped').map((l) => l.pid);
     expect(new Set(stoppedPids)).toEqual(new Set(running));
   }, 60_000);
+});
+
+// The primary writes to a worker's IPC channel (a /metrics scrape asks every worker). A worker
+// that has just died, before the primary has read the end of its channel, still counts as
+// connected: the write fails (EPIPE), the failure is emitted as 'error' on the cluster's Worker,
+// and an 'error' nobody listens to ends the primary, and every worker with it.
+describe('PARLEY_WORKERS: a worker that dies while the primary writes to it', () => {
+  let database: TestDatabase;
+  let llm: FakeLlmServer;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    llm = await startFakeLlmServer();
+    parley = await startParley({
+      env: {
+        PARLEY_WORKERS: '2',
+        DATABASE_URL: database.url,
+        EMBEDDINGS_PROVIDER: 'none',
+        LLM_BASE_URL: llm.url,
+        METRICS_ENABLED: 'true',
+        API_TOKEN: 'workers-metrics-token',
+      },
+    });
+    const first = parley.logs.find(listening)?.pid;
+    await parley.waitForLog((line) => listening(line) && line.pid !== first, 60_000);
+  }, 120_000);
+
+  afterAll(async () => {
+    if (parley?.process.pid) {
+      try {
+        process.kill(parley.process.pid, 'SIGCONT');
+      } catch {
+        // gone already
+      }
+    }
+    if (parley) await parley.stop('SIGKILL').catch(() => {});
+    await llm?.close();
+    await database?.drop();
+  });
+
+  it('keeps serving when a scrape makes it write to a worker that has just died', async () => {
+    // One kept-alive connection: every request on it is served by the same worker.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const request = (path: string, id: string) =>
+      new Promise<{ status: number; pid: number | undefined }>((resolve, reject) => {
+        get(
+          `${parley.url}${path}`,
+          {
+            agent,
+            headers: { authorization: 'Bearer workers-metrics-token', 'x-request-id': id },
+          },
+          (response) => {
+            response.resume();
+            response.on('end', async () => {
+              const done = await parley
+                .waitForLog((l) => l.reqId === id && l.msg === 'request completed')
+                .catch(() => undefined);
+              resolve({ status: response.statusCode ?? 0, pid: done?.pid as number | undefined });
+            });
+          },
+        ).on('error', reject);
+      });
+    const pinned = await request('/health', 'pin-0');
+    expect(pinned.status).toBe(200);
+    const workers = [...new Set(parley.logs.filter(listening).map((l) => l.pid as number))];
+    const other = workers.find((pid) => pid !== pinned.pid) as number;
+    const primary = parley.process.pid as number;
+
+    // The primary is held while the scrape's worker asks it and the other worker dies, so
+    // it reads the question before it reads the other worker's end.
+    process.kill(primary, 'SIGSTOP');
+    const scrape = request('/metrics', 'pin-1').catch(() => ({ status: 0, pid: undefined }));
+    await sleep(500);
+    process.kill(other, 'SIGKILL');
+    await sleep(500);
+    process.kill(primary, 'SIGCONT');
+
+    // That scrape may fail (the dead worker never answers); the server must not.
+    await scrape;
+    await sleep(1_000);
+    expect(parley.process.exitCode, parley.output().slice(-1_500)).toBeNull();
+    await parley.waitForLog((l) => l.code === 'worker_message_failed');
+    await parley.waitForLog((l) => l.msg === 'worker exited unexpectedly; starting another');
+    await parley.waitForLog((l) => listening(l) && !workers.includes(l.pid as number), 60_000);
+    expect(parley.process.exitCode).toBeNull();
+    expect(parley.process.signalCode).toBeNull();
+    const after = await parley.fetch('/metrics', { token: 'workers-metrics-token' });
+    expect(after.status).toBe(200);
+    agent.destroy();
+  }, 90_000);
 });
 
 describe('PARLEY_WORKERS with the embedded engine', () => {
