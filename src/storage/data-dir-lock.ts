@@ -37,7 +37,12 @@ function refusal(dir: string, holder: string): DataDirLockedError {
 
 async function lockWithAbstractSocket(dir: string): Promise<DataDirLock> {
   const name = `\0parley-data-${createHash('sha256').update(dir).digest('hex').slice(0, 32)}`;
-  const server: Server = createServer((socket) => socket.end(`process ${process.pid}`));
+  const server: Server = createServer((socket) => {
+    // Anyone on the machine may ask; one that leaves before the answer fails its write
+    // (EPIPE, ECONNRESET), which unheard would end this process. Nothing is lost.
+    socket.on('error', () => socket.destroy());
+    socket.end(`process ${process.pid}`);
+  });
   server.unref();
   try {
     await new Promise<void>((resolve, reject) => {

@@ -1,3 +1,7 @@
+import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseChatStream, streamReader } from '../support/chat-stream.ts';
 import { engineSetup } from '../support/engine-setup.ts';
@@ -37,6 +41,33 @@ describe('start-up', () => {
       expect(second.stderr).toContain('set DATA_DIR to another directory');
       expect(second.ms).toBeLessThan(10_000);
       // The first one is unharmed.
+      expect((await first.fetch('/health')).status).toBe(200);
+    } finally {
+      await first.stop();
+    }
+  });
+
+  // The data directory's lock is a socket that answers who holds it; anyone on the machine may
+  // ask (a second Parley refused at start-up does). One that asked and left before the answer
+  // made the holder's write fail (EPIPE) on a socket with no 'error' listener: the holder ended.
+  it('keeps running when a process that asks who holds the data directory leaves first', async () => {
+    const first = await startParley();
+    const pid = first.process.pid as number;
+    try {
+      const hash = createHash('sha256').update(realpathSync(first.dataDir)).digest('hex');
+      // Held, so it reads the question only after the asker has gone (as a slow holder would).
+      process.kill(pid, 'SIGSTOP');
+      try {
+        const asker = connect(`\0parley-data-${hash.slice(0, 32)}`);
+        asker.on('error', () => {});
+        await new Promise((resolve) => asker.once('connect', resolve));
+        asker.destroy();
+        await new Promise((resolve) => asker.once('close', resolve));
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+      await sleep(500);
+      expect(first.process.exitCode, first.output().slice(-1_500)).toBeNull();
       expect((await first.fetch('/health')).status).toBe(200);
     } finally {
       await first.stop();
