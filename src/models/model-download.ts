@@ -4,6 +4,7 @@ import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createModelDownloader, type ModelDownloader, resolveModelFile } from 'node-llama-cpp';
 import type { Logger } from 'pino';
+import { fileProblem } from '../cli/write-backup.ts';
 import { type DataDirLock, DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.ts';
 import { ModelNotConfiguredError } from './chat-model.ts';
 import { verifyGgufFile } from './llama/verify-gguf-file.ts';
@@ -209,6 +210,13 @@ async function download(options: EnsureModelOptions): Promise<string> {
     },
     Math.min(stallMs, 1_000),
   );
+  catchWriteFailures(downloader, (error) =>
+    stalled.abort(
+      new Error(`the model could not be written to ${options.dir}: ${fileProblem(error)}`, {
+        cause: error,
+      }),
+    ),
+  );
   const stop = AbortSignal.any([stalled.signal, ...(options.signal ? [options.signal] : [])]);
   // Cancelled here rather than through download()'s own signal, whose cancel nobody awaits:
   // ipull renames the partial while it closes, and it must be back in place before this
@@ -252,6 +260,37 @@ async function download(options: EnsureModelOptions): Promise<string> {
  * Throws ModelUnavailableError when it cannot be had; an abort of `signal`
  * is rethrown as is.
  */
+/**
+ * The downloader (ipull) writes each piece of the file, and its progress record, in promises
+ * whose rejection nothing handles: a write that failed (a full disk, an I/O error) was an
+ * unhandled rejection, and Node ended Parley. Each file's writes are wrapped here: the first
+ * failure is handed to `onFailure` (which stops the download, keeping what is on disk to
+ * resume once there is room), and nothing more is written after it, so no progress record
+ * claims a piece that never reached the disk.
+ */
+function catchWriteFailures(
+  downloader: ModelDownloader,
+  onFailure: (error: NodeJS.ErrnoException) => void,
+): void {
+  type Write = (...args: unknown[]) => Promise<unknown>;
+  const files = (downloader as unknown as { _specificFileDownloaders?: unknown[] })
+    ._specificFileDownloaders;
+  let failed = false;
+  for (const file of files ?? []) {
+    const stream = (file as { options?: { writeStream?: { write?: Write } } }).options?.writeStream;
+    const write = stream?.write?.bind(stream);
+    if (!stream || !write) continue;
+    stream.write = (...args) => {
+      if (failed) return Promise.resolve();
+      return write(...args).catch((error: unknown) => {
+        if (failed) return;
+        failed = true;
+        onFailure(error as NodeJS.ErrnoException);
+      });
+    };
+  }
+}
+
 export async function ensureModel(options: EnsureModelOptions): Promise<string> {
   await mkdir(options.dir, { recursive: true });
   let lock: DataDirLock | undefined;
