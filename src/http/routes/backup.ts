@@ -85,7 +85,14 @@ export function registerBackupRoute(app: App, backups: Backups): void {
         } else {
           request.log.warn('backup not sent whole: the client left');
         }
-        void rm(copy, { recursive: true, force: true });
+        // Unheard, a removal that failed (a disk turned read-only) would end the process. The
+        // copy then stays until the next start removes it (clearUnsentBackups).
+        rm(copy, { recursive: true, force: true }).catch((error: unknown) =>
+          request.log.warn(
+            { err: error, code: 'backup_copy_not_removed' },
+            'the copy a backup was sent from could not be removed; the next start removes it',
+          ),
+        );
       });
       const stamp = new Date()
         .toISOString()
