@@ -70,7 +70,15 @@ export function superviseWorkers(options: WorkerSupervisorOptions): void {
   cluster.on('exit', (worker, code, signal) => {
     const lived = Date.now() - (startedAt.get(worker) ?? Date.now());
     startedAt.delete(worker);
-    void rm(join(uploadsDir, `worker-${worker.id}`), { recursive: true, force: true });
+    // Unheard, a removal that failed (a disk turned read-only) would end the primary and every
+    // worker with it. What is left is removed at the next start (launch.ts).
+    rm(join(uploadsDir, `worker-${worker.id}`), { recursive: true, force: true }).catch(
+      (error: unknown) =>
+        logger.warn(
+          { err: error, code: 'worker_uploads_not_removed', worker: worker.id },
+          "a dead worker's uploads folder could not be removed; the next start removes it",
+        ),
+    );
     if (stopping) {
       // One still starting has no handler yet and dies of the signal itself: nothing was lost.
       if (code !== 0 && signal !== sentSignal) failed = true;
