@@ -1,6 +1,7 @@
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
 import { type FakeFileServer, serveFile } from '../support/fake-file-server.ts';
@@ -61,6 +62,87 @@ describe('POST /chat with the embedded llama.cpp model (a tiny generated GGUF)',
       new RegExp(`^<think>\\s*${THOUGHT}\\s*</think>${ANSWER.replace(/[.!]/g, '\\$&')}$`),
     );
   });
+});
+
+/** The child processes of `pid` (Linux). */
+const childrenOf = (pid: number): number[] => {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+};
+
+/** node-llama-cpp's test of the llama.cpp binary, a child it forks at each load on Linux. */
+const isBinaryTest = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').includes('TEST_BINDING_CP=true');
+  } catch {
+    return false;
+  }
+};
+
+// node-llama-cpp forks a process to test the llama.cpp binary before loading it, and listens
+// for no 'error' on it: its message to a test process that had just died (killed, out of
+// memory) failed with EPIPE unheard, and Node ended Parley on the first chat.
+describe('POST /chat when the llama.cpp binary test process dies', () => {
+  let dir: string;
+  let parley: RunningParley;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'parley-binary-test-dies-'));
+    await writeTinyGguf(join(dir, 'tiny.gguf'), { script: ANSWER });
+    parley = await startParley({
+      env: { LLM_MODEL_PATH: join(dir, 'tiny.gguf'), LLM_THREADS: '1' },
+    });
+  });
+  afterAll(async () => {
+    if (parley?.process.pid) {
+      try {
+        process.kill(parley.process.pid, 'SIGCONT');
+      } catch {
+        // gone already
+      }
+    }
+    await parley?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('fails that load only, keeps serving, and the next chat loads the model', async () => {
+    const pid = parley.process.pid as number;
+    const first = ask(parley, { message: 'hello', user_id: 'binary-test' }).catch(
+      (error: Error) => ({ error: { code: 'no answer', message: error.message } }),
+    );
+    let tester: number | undefined;
+    for (const deadline = Date.now() + 20_000; !tester && Date.now() < deadline; ) {
+      tester = childrenOf(pid).find(isBinaryTest);
+      if (!tester) await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(tester).toBeDefined();
+    // Parley is held while the test process says it is ready and is killed: it reads that
+    // message before the end of the process's channel, and answers a process already gone.
+    process.kill(pid, 'SIGSTOP');
+    try {
+      await sleep(1_500);
+      process.kill(tester as number, 'SIGKILL');
+      await sleep(300);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    const failed = await first;
+    await sleep(500);
+    expect(parley.process.exitCode, parley.output().slice(-1_500)).toBeNull();
+    expect(failed.error?.code).toBe('model_not_configured');
+    await parley.waitForLog((line) => line.code === 'child_process_failed');
+
+    const next = await ask(parley, { message: 'hello again', user_id: 'binary-test' });
+    expect(next.error).toBeUndefined();
+    expect(next.text).toBe(ANSWER);
+  }, 60_000);
 });
 
 describe('POST /chat when the embedded model cannot be had', () => {

@@ -1,3 +1,5 @@
+import type { ChildProcess } from 'node:child_process';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
   type ChatWrapper,
   getLlama,
@@ -58,16 +60,18 @@ async function loadLlama(
   const modelPath =
     typeof options.modelPath === 'string' ? options.modelPath : await options.modelPath(signal);
   const started = Date.now();
-  const llama = await getLlama({
-    gpu: false, // the prebuilt CPU binary: GPU builds are not installed (package.json overrides)
-    build: 'never', // never fetch or compile llama.cpp at run time: use the prebuilt binary
-    progressLogs: false,
-    logLevel: LlamaLogLevel.warn,
-    logger: (level, message) => {
-      const to = LOG_LEVELS[level];
-      if (to) log[to]({ llamaCpp: level }, message.trim());
-    },
-  });
+  const llama = await withChildrenHeard(log, () =>
+    getLlama({
+      gpu: false, // the prebuilt CPU binary: GPU builds are not installed (package.json overrides)
+      build: 'never', // never fetch or compile llama.cpp at run time: use the prebuilt binary
+      progressLogs: false,
+      logLevel: LlamaLogLevel.warn,
+      logger: (level, message) => {
+        const to = LOG_LEVELS[level];
+        if (to) log[to]({ llamaCpp: level }, message.trim());
+      },
+    }),
+  );
   try {
     const model = await llama.loadModel({ modelPath });
     const context = await model.createContext({
@@ -93,6 +97,30 @@ async function loadLlama(
   } catch (error) {
     await llama.dispose();
     throw error;
+  }
+}
+
+/**
+ * On Linux getLlama tests the prebuilt llama.cpp binary in a child process it forks, at every
+ * load, and listens for no 'error' on it: a message to a test process that had just died
+ * (EPIPE; killed, out of memory) or a fork that failed (no file descriptors or processes left)
+ * was emitted unheard, and Node ended Parley on the first chat. Every child process started
+ * while `work` runs gets a listener (published before it is spawned); node-llama-cpp then sees
+ * the test process exit, the binary test fails, and so does that load: the next chat loads again.
+ */
+async function withChildrenHeard<T>(log: Logger, work: () => Promise<T>): Promise<T> {
+  const onChild = (message: unknown) =>
+    (message as { process: ChildProcess }).process.on('error', (error) =>
+      log.warn(
+        { err: error, code: 'child_process_failed' },
+        'a child process started while loading the embedded model failed',
+      ),
+    );
+  subscribe('child_process', onChild);
+  try {
+    return await work();
+  } finally {
+    unsubscribe('child_process', onChild);
   }
 }
 
