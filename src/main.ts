@@ -241,7 +241,7 @@ export async function main(config: Config): Promise<void> {
   const rewrite = config.QUERY_REWRITE_ENABLED
     ? createQueryRewriter(model, logger, config.RAG_VERBOSE)
     : undefined;
-  const images = createImageIntake(config);
+  const images = createImageIntake(config, logger);
   // Nothing is contacted until the first image is analysed (spec rule 1).
   const vision = images.refusal === undefined ? visionModelFor(config) : undefined;
   const graph = new GraphService(new GraphRepository(db), {

@@ -2,11 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Logger } from 'pino';
 import type { RequestImage } from '../assistant/chat-events.ts';
 import type { Config } from '../config.ts';
 import type { ImageMediaType } from './image-type.ts';
 
-/** A request's image on disk, removed by `dispose` (idempotent). */
+/**
+ * A request's image on disk, removed by `dispose` (idempotent; it never rejects: a file that
+ * cannot be removed is logged, and lies in the temporary directory for the system to clear).
+ */
 export interface StoredImage extends RequestImage {
   dispose(): Promise<void>;
 }
@@ -30,6 +34,7 @@ export const IMAGE_FILE_PREFIX = 'parley-image-';
 
 export function createImageIntake(
   config: Pick<Config, 'VISION_ENABLED' | 'VISION_MODEL_ID' | 'VISION_BASE_URL' | 'LLM_BASE_URL'>,
+  logger: Pick<Logger, 'warn'>,
   directory = tmpdir(),
 ): ImageIntake {
   return {
@@ -43,7 +48,14 @@ export function createImageIntake(
         mediaType,
         bytes: bytes.length,
         dispose: () => {
-          removed ??= rm(path, { force: true });
+          // Called where nobody awaits it (a stream that closed): a removal that failed (a
+          // disk turned read-only) must not be an unhandled rejection, which ends the process.
+          removed ??= rm(path, { force: true }).catch((error: unknown) =>
+            logger.warn(
+              { err: error, code: 'image_file_not_removed' },
+              "a request's image file could not be removed",
+            ),
+          );
           return removed;
         },
       };
