@@ -379,14 +379,18 @@ describe('SIGTERM while the PostgreSQL server is silent', () => {
     expect(messages).toContain('stopped');
     expect(messages).not.toContain('shutdown did not finish in time: exiting now');
     const gaveUp = parley.logs.filter((line) => line.code === 'database_close_timed_out');
-    // The pool's connections, and the one that listened for other replicas' runs: by code and
-    // count, without an error's frames.
+    // The pool's connections, by code and count, without an error's frames. The connection
+    // that listened for other replicas' runs is cut too, and said so, unless its keep-alive
+    // query was under way at the stop (every 5 s): pg then destroys it itself, at once. Either
+    // way it cannot hold the exit, which terminate() bounds.
     expect(gaveUp).toEqual(
       expect.arrayContaining([
         expect.objectContaining({ connections: expect.any(Number), inUse: expect.any(Number) }),
-        expect.objectContaining({ connections: 1, listening: true }),
       ]),
     );
+    const listening = gaveUp.filter((line) => line.listening === true);
+    expect(listening.length).toBeLessThanOrEqual(1);
+    for (const line of listening) expect(line).toMatchObject({ connections: 1 });
     for (const line of gaveUp) expect(line).not.toHaveProperty('err');
     // Nothing printed a raw stack (an unhandled rejection, an uncaught error).
     expect(parley.output()).not.toMatch(/\n\s+at /);
