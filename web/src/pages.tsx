@@ -1,31 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed, useResource } from './load.tsx';
 import { MyMcpServers } from './mcp-user.tsx';
-
-/**
- * Loads a resource once, with a way to load it again after a change or a failure. An earlier
- * failure is cleared as the next load starts: one that fails again is said (and announced)
- * again.
- */
-function useResource<T>(path: string): [T | undefined, string | undefined, () => void] {
-  const [value, setValue] = useState<T | undefined>();
-  const [error, setError] = useState<string | undefined>();
-  const load = () => {
-    setError(undefined);
-    return api<T>(path).then(
-      (body) => {
-        setValue(body);
-        setError(undefined);
-      },
-      (failure: Error) => setError(failure.message),
-    );
-  };
-  useEffect(() => {
-    void load();
-  }, [path]);
-  return [value, error, () => void load()];
-}
 
 function Failure(props: { message: string | undefined }) {
   return props.message ? (
@@ -231,18 +208,9 @@ export function ProfilePage(props: { user: string }) {
   return (
     <section aria-labelledby="profile-title">
       <h1 id="profile-title">{t.profile}</h1>
-      {error && (
-        // The form waits for the stored profile: without it, it stays disabled, so a failed
-        // load is said, with a way to ask again, rather than leaving a form that never opens.
-        <div role="alert" class="error">
-          <p>
-            {t.profileNotLoaded}: {error}
-          </p>
-          <button type="button" onClick={reload}>
-            {t.tryAgain}
-          </button>
-        </div>
-      )}
+      {/* The form waits for the stored profile: without it, it stays disabled, so a failed
+          load is said, with a way to ask again, rather than leaving a form that never opens. */}
+      <LoadFailed what={t.profileNotLoaded} error={error} onRetry={reload} />
       <form class="stack" onSubmit={save}>
         <label for="display-name">{t.displayName}</label>
         <input
