@@ -34,7 +34,8 @@ export function RemindersPage(props: { user: string }) {
   return (
     <section aria-labelledby="reminders-title">
       <h1 id="reminders-title">{t.upcoming}</h1>
-      <Failure message={error ?? failure} />
+      <LoadFailed what={t.remindersNotLoaded} error={error} onRetry={reload} />
+      <Failure message={failure} />
       {body && body.reminders.length === 0 && <p>{t.noReminders}</p>}
       <ul class="list">
         {body?.reminders.map((reminder) => (

@@ -1,0 +1,140 @@
+import type { Browser, Locator, Page, Route } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { type RunningParley, startParley } from '../support/start-parley.ts';
+import { launchChromium } from './browser.ts';
+
+const TOKEN = 'browser-load-failures-token';
+
+/**
+ * What a user sees when a page's or a panel's load fails, in Chromium: the server answers 503
+ * (a database gone away), then the network drops the request, then it goes through. Each
+ * failure is an alert that says what could not be loaded and why, with "Try again"; the try
+ * that goes through shows what was to be loaded, and the alert is gone. (Only the browser's
+ * request is failed, never Parley's code: one engine is enough, as for the profile's test.)
+ */
+describe('loads that fail in the web client, in Chromium', () => {
+  let llm: FakeLlmServer;
+  let parley: RunningParley;
+  let browser: Browser;
+  let page: Page;
+  let adminPage: Page;
+  let conversation: string;
+
+  const call = async (method: string, path: string, body?: unknown, key?: string) => {
+    const response = await parley.fetch(path, {
+      method,
+      headers: {
+        'content-type': 'application/json',
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    expect(response.status, `${method} ${path}`).toBeLessThan(300);
+    return response.json() as Promise<Record<string, unknown>>;
+  };
+
+  beforeAll(async () => {
+    browser = await launchChromium();
+    llm = await startFakeLlmServer();
+    parley = await startParley({ env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url } });
+    const { key } = (await call('POST', '/admin/users', { user_id: 'alice' })) as { key: string };
+    await call('POST', '/users/alice/automations', {
+      prompt: 'Summarise the news',
+      name: 'Morning news',
+      schedule: { type: 'daily', time: '08:00' },
+    });
+    await call('POST', '/admin/mcp-servers', {
+      transport: 'stdio',
+      name: 'upstream',
+      command: process.execPath,
+      args: ['-e', 'process.exit(0)'],
+    });
+    llm.enqueue(reply.text('Paris, of course.'));
+    const chat = await parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+      body: JSON.stringify({ message: 'Capital of France?' }),
+    });
+    expect(await chat.text()).toContain('Paris, of course.');
+    const listed = (await call('GET', '/users/alice/conversations', undefined)) as {
+      conversations: Array<{ id: string }>;
+    };
+    conversation = listed.conversations[0]?.id ?? '';
+
+    const signIn = async (secret: string) => {
+      const context = await browser.newContext({
+        locale: 'en-US',
+        viewport: { width: 1000, height: 900 },
+      });
+      const signed = await context.newPage();
+      await signed.goto(parley.url);
+      await signed.getByLabel('API key').fill(secret);
+      await signed.getByRole('button', { name: 'Sign in' }).click();
+      await signed.getByRole('button', { name: 'Sign out' }).waitFor();
+      return signed;
+    };
+    page = await signIn(key);
+    adminPage = await signIn(TOKEN);
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await parley?.stop();
+    await llm?.close();
+  });
+
+  /**
+   * Fails the GETs of `url` (503, then a dropped network) and checks what the user sees at
+   * each step: `open` makes the page ask for the first time, "Try again" the next two; the
+   * third goes through and `loaded` shows.
+   */
+  const failThenLoad = async (
+    on: Page,
+    url: RegExp,
+    what: string,
+    open: () => Promise<unknown>,
+    loaded: Locator,
+    whileFailed?: () => Promise<void>,
+  ) => {
+    const alert = on.getByRole('alert').filter({ hasText: what });
+    const tryAgain = alert.getByRole('button', { name: 'Try again' });
+    const failures = [
+      {
+        fail: (route: Route) =>
+          route.fulfill({ status: 503, json: { detail: 'Service Unavailable' } }),
+        why: 'Service Unavailable',
+      },
+      { fail: (route: Route) => route.abort('internetdisconnected'), why: 'Failed to fetch' },
+    ];
+    let failed = 0;
+    for (const [i, { fail, why }] of failures.entries()) {
+      await on.route(url, async (route) => {
+        if (route.request().method() !== 'GET') return route.fallback();
+        await fail(route);
+        failed += 1;
+      });
+      if (i === 0) await open();
+      else await tryAgain.click(); // tried again, and failed again: still said, still offered
+      await expect.poll(() => failed).toBeGreaterThanOrEqual(i + 1);
+      await alert.waitFor({ timeout: 10_000 });
+      expect(await alert.textContent()).toContain(`${what}: ${why}`);
+      await tryAgain.waitFor({ timeout: 10_000 });
+      expect(await loaded.count()).toBe(0);
+      await whileFailed?.();
+      await on.unroute(url);
+    }
+    await tryAgain.click();
+    await loaded.first().waitFor({ timeout: 10_000 });
+    await alert.waitFor({ state: 'detached', timeout: 10_000 });
+  };
+
+  it('says when the reminders could not be loaded, and loads them on "Try again"', async () => {
+    await failThenLoad(
+      page,
+      /\/reminders\/alice$/,
+      'Could not load your reminders',
+      () => page.getByRole('link', { name: 'Reminders' }).click(),
+      page.getByText('No reminders.'),
+    );
+  });
+});
