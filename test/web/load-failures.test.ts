@@ -137,4 +137,14 @@ describe('loads that fail in the web client, in Chromium', () => {
       page.getByText('No reminders.'),
     );
   });
+
+  it('says when the memories could not be loaded, and loads them on "Try again"', async () => {
+    await failThenLoad(
+      page,
+      /\/users\/alice\/memories$/,
+      'Could not load your memories',
+      () => page.getByRole('link', { name: 'Memories' }).click(),
+      page.getByText('No memories.'),
+    );
+  });
 });

@@ -79,7 +79,8 @@ export function MemoriesPage(props: { user: string }) {
   return (
     <section aria-labelledby="memories-title">
       <h1 id="memories-title">{t.memories}</h1>
-      <Failure message={error ?? failure} />
+      <LoadFailed what={t.memoriesNotLoaded} error={error} onRetry={reload} />
+      <Failure message={failure} />
       {body && body.memories.length === 0 && <p>{t.noMemories}</p>}
       <ul class="list">
         {body?.memories.map((memory) => (
