@@ -147,4 +147,14 @@ describe('loads that fail in the web client, in Chromium', () => {
       page.getByText('No memories.'),
     );
   });
+
+  it('says when the graph could not be loaded, and loads it on "Try again"', async () => {
+    await failThenLoad(
+      page,
+      /\/users\/alice\/graph$/,
+      'Could not load your graph',
+      () => page.getByRole('link', { name: 'Graph' }).click(),
+      page.getByText('No relations.'),
+    );
+  });
 });

@@ -114,7 +114,8 @@ export function GraphPage(props: { user: string }) {
   return (
     <section aria-labelledby="graph-title">
       <h1 id="graph-title">{t.graph}</h1>
-      <Failure message={error ?? failure} />
+      <LoadFailed what={t.graphNotLoaded} error={error} onRetry={reload} />
+      <Failure message={failure} />
       {body && body.triples.length === 0 && <p>{t.noTriples}</p>}
       {body && body.triples.length > 0 && (
         <>
