@@ -157,4 +157,15 @@ describe('loads that fail in the web client, in Chromium', () => {
       page.getByText('No relations.'),
     );
   });
+
+  it('says when the usage could not be loaded, and loads it on "Try again"', async () => {
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await failThenLoad(
+      page,
+      /\/users\/alice\/usage$/,
+      'Could not load your usage',
+      () => page.getByRole('link', { name: 'Profile' }).click(),
+      page.getByRole('rowheader', { name: 'tokens / day' }),
+    );
+  });
 });

@@ -172,7 +172,7 @@ interface Usage {
 export function ProfilePage(props: { user: string }) {
   const path = `/users/${enc(props.user)}/profile`;
   const [profile, error, reload] = useResource<Profile>(path);
-  const [usage] = useResource<Usage>(`/users/${enc(props.user)}/usage`);
+  const [usage, usageError, reloadUsage] = useResource<Usage>(`/users/${enc(props.user)}/usage`);
   const [name, setName] = useState('');
   const [zone, setZone] = useState('');
   const [status, setStatus] = useState<string | undefined>();
@@ -271,6 +271,8 @@ export function ProfilePage(props: { user: string }) {
       )}
       <MyMcpServers user={props.user} />
       <h2>{t.usage}</h2>
+      {/* Without it the table was silently not there. */}
+      <LoadFailed what={t.usageNotLoaded} error={usageError} onRetry={reloadUsage} />
       {usage && (
         <div class="table-wrap">
           <table>
