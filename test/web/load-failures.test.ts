@@ -44,12 +44,14 @@ describe('loads that fail in the web client, in Chromium', () => {
       name: 'Morning news',
       schedule: { type: 'daily', time: '08:00' },
     });
-    await call('POST', '/admin/mcp-servers', {
+    const server = await call('POST', '/admin/mcp-servers', {
       transport: 'stdio',
       name: 'upstream',
       command: process.execPath,
       args: ['-e', 'process.exit(0)'],
     });
+    // Enabled, so a user's list has it (it is started only by a chat, which none uses).
+    await call('PATCH', `/admin/mcp-servers/${server.id}`, { enabled: true });
     llm.enqueue(reply.text('Paris, of course.'));
     const chat = await parley.fetch('/chat', {
       method: 'POST',
@@ -166,6 +168,17 @@ describe('loads that fail in the web client, in Chromium', () => {
       'Could not load your usage',
       () => page.getByRole('link', { name: 'Profile' }).click(),
       page.getByRole('rowheader', { name: 'tokens / day' }),
+    );
+  });
+
+  it('says when your MCP servers could not be loaded, and loads them on "Try again"', async () => {
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await failThenLoad(
+      page,
+      /\/users\/alice\/mcp-servers$/,
+      'Could not load your MCP servers',
+      () => page.getByRole('link', { name: 'Profile' }).click(),
+      page.getByRole('checkbox', { name: 'Use upstream' }),
     );
   });
 });

@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed } from './load.tsx';
 import { McpToolCounts, type ServerTools } from './mcp-tool-counts.tsx';
 
 interface MyServer {
@@ -26,6 +27,8 @@ export function MyMcpServers(props: { user: string }) {
   const path = `/users/${enc(props.user)}/mcp-servers`;
   const [servers, setServers] = useState<MyServer[] | undefined>();
   const [status, setStatus] = useState<string | undefined>();
+  /** Why the list could not be loaded: said, with "Try again" (else nothing showed at all). */
+  const [loadError, setLoadError] = useState<string | undefined>();
   const [tokens, setTokens] = useState<Record<string, string>>({});
   /**
    * Counts loads: on a slow network an older load can answer after a newer one, and its list
@@ -34,10 +37,11 @@ export function MyMcpServers(props: { user: string }) {
   const loads = useRef(0);
   const load = () => {
     const started = ++loads.current;
+    setLoadError(undefined);
     return api<{ servers: MyServer[] }>(path).then(
       (body) =>
         started === loads.current && setServers(body.servers.filter((server) => server.allowed)),
-      (e: Error) => started === loads.current && setStatus(e.message),
+      (e: Error) => started === loads.current && setLoadError(e.message),
     );
   };
   useEffect(() => {
@@ -61,10 +65,19 @@ export function MyMcpServers(props: { user: string }) {
       await load(); // what the server kept
     }
   };
-  if (!servers?.length) return null;
+  const failed = <LoadFailed what={t.myMcpServersNotLoaded} error={loadError} onRetry={load} />;
+  if (!servers?.length) {
+    return loadError ? (
+      <>
+        <h2>{t.mcpServers}</h2>
+        {failed}
+      </>
+    ) : null;
+  }
   return (
     <>
       <h2>{t.mcpServers}</h2>
+      {failed}
       {servers.map((server) => (
         <div key={server.id} class="stack">
           <label class="check">
