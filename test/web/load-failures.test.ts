@@ -181,4 +181,16 @@ describe('loads that fail in the web client, in Chromium', () => {
       page.getByRole('checkbox', { name: 'Use upstream' }),
     );
   });
+
+  it('says when the documents could not be loaded, and loads them on "Try again"', async () => {
+    await failThenLoad(
+      page,
+      /\/documents$/,
+      'Could not load the documents',
+      () => page.getByRole('link', { name: 'Documents' }).click(),
+      page.getByText('No documents yet.'),
+      // Not "Loading…" for good: nothing is loading any more.
+      async () => expect(await page.getByText('Loading…').count()).toBe(0),
+    );
+  });
 });

@@ -1,6 +1,7 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { ApiError, api, enc, upload } from './api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed, useResource } from './load.tsx';
 
 interface Item {
   key: string;
@@ -21,20 +22,12 @@ interface Listing {
 let counter = 0;
 
 export function DocumentsPage(props: { isAdmin: boolean }) {
-  const [listing, setListing] = useState<{ sources: string[]; own: Set<string> } | undefined>();
+  const [body, loadError, refresh] = useResource<Listing>('/documents');
+  const listing = body && { sources: body.documents, own: new Set(body.private) };
   const [items, setItems] = useState<Item[]>([]);
   const [error, setError] = useState<string | undefined>();
   const [dragging, setDragging] = useState(false);
   const input = useRef<HTMLInputElement>(null);
-
-  const refresh = () =>
-    api<Listing>('/documents').then(
-      (body) => setListing({ sources: body.documents, own: new Set(body.private) }),
-      (failure: Error) => setError(failure.message),
-    );
-  useEffect(() => {
-    void refresh();
-  }, []);
 
   const change = (key: string, patch: Partial<Item>) =>
     setItems((all) => all.map((item) => (item.key === key ? { ...item, ...patch } : item)));
@@ -181,8 +174,10 @@ export function DocumentsPage(props: { isAdmin: boolean }) {
         </p>
       )}
       <h2>{t.sources}</h2>
+      {/* Not "Loading…" for good: a list that could not be loaded is said, and asked again. */}
+      <LoadFailed what={t.documentsNotLoaded} error={loadError} onRetry={refresh} />
       {listing === undefined ? (
-        <p>{t.loading}</p>
+        !loadError && <p>{t.loading}</p>
       ) : listing.sources.length === 0 ? (
         <p>{t.noDocuments}</p>
       ) : (
