@@ -193,4 +193,14 @@ describe('loads that fail in the web client, in Chromium', () => {
       async () => expect(await page.getByText('Loading…').count()).toBe(0),
     );
   });
+
+  it('says when the automations could not be loaded, and loads them on "Try again"', async () => {
+    await failThenLoad(
+      page,
+      /\/users\/alice\/automations$/,
+      'Could not load your automations',
+      () => page.getByRole('link', { name: /^Automations/ }).click(),
+      page.getByText('Morning news'),
+    );
+  });
 });

@@ -1,6 +1,7 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed, useResource } from './load.tsx';
 
 type Weekday = 'mon' | 'tue' | 'wed' | 'thu' | 'fri' | 'sat' | 'sun';
 const WEEKDAYS: Weekday[] = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'];
@@ -36,24 +37,14 @@ export const unreadAutomations = (user: string) =>
  */
 export function AutomationsPage(props: { user: string; onRead: () => void }) {
   const path = `/users/${enc(props.user)}/automations`;
-  const [list, setList] = useState<AutomationList | undefined>();
+  const [list, loadError, load] = useResource<AutomationList>(path);
   const [failure, setFailure] = useState<string | undefined>();
   const [notice, setNotice] = useState<string | undefined>();
   const [creating, setCreating] = useState(false);
-  const load = () =>
-    api<AutomationList>(path).then(
-      (body) => {
-        setList(body);
-        setFailure(undefined);
-      },
-      (error: Error) => setFailure(error.message),
-    );
-  useEffect(() => {
-    void load();
-  }, [path]);
   const act = (request: Promise<unknown>, after?: () => void) =>
     request.then(
       () => {
+        setFailure(undefined);
         after?.();
         return load();
       },
@@ -65,6 +56,7 @@ export function AutomationsPage(props: { user: string; onRead: () => void }) {
   return (
     <section aria-labelledby="automations-title">
       <h1 id="automations-title">{t.automations}</h1>
+      <LoadFailed what={t.automationsNotLoaded} error={loadError} onRetry={load} />
       {failure && (
         <p role="alert" class="error">
           {failure}
