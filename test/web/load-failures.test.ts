@@ -203,4 +203,25 @@ describe('loads that fail in the web client, in Chromium', () => {
       page.getByText('Morning news'),
     );
   });
+
+  it('says when the users could not be loaded, and loads them on "Try again"', async () => {
+    await failThenLoad(
+      adminPage,
+      /\/admin\/users$/,
+      'Could not load the users',
+      () => adminPage.getByRole('link', { name: 'Admin' }).click(),
+      adminPage.getByRole('heading', { name: 'alice' }),
+    );
+  });
+
+  it('says when the MCP servers could not be loaded, and loads them on "Try again"', async () => {
+    await adminPage.getByRole('link', { name: 'Documents' }).click();
+    await failThenLoad(
+      adminPage,
+      /\/admin\/mcp-servers$/,
+      'Could not load the MCP servers',
+      () => adminPage.getByRole('link', { name: 'Admin' }).click(),
+      adminPage.getByRole('article', { name: 'upstream' }),
+    );
+  });
 });

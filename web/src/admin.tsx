@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed } from './load.tsx';
 import { McpServersSection } from './mcp-admin.tsx';
 import { useAdminList } from './use-admin-list.ts';
 
@@ -17,7 +18,13 @@ interface Account {
 
 /** The administrator's page: users, keys, limits, deletion. */
 export function AdminPage() {
-  const { items: users, error, act } = useAdminList<Account>('/admin/users', 'users');
+  const {
+    items: users,
+    error,
+    loadError,
+    reload,
+    act,
+  } = useAdminList<Account>('/admin/users', 'users');
   const [newUser, setNewUser] = useState('');
   const [issued, setIssued] = useState<{ user: string; key: string } | undefined>();
 
@@ -50,6 +57,7 @@ export function AdminPage() {
         </button>
       </form>
       {issued && <IssuedKey user={issued.user} value={issued.key} />}
+      <LoadFailed what={t.usersNotLoaded} error={loadError} onRetry={reload} />
       {error && (
         <p role="alert" class="error">
           {error}

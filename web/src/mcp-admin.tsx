@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { api, enc } from './api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed } from './load.tsx';
 import { useAdminList } from './use-admin-list.ts';
 
 interface McpServer {
@@ -23,7 +24,13 @@ interface McpServer {
  * delete; why a server is down, with its stderr's last lines.
  */
 export function McpServersSection() {
-  const { items: servers, error, act } = useAdminList<McpServer>('/admin/mcp-servers', 'servers');
+  const {
+    items: servers,
+    error,
+    loadError,
+    reload,
+    act,
+  } = useAdminList<McpServer>('/admin/mcp-servers', 'servers');
   const [form, setForm] = useState({
     name: '',
     transport: 'stdio',
@@ -90,6 +97,7 @@ export function McpServersSection() {
           {t.addMcpServer}
         </button>
       </form>
+      <LoadFailed what={t.mcpServersNotLoaded} error={loadError} onRetry={reload} />
       {error && (
         <p role="alert" class="error">
           {error}
