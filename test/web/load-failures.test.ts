@@ -204,6 +204,37 @@ describe('loads that fail in the web client, in Chromium', () => {
     );
   });
 
+  it('says when the conversations could not be loaded, and loads them on "Try again"', async () => {
+    await page.getByRole('link', { name: 'Reminders' }).click();
+    const list = page.getByRole('navigation', { name: 'Conversations' });
+    await failThenLoad(
+      page,
+      /\/users\/alice\/conversations\?limit=50$/,
+      'Could not load your conversations',
+      () => page.goto(`${parley.url}/#/c/${conversation}`),
+      list.getByRole('link'),
+    );
+  });
+
+  it('says when "Chat" could not find the conversation to open, and opens it on "Try again"', async () => {
+    // "Chat" opens the current conversation: the list is asked which one that is.
+    await page.getByRole('link', { name: 'Reminders' }).click();
+    await failThenLoad(
+      page,
+      /\/users\/alice\/conversations\?limit=50$/,
+      'Could not open a conversation',
+      () => page.getByRole('link', { name: 'Chat' }).click(),
+      page.getByRole('log', { name: 'Conversation' }).getByText('Paris, of course.'),
+    );
+    // The list, which failed with it, was loaded again with it.
+    await page
+      .getByRole('navigation', { name: 'Conversations' })
+      .getByRole('link')
+      .first()
+      .waitFor({ timeout: 10_000 });
+    expect(await page.getByRole('alert').count()).toBe(0);
+  });
+
   it('says when the users could not be loaded, and loads them on "Try again"', async () => {
     await failThenLoad(
       adminPage,

@@ -7,6 +7,7 @@ import {
   listConversations,
 } from './conversations-api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed } from './load.tsx';
 
 /**
  * The user's conversations, pinned first, then by newest activity (the server's order), with
@@ -27,6 +28,8 @@ export function ConversationList(props: {
 }) {
   const [conversations, setConversations] = useState<Conversation[] | undefined>();
   const [failure, setFailure] = useState<string | undefined>();
+  /** Why the list (its first page) could not be loaded: said, with "Try again". */
+  const [loadFailure, setLoadFailure] = useState<string | undefined>();
   const [query, setQuery] = useState('');
   /** Where the next page of the list starts (null: none). */
   const [more, setMore] = useState<string | null>(null);
@@ -47,6 +50,7 @@ export function ConversationList(props: {
     if (cursor !== undefined && loadingMore.current === cursor) return Promise.resolve();
     const started = cursor ? loads.current : ++loads.current;
     if (cursor !== undefined) loadingMore.current = cursor;
+    else setLoadFailure(undefined);
     return listConversations(props.user, cursor).then(
       (page) => {
         if (cursor !== undefined && loadingMore.current === cursor) loadingMore.current = undefined;
@@ -56,10 +60,14 @@ export function ConversationList(props: {
         );
         setMore(page.next_cursor);
         setFailure(undefined);
+        setLoadFailure(undefined);
       },
       (error: Error) => {
         if (cursor !== undefined && loadingMore.current === cursor) loadingMore.current = undefined;
-        if (started === loads.current) setFailure(error.message);
+        if (started !== loads.current) return;
+        // A next page that failed is asked again with "More conversations", still there.
+        if (cursor) setFailure(error.message);
+        else setLoadFailure(error.message);
       },
     );
   };
@@ -118,6 +126,7 @@ export function ConversationList(props: {
         onQuery={setQuery}
         onOpen={props.onChosen}
       />
+      <LoadFailed what={t.conversationsNotLoaded} error={loadFailure} onRetry={() => load()} />
       {failure && (
         <p role="alert" class="error">
           {failure}

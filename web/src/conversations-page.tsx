@@ -3,6 +3,7 @@ import { ChatPage } from './chat.tsx';
 import { ConversationList } from './conversation-list.tsx';
 import { conversationHref, createConversation, listConversations } from './conversations-api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed } from './load.tsx';
 
 /** Where the chat page is: a conversation (`#/c/<id>`), perhaps at one turn (`#/c/<id>/<run_id>`). */
 export interface ChatRoute {
@@ -42,7 +43,10 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
    */
   const asked = useRef(new Set<string>());
   const [listOpen, setListOpen] = useState(false);
+  /** Why the conversation to open could not be found or made: said, with "Try again". */
   const [failure, setFailure] = useState<string | undefined>();
+  /** Grows with each "Try again": the conversation to open is looked for again. */
+  const [attempt, setAttempt] = useState(0);
   /**
    * The conversation on screen when "New conversation" had to make one, until another opens.
    * Shown meanwhile (a round trip, seconds on a slow network), its message box was live: a
@@ -55,6 +59,7 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
   }, [conversation]);
 
   useEffect(() => {
+    setFailure(undefined);
     if (conversation) return;
     // The user may go to another page meanwhile: then this page no longer moves them. (The
     // address is compared too: a link followed changes it before its hashchange event comes.)
@@ -69,7 +74,7 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
     return () => {
       left = true;
     };
-  }, [props.user, conversation]);
+  }, [props.user, conversation, attempt]);
 
   return (
     <div class={`conversations-page${listOpen ? ' list-open' : ''}`}>
@@ -91,11 +96,14 @@ export function ConversationsPage(props: { user: string; route: ChatRoute }) {
         onChosen={() => setListOpen(false)}
         onStarting={(starting) => setLeaving(starting ? shown?.conversation : undefined)}
       />
-      {failure && (
-        <p role="alert" class="error">
-          {failure}
-        </p>
-      )}
+      <LoadFailed
+        what={t.conversationNotOpened}
+        error={failure}
+        onRetry={() => {
+          setAttempt((n) => n + 1);
+          setChanged((n) => n + 1); // the list, which failed with it, is loaded again too
+        }}
+      />
       {shown?.conversation && (
         <ChatPage
           user={props.user}
