@@ -235,6 +235,17 @@ describe('loads that fail in the web client, in Chromium', () => {
     expect(await page.getByRole('alert').count()).toBe(0);
   });
 
+  it('says when a conversation could not be loaded, and loads it on "Try again"', async () => {
+    await page.getByRole('link', { name: 'Reminders' }).click();
+    await failThenLoad(
+      page,
+      new RegExp(`/users/alice/conversations/${conversation}\\?limit=20$`),
+      'Could not load this conversation',
+      () => page.goto(`${parley.url}/#/c/${conversation}`),
+      page.getByRole('log', { name: 'Conversation' }).getByText('Paris, of course.'),
+    );
+  });
+
   it('says when the users could not be loaded, and loads them on "Try again"', async () => {
     await failThenLoad(
       adminPage,

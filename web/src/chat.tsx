@@ -13,6 +13,7 @@ import { ConversationHeader } from './conversation-header.tsx';
 import { type Conversation, readConversation, selectVersion } from './conversations-api.ts';
 import { t } from './i18n.ts';
 import { LiveText } from './live-text.ts';
+import { LoadFailed } from './load.tsx';
 import { type Attachment, type Feedback, type Turn, TurnView } from './turn-view.tsx';
 
 const IMAGE_MAX_BYTES = 10 * 1024 * 1024;
@@ -48,6 +49,13 @@ export function ChatPage(props: {
   const [draft, setDraft] = useState('');
   const [image, setImage] = useState<Attachment | undefined>();
   const [notice, setNotice] = useState<string | undefined>();
+  /**
+   * A page of turns that could not be loaded (`before`: the older page it was): said, with
+   * "Try again". It used to be only the raw failure, beside an empty conversation.
+   */
+  const [loadFailure, setLoadFailure] = useState<
+    { message: string; before: string | undefined } | undefined
+  >();
   const [thinking, setThinking] = useState(localStorage.getItem('parley.thinking') === '1');
   const abort = useRef<AbortController | undefined>(undefined);
   /** The answer streaming now, once its run is named: Stop asks the server to stop it. */
@@ -119,6 +127,7 @@ export function ChatPage(props: {
     if (loadingOlder.current) return undefined;
     loadingOlder.current = true;
     const mine = generation.current;
+    setLoadFailure(undefined);
     try {
       const page = await readConversation(props.user, props.conversation, before);
       if (mine !== generation.current) return;
@@ -146,7 +155,8 @@ export function ChatPage(props: {
           : undefined,
       };
     } catch (error) {
-      if (mine === generation.current) setNotice((error as Error).message);
+      if (mine === generation.current)
+        setLoadFailure({ message: (error as Error).message, before });
       return undefined;
     } finally {
       if (mine === generation.current) loadingOlder.current = false;
@@ -164,15 +174,9 @@ export function ChatPage(props: {
     if (meta) document.title = `${meta.title || t.untitled} · Parley`;
   }, [meta?.title]);
 
-  useEffect(() => {
-    abort.current?.abort();
-    setTurns([]);
-    setOlder(undefined);
-    setMeta(undefined);
-    setNotice(undefined);
-    atBottom.current = true;
-    pendingFocus.current = props.focus;
-    void reload().then((page) => {
+  /** Shows the conversation from its newest turn, and follows an answer still being written. */
+  const open = () =>
+    reload().then((page) => {
       // An answer still being written (this page was reloaded, another tab or another device
       // asked it): followed from its start, below the turns stored.
       if (!page) return;
@@ -184,6 +188,17 @@ export function ChatPage(props: {
         remembered && !page.stored.includes(remembered.runId) ? remembered : page.running;
       if (running && !page.stored.includes(running.runId)) void followRef.current(running);
     });
+
+  useEffect(() => {
+    abort.current?.abort();
+    setTurns([]);
+    setOlder(undefined);
+    setMeta(undefined);
+    setNotice(undefined);
+    setLoadFailure(undefined);
+    atBottom.current = true;
+    pendingFocus.current = props.focus;
+    void open();
     return () => abort.current?.abort();
   }, [props.user, props.conversation, props.visit]);
 
@@ -592,6 +607,13 @@ export function ChatPage(props: {
             ))}
         </div>
       </div>
+      {!props.starting && (
+        <LoadFailed
+          what={t.conversationNotLoaded}
+          error={loadFailure?.message}
+          onRetry={() => (loadFailure?.before ? loadPage(loadFailure.before) : open())}
+        />
+      )}
       {notice && (
         <p role="alert" class="error">
           {notice}
