@@ -130,6 +130,20 @@ describe('loads that fail in the web client, in Chromium', () => {
     await alert.waitFor({ state: 'detached', timeout: 10_000 });
   };
 
+  it('says when the sign-in could not be checked, and checks it again on "Try again"', async () => {
+    // The page asks who is signed in as it opens. That failing (the server answers 503 when
+    // its database is gone) showed the sign-in form, as if the session were over.
+    await failThenLoad(
+      page,
+      /\/session$/,
+      'Could not check your sign-in',
+      () => page.reload(),
+      page.getByRole('button', { name: 'Sign out' }),
+      // Not told to sign in again: the session may well be good.
+      async () => expect(await page.getByLabel('API key').count()).toBe(0),
+    );
+  });
+
   it('says when the reminders could not be loaded, and loads them on "Try again"', async () => {
     await failThenLoad(
       page,

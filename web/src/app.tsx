@@ -5,6 +5,7 @@ import { AutomationsPage, unreadAutomations } from './automations.tsx';
 import { type ChatRoute, ConversationsPage } from './conversations-page.tsx';
 import { DocumentsPage } from './documents.tsx';
 import { t } from './i18n.ts';
+import { LoadFailed } from './load.tsx';
 import { GraphPage, MemoriesPage, ProfilePage, RemindersPage } from './pages.tsx';
 import { SignIn } from './sign-in.tsx';
 
@@ -47,6 +48,16 @@ const chatRouteOf = (hash: string): ChatRoute => {
 
 export function App() {
   const [session, setSession] = useState<Session | undefined>();
+  /**
+   * Why who is signed in could not be read (the server answers 503 when its database is
+   * gone): said, with "Try again". It used to show the sign-in form, as if the session were
+   * over.
+   */
+  const [sessionError, setSessionError] = useState<string | undefined>();
+  const loadSession = () => {
+    setSessionError(undefined);
+    return api<Session>('/session').then(setSession, (e: Error) => setSessionError(e.message));
+  };
   const [page, setPage] = useState<Page>(pageOf(location.hash));
   const [chatRoute, setChatRoute] = useState<ChatRoute>(() => chatRouteOf(location.hash));
   /** Automation results not yet seen: the mark beside "Automations". */
@@ -57,9 +68,7 @@ export function App() {
   };
 
   useEffect(() => {
-    api<Session>('/session').then(setSession, () =>
-      setSession({ signed_in: false, role: null, user_id: null, development: false }),
-    );
+    void loadSession();
     const onHash = () => {
       setPage(pageOf(location.hash));
       setChatRoute(chatRouteOf(location.hash));
@@ -89,7 +98,15 @@ export function App() {
     document.getElementById('main')?.focus({ preventScroll: true });
   }, [page]);
 
-  if (!session) return <p class="loading">{t.loading}</p>;
+  if (!session) {
+    return sessionError ? (
+      <main class="loading">
+        <LoadFailed what={t.sessionNotLoaded} error={sessionError} onRetry={loadSession} />
+      </main>
+    ) : (
+      <p class="loading">{t.loading}</p>
+    );
+  }
   if (!session.signed_in)
     return <SignIn development={session.development} onSignedIn={setSession} />;
 
