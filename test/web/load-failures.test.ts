@@ -249,6 +249,18 @@ describe('loads that fail in the web client, in Chromium', () => {
     expect(await page.getByRole('alert').count()).toBe(0);
   });
 
+  it('says when a search could not be made, and makes it on "Try again"', async () => {
+    await page.goto(`${parley.url}/#/c/${conversation}`);
+    await failThenLoad(
+      page,
+      /\/users\/alice\/conversations\/search\?/,
+      'Could not search your conversations',
+      () => page.getByRole('searchbox', { name: 'Search conversations' }).fill('Paris'),
+      page.getByRole('list', { name: 'Search results' }).getByRole('link'),
+    );
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
+  });
+
   it('says when a conversation could not be loaded, and loads it on "Try again"', async () => {
     await page.getByRole('link', { name: 'Reminders' }).click();
     await failThenLoad(

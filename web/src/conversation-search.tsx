@@ -6,6 +6,7 @@ import {
   selectVersion,
 } from './conversations-api.ts';
 import { t } from './i18n.ts';
+import { LoadFailed } from './load.tsx';
 
 /** How long typing pauses before the search is sent. */
 const TYPING_MS = 250;
@@ -25,6 +26,10 @@ export function ConversationSearch(props: {
     { query: string; hits: SearchHit[]; older: string | null } | undefined
   >();
   const [failure, setFailure] = useState<string | undefined>();
+  /** Why the search could not be made: said, with "Try again" (else only the raw failure). */
+  const [searchFailure, setSearchFailure] = useState<string | undefined>();
+  /** Grows with each "Try again": the same words are searched again. */
+  const [attempt, setAttempt] = useState(0);
   const query = props.query.trim();
   const hits = found?.query === query ? found.hits : undefined;
 
@@ -32,19 +37,20 @@ export function ConversationSearch(props: {
     if (!query) return;
     const controller = new AbortController();
     const timer = setTimeout(() => {
+      setSearchFailure(undefined);
       searchConversations(props.user, query, undefined, controller.signal).then(
         (page) => {
           setFound({ query, hits: page.results, older: page.next_before });
           setFailure(undefined);
         },
-        (error: Error) => controller.signal.aborted || setFailure(error.message),
+        (error: Error) => controller.signal.aborted || setSearchFailure(error.message),
       );
     }, TYPING_MS);
     return () => {
       clearTimeout(timer);
       controller.abort();
     };
-  }, [props.user, query]);
+  }, [props.user, query, attempt]);
 
   const more = async () => {
     if (!found?.older) return;
@@ -83,6 +89,13 @@ export function ConversationSearch(props: {
           onInput={(e) => props.onQuery((e.target as HTMLInputElement).value)}
         />
       </div>
+      {query && (
+        <LoadFailed
+          what={t.searchNotLoaded}
+          error={searchFailure}
+          onRetry={() => setAttempt((n) => n + 1)}
+        />
+      )}
       {failure && (
         <p role="alert" class="error">
           {failure}
