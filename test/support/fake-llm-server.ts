@@ -40,6 +40,8 @@ export interface ChatExchange {
   body: ChatCompletionRequest;
   outcome: ChatOutcome | 'pending';
   ended: Promise<ChatOutcome>;
+  /** Bytes of a never-ending event (`endlessEvent`) written before the response closed. */
+  endlessBytes: number;
 }
 
 /** A reply, or a function computing one from the request (undefined = not scripted). */
@@ -172,6 +174,7 @@ export async function startFakeLlmServer(
       request,
       body,
       outcome: 'pending',
+      endlessBytes: 0,
       ended: new Promise((resolve) => {
         settle = resolve;
       }),
@@ -192,6 +195,9 @@ export async function startFakeLlmServer(
       dropConnection: () => {
         droppedByServer = true;
         res.socket?.destroySoon();
+      },
+      sentEndless: (bytes) => {
+        exchange.endlessBytes += bytes;
       },
     };
     return control;

@@ -31,6 +31,24 @@ export interface StreamFaults {
   stallAfter?: number;
   /** Send nothing at all, not even the response headers, until the client gives up. */
   silent?: boolean;
+  /** After K chunks, start one event that never ends, and write it until the client gives up. */
+  endlessEvent?: EndlessEvent;
+}
+
+/**
+ * An SSE event that never ends, as a broken proxy or server might send it:
+ * - `line`: one `data:` line of text delta that never gets its newline;
+ * - `lines`: `data:` lines that never get the blank line ending their event;
+ * - `garbage`: bytes that are neither text nor newlines;
+ * - `cr-lines`: `data:` lines ended with `\r` (a framing the SSE standard allows), never a blank one.
+ */
+export interface EndlessEvent {
+  after: number;
+  kind: 'line' | 'lines' | 'garbage' | 'cr-lines';
+  /** Bytes written at a time. */
+  pieceBytes: number;
+  /** Pause between pieces; 0: as fast as the socket takes them. */
+  everyMs: number;
 }
 
 /** Where reasoning goes: DeepSeek/vLLM `reasoning_content`, Groq/OpenRouter `reasoning`, or Qwen-style `<think>` in content. */

@@ -1,13 +1,16 @@
+import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { sendJson } from '../fake-http.ts';
-import type { StreamFaults } from './reply.ts';
+import type { EndlessEvent, StreamFaults } from './reply.ts';
 
 /** How a writer tells the server it dropped the socket on purpose (not the client). */
 export interface WriteControl {
   /** Aborted once the response is closed, so delays stop early. */
   signal: AbortSignal;
   dropConnection(): void;
+  /** Counts bytes of a never-ending event written (see `ChatExchange.endlessBytes`). */
+  sentEndless(bytes: number): void;
 }
 
 // Truncated JSON, as a proxy or a crashing provider might emit it.
@@ -36,6 +39,9 @@ export async function writeSse(
       return control.dropConnection(); // after what was written is flushed
     }
     if (faults.stallAfter === written) return;
+    if (faults.endlessEvent?.after === written) {
+      return writeEndless(res, faults.endlessEvent, control);
+    }
     if (faults.malformedAfter === written) res.write(malformedLine);
     const payload = payloads[written];
     if (payload === undefined) break;
@@ -46,6 +52,42 @@ export async function writeSse(
     if (faults.pace) textWritten += contentOf(payload);
   }
   res.end('data: [DONE]\n\n');
+}
+
+/** Writes one event that never ends, piece after piece, until the response is closed. */
+async function writeEndless(
+  res: ServerResponse,
+  endless: EndlessEvent,
+  control: WriteControl,
+): Promise<void> {
+  const fill = (byte: number) => Buffer.alloc(endless.pieceBytes, byte);
+  const pieces: Record<EndlessEvent['kind'], [opening: string, piece: Buffer]> = {
+    line: [
+      'data: {"id":"chatcmpl-endless","object":"chat.completion.chunk","created":1,"model":"m",' +
+        '"choices":[{"index":0,"delta":{"content":"',
+      fill(0x61),
+    ],
+    lines: ['', Buffer.concat([Buffer.from('data: '), fill(0x61).subarray(7), Buffer.from('\n')])],
+    garbage: [
+      '',
+      Buffer.from(Array.from({ length: endless.pieceBytes }, (_, i) => 0x80 + (i % 0x70))),
+    ],
+    'cr-lines': [
+      '',
+      Buffer.concat([Buffer.from('data: '), fill(0x61).subarray(7), Buffer.from('\r')]),
+    ],
+  };
+  const [opening, piece] = pieces[endless.kind];
+  if (opening) res.write(opening);
+  while (!control.signal.aborted) {
+    control.sentEndless(piece.length);
+    if (endless.everyMs > 0) {
+      res.write(piece);
+      if (!(await pause(endless.everyMs, control.signal))) return;
+    } else if (!res.write(piece)) {
+      await once(res, 'drain', { signal: control.signal }).catch(() => {});
+    }
+  }
 }
 
 /** Answers a `stream: false` request with `body`, applying the faults that make sense without a stream. */
