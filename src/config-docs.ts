@@ -94,7 +94,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   IMAGE_MAX_BYTES: { doc: 'Largest image in a chat (decoded).' },
   LLM_BASE_URL: {
     unset: 'unset',
-    doc: 'OpenAI-compatible server, e.g. `http://127.0.0.1:11434/v1`.',
+    doc: 'OpenAI-compatible server, e.g. `http://127.0.0.1:11434/v1`. No event of its answers is read past 4 MiB (a real one is a few kB; a non-streamed answer counts as one event): one that goes on without ending (a broken proxy, garbage without newlines) ends the answer with `model_bad_response`, kept as far as it went, as a broken connection does, and `model_event_too_large` in the log.',
   },
   LLM_API_KEY: { unset: 'unset', doc: 'Its API key, if it needs one.' },
   LLM_MODEL: {

@@ -1,6 +1,7 @@
 import { APICallError, NoContentGeneratedError, RetryError } from 'ai';
 import { ModelNotConfiguredError } from '../models/chat-model.ts';
 import { ModelAnswerCutError } from '../models/finish-reasons.ts';
+import { MODEL_EVENT_MAX_BYTES, ModelEventTooLargeError } from '../models/model-event-bound.ts';
 import { ModelDownloadingError } from '../models/model-status.ts';
 import { BUSY, isDatabaseUnavailable, poolWaitTimeout } from '../storage/database-errors.ts';
 import type { ChatErrorCode } from './chat-events.ts';
@@ -40,6 +41,14 @@ export function describeChatError(thrown: unknown): {
     return {
       code: 'model_stopped',
       message: 'The model server stopped the answer before its end.',
+    };
+  }
+  // Read as far as it is sensible to: the server (or a proxy before it) sent an event that
+  // did not end. Not a broken connection, and not the user's doing: the operator's to look at.
+  if (chain(error).some((e) => e instanceof ModelEventTooLargeError)) {
+    return {
+      code: 'model_bad_response',
+      message: `The model server sent a response that could not be read: one of its events went on past ${MODEL_EVENT_MAX_BYTES / 1024 / 1024} MiB without ending.`,
     };
   }
   if (isUnreachable(error)) {

@@ -1,4 +1,9 @@
 import type { BodyTransform } from './http-fetch.ts';
+import {
+  EventSizeCounter,
+  MODEL_EVENT_MAX_BYTES,
+  ModelEventTooLargeError,
+} from './model-event-bound.ts';
 
 /**
  * Merges the text deltas of an OpenAI-style chat-completions stream that arrive together.
@@ -140,28 +145,50 @@ function onlyKnown(value: Record<string, unknown>, known: Set<string>): boolean 
  * Applies {@link coalesceEvents} to the events complete in each read of a response body (see
  * http-fetch.ts, which calls it on every network read, before the body becomes a web stream).
  * An event cut by a read boundary waits for its end (the SSE parser downstream would wait for
- * it too). Streams framed with `\r` are passed through untouched from the first `\r` on,
- * since their event boundaries are not the `\n\n` this splits on.
+ * it too), up to MODEL_EVENT_MAX_BYTES: past that, a read throws ModelEventTooLargeError.
+ * Streams framed with `\r` are passed through untouched from the first `\r` on, since their
+ * event boundaries are not the `\n\n` this splits on; their events are bounded alike.
+ *
+ * Only the new read is searched for an event's end, so an event arriving in many reads costs
+ * its length once, not once per read.
  */
 export function createSseBurstMerger(): BodyTransform {
   const decoder = new TextDecoder();
+  /** The event under way, from its first byte (never a `\r`: see above). */
   let pending = '';
-  let passThrough = false;
+  let pendingBytes = 0;
+  let pendingEndsInNewline = false;
+  let passThrough: EventSizeCounter | undefined;
   return {
     chunk(bytes) {
-      if (passThrough) return bytes;
-      const text = pending + decoder.decode(bytes, { stream: true });
-      if (text.includes('\r')) {
-        passThrough = true;
-        pending = '';
-        return Buffer.from(text);
+      if (passThrough) {
+        passThrough.add(bytes);
+        return bytes;
       }
-      const end = text.lastIndexOf('\n\n');
+      const decoded = decoder.decode(bytes, { stream: true });
+      if (decoded.includes('\r')) {
+        passThrough = new EventSizeCounter();
+        const out = Buffer.from(pending + decoded);
+        pending = '';
+        passThrough.add(out);
+        return out;
+      }
+      let end = decoded.lastIndexOf('\n\n');
+      if (end !== -1) end += pending.length;
+      else if (pending && pendingEndsInNewline && decoded.charCodeAt(0) === 10) {
+        end = pending.length - 1;
+      }
+      if (decoded.length > 0) pendingEndsInNewline = decoded.charCodeAt(decoded.length - 1) === 10;
       if (end === -1) {
-        pending = text;
+        pending += decoded;
+        pendingBytes += bytes.byteLength;
+        if (pendingBytes > MODEL_EVENT_MAX_BYTES) throw new ModelEventTooLargeError();
         return undefined;
       }
+      const text = pending + decoded;
       pending = text.slice(end + 2);
+      pendingBytes = Buffer.byteLength(pending);
+      if (pendingBytes > MODEL_EVENT_MAX_BYTES) throw new ModelEventTooLargeError();
       const events = coalesceEvents(text.slice(0, end).split('\n\n'));
       return Buffer.from(`${events.join('\n\n')}\n\n`);
     },

@@ -32,6 +32,7 @@ export interface HttpFetchOptions {
 }
 
 export interface BodyTransform {
+  /** May throw: the body then ends with that error, and the request is aborted. */
   chunk(bytes: Buffer): Uint8Array | undefined;
   end(): Uint8Array | undefined;
 }
@@ -135,7 +136,16 @@ function send(
       if (gathered.length === 0 || ended || !body) return;
       const bytes = gathered.length === 1 ? (gathered[0] as Buffer) : Buffer.concat(gathered);
       gathered = [];
-      const out = transform ? transform.chunk(bytes) : bytes;
+      let out: Uint8Array | undefined;
+      try {
+        out = transform ? transform.chunk(bytes) : bytes;
+      } catch (error) {
+        // The transform refuses the body (an event too large to read): it ends with that
+        // error, as a body cut short does, and no more of it is read.
+        finish(error);
+        controller?.abort(error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
       if (out && out.byteLength > 0) body.enqueue(out);
       if ((body.desiredSize ?? 1) <= 0) controller?.pause();
     };

@@ -3,6 +3,7 @@ import { wrapLanguageModel } from 'ai';
 import type { ChatModel } from './chat-model.ts';
 import { createSseBurstMerger } from './coalesce-sse-bursts.ts';
 import { createHttpFetch } from './http-fetch.ts';
+import { createEventBound } from './model-event-bound.ts';
 import type { ModelServerWatch } from './model-server-watch.ts';
 import { thinkTagMiddleware } from './think-tags.ts';
 
@@ -31,13 +32,14 @@ export function createOpenAICompatibleModel(settings: OpenAICompatibleSettings):
     // Ollama, vLLM, llama.cpp server and OpenAI all enforce; plain `json_object` would not.
     supportsStructuredOutputs: true,
     // Streams are read with undici's dispatcher (less CPU per token than the built-in fetch), and
-    // tokens that arrive together are merged before the SDK's per-chunk pipeline.
+    // tokens that arrive together are merged before the SDK's per-chunk pipeline. No event is
+    // read past MODEL_EVENT_MAX_BYTES, whatever the body's content type says it is.
     fetch: watched(
       createHttpFetch({
         transformBody: (headers) =>
           headers.get('content-type')?.startsWith('text/event-stream')
             ? createSseBurstMerger()
-            : undefined,
+            : createEventBound(),
       }),
     ),
   });

@@ -4,6 +4,12 @@ import type { LanguageModelV4 } from '@ai-sdk/provider';
 import { extractReasoningMiddleware, wrapLanguageModel } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { coalesceEvents, createSseBurstMerger } from '../../src/models/coalesce-sse-bursts.ts';
+import type { BodyTransform } from '../../src/models/http-fetch.ts';
+import {
+  createEventBound,
+  MODEL_EVENT_MAX_BYTES,
+  ModelEventTooLargeError,
+} from '../../src/models/model-event-bound.ts';
 import { createOpenAICompatibleModel } from '../../src/models/openai-compatible-model.ts';
 import { recordingsDir } from '../support/fake-llm/recording.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
@@ -113,6 +119,49 @@ describe('the burst merger on a body cut into reads anywhere', () => {
     expect(burst.text.split('\n\n').filter(Boolean)).toHaveLength(2); // one delta, [DONE]
     expect(deltasOf(burst.text)).toBe('안녕하세요 😀 é끝');
   });
+});
+
+/**
+ * Both body readers (the burst merger for event streams, the bound alone for other bodies)
+ * take events of any number under MODEL_EVENT_MAX_BYTES each, in every framing SSE allows,
+ * and stop at one over it. test/http/model-event-bound.test.ts shows what the user sees.
+ */
+describe('how large an event the model server’s body readers take', () => {
+  const readers = { 'burst merger': createSseBurstMerger, 'bound alone': createEventBound };
+  const framings = { '\\n': '\n', '\\r\\n': '\r\n', '\\r': '\r' };
+  const cases = Object.entries(readers).flatMap(([reader, make]) =>
+    Object.entries(framings).map(([framing, newline]) => ({ reader, make, framing, newline })),
+  );
+  /** Feeds the body in reads of 64 KiB; throws what the reader throws. */
+  const read = (make: () => BodyTransform, body: string) => {
+    const reader = make();
+    const bytes = Buffer.from(body);
+    for (let at = 0; at < bytes.length; at += 65_536) {
+      reader.chunk(bytes.subarray(at, at + 65_536));
+    }
+    reader.end();
+  };
+
+  it.each(cases)(
+    'the $reader takes events just under it, framed with $framing',
+    ({ make, newline }) => {
+      const justUnder = `data: ${'a'.repeat(MODEL_EVENT_MAX_BYTES - 8)}${newline}${newline}`;
+      const small = `data: {"x":1}${newline}${newline}`;
+      expect(() => read(make, justUnder.repeat(3) + small.repeat(1000))).not.toThrow();
+    },
+  );
+
+  it.each(cases)(
+    'the $reader stops at an event over it, framed with $framing',
+    ({ make, newline }) => {
+      const oneLine = `data: ${'a'.repeat(MODEL_EVENT_MAX_BYTES)}`;
+      expect(() => read(make, oneLine)).toThrow(ModelEventTooLargeError);
+      const manyLines = `data: ${'a'.repeat(1000)}${newline}`.repeat(MODEL_EVENT_MAX_BYTES / 1000);
+      expect(() => read(make, `data: {}${newline}${newline}${manyLines}`)).toThrow(
+        ModelEventTooLargeError,
+      );
+    },
+  );
 });
 
 /**
