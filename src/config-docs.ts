@@ -213,6 +213,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   EMBEDDINGS_MAX_RETRIES: {
     doc: 'Retries of an embeddings request that failed (429, 5xx, refused), with backoff.',
   },
+  EMBEDDINGS_TIMEOUT_MS: {
+    doc: 'Longest one call of the embeddings server (`EMBEDDINGS_PROVIDER=openai`) may take, its answer read whole and its retries included: a server that stalls mid-answer fails the batch, which is tried again after `EMBEDDINGS_RETRY_MS` (a query is then searched by its words).',
+  },
   EMBEDDINGS_RETRY_MS: {
     doc: 'After the embedding model could not be had (offline) or a batch failed, how long before trying again.',
   },

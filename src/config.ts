@@ -368,6 +368,8 @@ export const configSchema = z.object({
   EMBEDDINGS_BATCH_SIZE: integer(32, 1, 2048),
   /** Retries of an embeddings request that failed (429, 5xx, refused). */
   EMBEDDINGS_MAX_RETRIES: integer(3, 0, 10),
+  /** Longest one call of the embeddings server may take, its answer read whole, retries included. */
+  EMBEDDINGS_TIMEOUT_MS: integer(60_000, 100, 3_600_000),
   /** After the embedding model could not be had or failed, how long before trying again. */
   EMBEDDINGS_RETRY_MS: integer(600_000, 100, 86_400_000),
   /** Largest chunk, in estimated tokens (see the README for why this default). */

@@ -13,6 +13,7 @@ export function createEmbedder(
     Config,
     | 'EMBEDDINGS_PROVIDER'
     | 'EMBEDDINGS_BASE_URL'
+    | 'EMBEDDINGS_TIMEOUT_MS'
     | 'EMBEDDINGS_API_KEY'
     | 'EMBEDDINGS_MODEL'
     | 'EMBEDDINGS_MODEL_HOST'
@@ -38,6 +39,7 @@ export function createEmbedder(
         model: config.EMBEDDINGS_MODEL ?? DEFAULT_OPENAI_EMBEDDING_MODEL,
         batchSize: config.EMBEDDINGS_BATCH_SIZE,
         maxRetries: config.EMBEDDINGS_MAX_RETRIES,
+        timeoutMs: config.EMBEDDINGS_TIMEOUT_MS,
       });
     case 'local':
       return localEmbedder({

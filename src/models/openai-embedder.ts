@@ -10,6 +10,13 @@ export interface OpenAiEmbedderOptions {
   batchSize: number;
   /** Retries of a request that failed (429, 5xx, refused), with backoff. */
   maxRetries: number;
+  /**
+   * Longest one batch's call may take, its answer read whole and its retries included. A
+   * server that stalls mid-answer held the backfill's one batch for its whole 5 min budget,
+   * and the dimension probe at start (which has no caller to end it) for ever, and with it
+   * every later batch and the stop.
+   */
+  timeoutMs: number;
 }
 
 /** Any OpenAI-compatible `POST /v1/embeddings` (OpenAI, Ollama, vLLM, llama.cpp, TEI…). */
@@ -28,7 +35,9 @@ export function openAiEmbedder(options: OpenAiEmbedderOptions): Embedder {
         values: texts.slice(i, i + options.batchSize),
         maxRetries: options.maxRetries,
         maxParallelCalls: 1,
-        ...(signal ? { abortSignal: signal } : {}),
+        abortSignal: signal
+          ? AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)])
+          : AbortSignal.timeout(options.timeoutMs),
       });
       vectors.push(...embeddings);
     }

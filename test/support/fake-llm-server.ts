@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type BodyEnding, endBody } from './body-endings.ts';
 import {
   assertNone,
   listen,
@@ -79,6 +80,8 @@ export interface FakeLlmServer {
   respond(source: ReplySource): void;
   /** Makes the next embeddings request(s) fail with these errors, one each. */
   failEmbeddings(...errors: ErrorReply[]): void;
+  /** Ends the next embeddings answer(s) other than whole (test/support/body-endings.ts), one each. */
+  endEmbeddings(...endings: BodyEnding[]): void;
   /** Answers embeddings requests this long after they arrive (a busy model server); 0: at once. */
   delayEmbeddings(ms: number): void;
   /** Resolves with the first chat request the client closed early; rejects after `timeoutMs`. */
@@ -99,6 +102,7 @@ export async function startFakeLlmServer(
   let embeddingsDelayMs = 0;
   const queue: ReplySource[] = [];
   const embeddingErrors: ErrorReply[] = [];
+  const embeddingEndings: BodyEnding[] = [];
   const closeWaiters = new Set<(exchange: ChatExchange) => void>();
   let fallback: ReplySource | undefined;
   let shuttingDown = false;
@@ -215,7 +219,11 @@ export async function startFakeLlmServer(
       outcome: 'pending',
     };
     embeddingsCalls.push(call);
-    const timer = setTimeout(() => sendJson(res, 200, answer), embeddingsDelayMs);
+    const ending = embeddingEndings.shift();
+    const timer = setTimeout(
+      () => (ending ? endBody(res, JSON.stringify(answer), ending) : sendJson(res, 200, answer)),
+      embeddingsDelayMs,
+    );
     res.on('close', () => {
       clearTimeout(timer);
       call.outcome = res.writableFinished
@@ -254,6 +262,9 @@ export async function startFakeLlmServer(
     },
     failEmbeddings: (...errors) => {
       embeddingErrors.push(...errors);
+    },
+    endEmbeddings: (...endings) => {
+      embeddingEndings.push(...endings);
     },
     delayEmbeddings: (ms) => {
       embeddingsDelayMs = ms;
