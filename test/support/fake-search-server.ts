@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type BodyEnding, endBody } from './body-endings.ts';
 import {
   assertNone,
   listen,
@@ -38,6 +39,8 @@ export interface FakeSearchServer {
   results(results: FakeResult[]): void;
   /** Makes the next valid search fail this way. */
   failNext(failure: FakeFailure): void;
+  /** Ends the next valid search's answer other than whole (test/support/body-endings.ts). */
+  endNext(ending: BodyEnding): void;
   assertNoUnexpected(): void;
   close(): Promise<void>;
 }
@@ -48,6 +51,7 @@ export async function startFakeSearchServer(provider: SearchProvider): Promise<F
   const unexpected: UnexpectedRequest[] = [];
   const queries: string[] = [];
   const failures: FakeFailure[] = [];
+  const endings: BodyEnding[] = [];
   const stalled: ServerResponse[] = [];
   let current: FakeResult[] = [];
 
@@ -68,6 +72,12 @@ export async function startFakeSearchServer(provider: SearchProvider): Promise<F
       return;
     }
     if (failure) return PROTOCOLS[provider].fail(res, failure);
+    const answer = PROTOCOLS[provider].answer(PROTOCOLS[provider].query(request), current);
+    const ending = endings.shift();
+    if (ending) {
+      stalled.push(res);
+      return endBody(res, JSON.stringify(answer), ending);
+    }
     sendJson(res, 200, PROTOCOLS[provider].answer(PROTOCOLS[provider].query(request), current));
   }
 
@@ -86,6 +96,9 @@ export async function startFakeSearchServer(provider: SearchProvider): Promise<F
     },
     failNext: (failure) => {
       failures.push(failure);
+    },
+    endNext: (ending) => {
+      endings.push(ending);
     },
     assertNoUnexpected: () => assertNone(`fake ${provider}`, unexpected),
     close: () => {

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { BodyEnding } from '../support/body-endings.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
@@ -103,6 +104,15 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
     ['server-error', () => /failed \(HTTP 500\)/],
     ['stall', () => /took longer than 500 ms/],
   ];
+  /** A 200 answer that does not arrive whole: never results taken from half an answer. */
+  const endings: [BodyEnding, RegExp][] = [
+    ['cut-after-headers', /sent an unreadable answer/],
+    ['cut-mid-body', /sent an unreadable answer/],
+    ['cut-last-byte', /sent an unreadable answer/],
+    ['truncated-json', /sent an unreadable answer/],
+    ['stall-mid-body', /took longer than 500 ms/],
+    ['html-502', /failed \(HTTP 502\)/],
+  ];
 
   describe.each(PROVIDERS)('with %s', (provider) => {
     beforeAll(async () => {
@@ -180,6 +190,26 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
         const logged = server.logs.filter((line) => line.msg === 'web search failed');
         expect(logged.at(-1)).toMatchObject({ level: 30, provider });
         expect(server.output()).not.toContain(QUERY);
+      },
+    );
+
+    it.each(endings)(
+      'an answer ended by %s reaches the model as a short tool error, logged without the body',
+      async (ending, reason) => {
+        const search = searches.get(provider) as FakeSearchServer;
+        search.results(RESULTS);
+        search.endNext(ending);
+        const { stream, server, toolOutput } = await searchThrough(`end-${provider}-${ending}`);
+
+        expect(stream.error).toBeUndefined();
+        expect(stream.text).toBe('Here is what I found.');
+        expect(toolOutput).toMatch(reason);
+        expect(toolOutput).not.toContain('example.org');
+        expect(toolOutput.length).toBeLessThan(200);
+        await server.waitForLog((line) => line.msg === 'web search failed');
+        await server.settled();
+        expect(server.output()).not.toContain(QUERY);
+        expect(server.output()).not.toContain('Bad Gateway');
       },
     );
   });
