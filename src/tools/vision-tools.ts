@@ -61,6 +61,10 @@ export function visionTools(context: VisionToolContext) {
 
 function shortReason(error: unknown, status: number | undefined): string {
   if (status === 429) return 'The vision model is busy (rate limited); try again later.';
+  // A 200 whose body was cut, stalled or is not the JSON promised: the AI SDK reports it with
+  // the answer's status, and "failed (HTTP 200)" read as a model that had answered.
+  if (status !== undefined && status >= 200 && status < 300)
+    return 'The vision model sent an incomplete or unreadable answer.';
   if (status !== undefined) return `The vision model failed (HTTP ${status}).`;
   if (APICallError.isInstance(error)) return 'The vision model could not be reached.';
   if (error instanceof Error && error.name === 'TimeoutError')

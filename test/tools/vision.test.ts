@@ -382,4 +382,45 @@ describe.each(ENGINES)('image understanding on the %s engine', (engine) => {
     expect(detail[0]?.loc).toEqual(['body', 'image_base64']);
     expect(detail[0]?.msg).toMatch(message);
   });
+
+  /**
+   * The vision model's 200 answer that does not arrive whole: the model is told in a short
+   * reason that names the vision model, never given half an answer as the image's
+   * description; the chat carries on and the image file is removed. A stall is ended by
+   * TOOL_TIMEOUT_MS (the vision call has no limit of its own).
+   */
+  describe('when the vision model’s answer does not end whole', () => {
+    beforeAll(async () => {
+      await restartWith({ ...visionEnv(), TOOL_TIMEOUT_MS: '1000' });
+    }, 60_000);
+
+    it.each([
+      ['cut-after-headers', /^The vision model sent an incomplete or unreadable answer\.$/],
+      ['cut-mid-body', /^The vision model sent an incomplete or unreadable answer\.$/],
+      ['cut-last-byte', /^The vision model sent an incomplete or unreadable answer\.$/],
+      ['truncated-json', /^The vision model sent an incomplete or unreadable answer\.$/],
+      ['stall-mid-body', /^The tool timed out: it took longer than 1000 ms/],
+      ['html-502', /^The vision model failed \(HTTP 502\)\.$/],
+    ] as const)('%s: the model is told why, in a short reason', async (ending, reason) => {
+      visionLlm.enqueue(reply.text('A cat asleep on a red sofa.', { bodyEnding: ending }));
+      llm.respond(analyzeThenRepeat);
+      const started = Date.now();
+      const stream = await readChat(
+        await chatOn(parley, {
+          message: 'describe',
+          user_id: `vision-${ending}`,
+          image_base64: image(ending).toString('base64'),
+        }),
+      );
+      expect(stream.error).toBeUndefined();
+      const told = stream.text.replace(/^Seen: /, '');
+      expect(told).toMatch(reason);
+      expect(told).not.toContain('sofa');
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await expectNoImageFiles();
+      await parley.settled();
+      expect(parley.output()).not.toContain('sofa');
+      expect(parley.output()).not.toContain('Bad Gateway');
+    });
+  });
 });

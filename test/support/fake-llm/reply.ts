@@ -1,3 +1,4 @@
+import type { BodyEnding } from '../body-endings.ts';
 import { recordingPath } from './recording.ts';
 
 /** Token counts a scripted reply reports; unset numbers are estimated from the reply. */
@@ -33,6 +34,8 @@ export interface StreamFaults {
   silent?: boolean;
   /** After K chunks, start one event that never ends, and write it until the client gives up. */
   endlessEvent?: EndlessEvent;
+  /** `stream: false` only: end the 200 answer this way (test/support/body-endings.ts). */
+  bodyEnding?: BodyEnding;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { endBody } from '../body-endings.ts';
 import { sendJson } from '../fake-http.ts';
 import type { EndlessEvent, StreamFaults } from './reply.ts';
 
@@ -103,6 +104,7 @@ export async function writeJson(
   if (faults.stallAfter !== undefined) return;
   if (faults.malformedAfter !== undefined)
     return sendJson(res, 200, '{"id":"chatcmpl-broken","choices":[');
+  if (faults.bodyEnding) return endBody(res, JSON.stringify(body), faults.bodyEnding);
   sendJson(res, 200, body);
 }
 
