@@ -145,4 +145,27 @@ describe.each(ENGINES)('the corrective web fallback on the %s engine', (engine) 
     expect(failed?.hits).toEqual([]);
     expect(failed?.web_fallback?.error).toMatch(/\S/);
   });
+
+  describe('when the web search answer does not end whole', () => {
+    let server: RunningParley;
+    beforeAll(async () => {
+      server = await runWith({ ...withSearch, CRAG_ENABLED: 'true', WEB_SEARCH_TIMEOUT_MS: '500' });
+    }, 60_000);
+
+    it.each([
+      ['cut-mid-body', /unreadable answer/],
+      ['truncated-json', /unreadable answer/],
+      ['stall-mid-body', /took longer than 500 ms/],
+      ['html-502', /failed \(HTTP 502\)/],
+    ] as const)(
+      'tells the model why when it is %s, taking no result from it',
+      async (ending, reason) => {
+        search.endNext(ending);
+        const [failed] = await searchDocuments(server, 'volcano eruption forecast');
+        expect(failed?.hits).toEqual([]);
+        expect(failed?.web_fallback?.results).toBeUndefined();
+        expect(failed?.web_fallback?.error).toMatch(reason);
+      },
+    );
+  });
 });
