@@ -274,7 +274,7 @@ export class ChatDoor {
     }
     const file = await telegram.reliable.getFile(photo.file_id);
     if (!file.file_path) throw new Error('getFile named no file_path');
-    const bytes = await telegram.download(file.file_path, imageMaxBytes);
+    const bytes = await telegram.download(file.file_path, imageMaxBytes, file.file_size);
     const mediaType = detectImageType(bytes);
     if (!mediaType) {
       await sendReply(telegram, chatId, t.unsupported, log);

@@ -56,7 +56,7 @@ export class DocumentDoor {
     try {
       const file = await telegram.reliable.getFile(document.file_id);
       if (!file.file_path) throw new Error('getFile named no file_path');
-      const bytes = await telegram.download(file.file_path, maxBytes);
+      const bytes = await telegram.download(file.file_path, maxBytes, file.file_size);
       const filename = document.file_name || 'document';
       const result = await this.#deps.ingestion.ingest(parts(filename, bytes), access);
       log.info({ chunks: result.chunks }, 'Telegram document ingested');

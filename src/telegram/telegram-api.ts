@@ -60,9 +60,12 @@ export class TelegramApi {
 
   /**
    * Downloads a file that getFile named, up to `maxBytes` (a 413 TelegramCallError when
-   * larger); ended after 2 min, or when this client is closed at shutdown.
+   * larger); ended after 2 min, or when this client is closed at shutdown. With `expected` (getFile's
+   * `file_size`), a file of another length is refused: an answer whose own length was
+   * consistent but short (a proxy's cut, a file server's) was taken as the whole file, and half
+   * a document was told to the user as added.
    */
-  async download(filePath: string, maxBytes: number): Promise<Buffer> {
+  async download(filePath: string, maxBytes: number, expected?: number): Promise<Buffer> {
     const response = await fetch(`${this.#fileBase}/${filePath}`, {
       signal: AbortSignal.any([this.#closed.signal, AbortSignal.timeout(120_000)]),
     });
@@ -75,6 +78,9 @@ export class TelegramApi {
       size += chunk.byteLength;
       if (size > maxBytes) throw new TelegramCallError(413, 'file larger than allowed');
       chunks.push(Buffer.from(chunk));
+    }
+    if (expected !== undefined && expected !== size) {
+      throw new TelegramCallError(response.status, 'file download incomplete');
     }
     return Buffer.concat(chunks);
   }

@@ -24,12 +24,12 @@ export const HTML_502 =
   '<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n';
 
 /**
- * Answers `body` (the JSON a good answer would carry) ended as `ending` says. A stalled answer
+ * Answers `body` (the JSON, or the file, a good answer would carry) ended as `ending` says. A stalled answer
  * stays open until the client hangs up (or `res` is destroyed by the fake's close).
  */
 export function endBody(
   res: ServerResponse,
-  body: string,
+  body: string | Buffer,
   ending: BodyEnding,
   contentType = 'application/json',
 ): void {
@@ -41,7 +41,7 @@ export function endBody(
     res.end(HTML_502);
     return;
   }
-  const bytes = Buffer.from(body);
+  const bytes = typeof body === 'string' ? Buffer.from(body) : body;
   if (ending === 'truncated-json') {
     const half = bytes.subarray(0, Math.floor(bytes.length / 2));
     res.writeHead(200, { 'content-type': contentType, 'content-length': half.length });

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type BodyEnding, endBody } from './body-endings.ts';
 import {
   assertNone,
   listen,
@@ -43,7 +44,12 @@ export interface BotCall {
 export type SendFault =
   | { kind: 'error'; status: number; description: string; retryAfter?: number }
   /** Reads the request, then never answers (a send cut short by a crash). */
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /**
+   * Answers 200 with the call's own answer (for getUpdates: the updates due) and ends it this
+   * way (test/support/body-endings.ts): the call is carried out, its answer does not arrive whole.
+   */
+  | { kind: 'ending'; ending: BodyEnding };
 
 export interface FakeTelegramServer {
   /** For TELEGRAM_API_BASE. */
@@ -65,7 +71,10 @@ export interface FakeTelegramServer {
   conflicts: number;
   /** The next sendMessage calls get these answers, one each. */
   failNext(...faults: SendFault[]): void;
-  /** The next calls of `method` get these answers, one each. */
+  /**
+   * The next calls of `method` get these answers, one each. `getUpdates` takes endings, and
+   * `download` (the file path, not a Bot API method) takes errors and endings.
+   */
   failMethod(method: string, ...faults: SendFault[]): void;
   /** The next `count` calls of any sending method get 429 with `retry_after`. */
   rateLimit(count: number, retryAfterSeconds: number): void;
@@ -290,6 +299,23 @@ export async function startFakeTelegramServer(
       ...(retryAfter ? { parameters: { retry_after: retryAfter } } : {}),
     });
   const ok = (res: ServerResponse, result: unknown) => sendJson(res, 200, { ok: true, result });
+  /** `res`, whose next JSON answer is ended as `ending` says (its status kept for `calls`). */
+  const endingAs = (res: ServerResponse, ending: BodyEnding): ServerResponse => {
+    const ended = Object.create(res) as ServerResponse;
+    let status = 200;
+    ended.writeHead = ((code: number) => {
+      status = code;
+      return ended;
+    }) as typeof res.writeHead;
+    ended.end = ((text: string) => {
+      if (status !== 200) {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(text);
+      } else endBody(res, text, ending);
+      return ended;
+    }) as typeof res.end;
+    return ended;
+  };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const request = await readRequest(req);
@@ -329,6 +355,10 @@ export async function startFakeTelegramServer(
     if (fault?.kind === 'hang') {
       hung.push(res);
       return;
+    }
+    if (fault?.kind === 'ending') {
+      hung.push(res);
+      return handler(body, endingAs(res, fault.ending));
     }
     if (fault) return fail(res, fault.status, fault.description, fault.retryAfter);
     if (SENDING.has(method) && rateLimited.count > 0) {
@@ -496,6 +526,16 @@ export async function startFakeTelegramServer(
       unexpected.push({ method: 'GET', path: '/file/…', reason: 'no such file or wrong token' });
       return fail(res, 404, 'Not Found');
     }
+    const fault = faults.get('download')?.shift();
+    if (fault?.kind === 'ending') {
+      hung.push(res);
+      return endBody(res, file.bytes, fault.ending, 'application/octet-stream');
+    }
+    if (fault?.kind === 'hang') {
+      hung.push(res);
+      return;
+    }
+    if (fault) return fail(res, fault.status, fault.description);
     res.writeHead(200, {
       'content-type': 'application/octet-stream',
       'content-length': file.bytes.length,
@@ -532,6 +572,11 @@ export async function startFakeTelegramServer(
       if (Array.isArray(body.allowed_updates)) allowedUpdates = body.allowed_updates as string[];
       // Updates of a kind not asked for are never handed out.
       const pending = () => updates.filter((u) => u.update_id >= offset && isAllowed(u));
+      const fault = faults.get('getUpdates')?.shift();
+      if (fault?.kind === 'ending') {
+        hung.push(res);
+        return endBody(res, JSON.stringify({ ok: true, result: pending() }), fault.ending);
+      }
       const timeout = (body.timeout as number | undefined) ?? 0;
       if (pending().length === 0 && timeout > 0) {
         await new Promise<void>((resolve) => {

@@ -1,0 +1,128 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { BodyEnding } from '../support/body-endings.ts';
+import { ENGINES } from '../support/engines.ts';
+import { reply } from '../support/fake-llm-server.ts';
+import { startTelegramStack, type TelegramStack } from '../support/telegram-stack.ts';
+
+/**
+ * The Bot API's 200 answers that do not arrive whole (test/support/body-endings.ts), on both
+ * engines (updates are claimed, documents stored, in the database):
+ * - a file download cut after the headers, half way or one byte short, a file shorter than
+ *   getFile said (its own length consistent), or an HTML 502: the document is not taken as
+ *   whole; the user is told, and sending it again works;
+ * - getUpdates cut, half JSON, an HTML 502 or stalled past its time limit: the update is not
+ *   lost, and is answered once.
+ * (A stalled download is ended after 2 min, a constant: not tested here.)
+ */
+describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine', (engine) => {
+  let stack: TelegramStack;
+  vi.setConfig({ testTimeout: 120_000 });
+
+  beforeAll(async () => {
+    stack = await startTelegramStack(engine, { TELEGRAM_POLL_TIMEOUT_SECONDS: '1' });
+  }, 200_000);
+  afterEach(() => {
+    stack.telegram.assertNoUnexpected();
+    stack.llm.assertNoUnexpected();
+  });
+  afterAll(async () => {
+    const code = await stack?.parley.stop();
+    expect(code).toBe(0);
+    await stack?.stop();
+  });
+
+  const DOWNLOAD_ENDINGS: BodyEnding[] = [
+    'cut-after-headers',
+    'cut-mid-body',
+    'cut-last-byte',
+    'truncated-json',
+    'html-502',
+  ];
+
+  it.each(DOWNLOAD_ENDINGS)(
+    'a document whose download is %s is not taken as whole, and can be sent again',
+    async (ending) => {
+      const chatId = 700 + DOWNLOAD_ENDINGS.indexOf(ending);
+      const key = await stack.link(`doc-${ending}`, chatId);
+      const text = [
+        'The first paragraph names the copper kettle by the window.',
+        'The last paragraph names the walnut ladder in the barn.',
+      ].join('\n\n');
+      const file = stack.telegram.addFile(Buffer.from(text), 'txt');
+      const say = async () => {
+        const from = stack.telegram.sentTo(String(chatId)).length;
+        stack.telegram.pushUpdateMessage(chatId, {
+          document: {
+            file_id: file.fileId,
+            file_unique_id: `u-${ending}`,
+            file_name: 'notes.txt',
+            mime_type: 'text/plain',
+            file_size: file.size,
+          },
+        });
+        await stack.telegram.waitFor(
+          () => stack.telegram.sentTo(String(chatId)).length > from,
+          60_000,
+        );
+        return stack.telegram.sentTo(String(chatId))[from]?.visible ?? '';
+      };
+      const documents = async () =>
+        (
+          (await (await stack.parley.fetch('/documents', { token: key })).json()) as {
+            documents: string[];
+          }
+        ).documents;
+
+      stack.telegram.failMethod('download', { kind: 'ending', ending });
+      const told = await say();
+      expect(told).not.toMatch(/is in your documents/);
+      expect(told).toMatch(/try again/);
+      expect(await documents()).not.toContain('notes.txt');
+
+      expect(await say()).toMatch(/^“notes\.txt” is in your documents/);
+      expect(await documents()).toContain('notes.txt');
+      await stack.parley.settled();
+      expect(stack.parley.output()).not.toContain('walnut');
+      expect(stack.parley.output()).not.toContain('Bad Gateway');
+    },
+  );
+
+  it('loses no update to getUpdates answers cut, half, a 502 page or stalled, and answers it once', async () => {
+    const chatId = 780;
+    await stack.link('polled', chatId);
+    const from = stack.telegram.sentTo(String(chatId)).length;
+    stack.llm.enqueue(reply.text('The kettle is copper.'));
+    for (const ending of [
+      'cut-after-headers',
+      'cut-mid-body',
+      'cut-last-byte',
+      'truncated-json',
+      'html-502',
+      'stall-mid-body',
+    ] as const) {
+      stack.telegram.failMethod('getUpdates', { kind: 'ending', ending });
+    }
+    // The poll under way may end with nothing: the message is pushed once the first broken
+    // answer was read, so the next ones carry it.
+    const logged = stack.parley.logs.length;
+    const pausedSince = () =>
+      stack.parley.logs.slice(logged).filter((line) => line.msg === 'Telegram polling paused');
+    await stack.telegram.waitFor(() => pausedSince().length > 0, 30_000);
+    const started = Date.now();
+    stack.telegram.pushMessage(chatId, 'what is the kettle made of?');
+    const answer = await stack.answerAfter(chatId, from, 90_000);
+    // Four pauses of 5 s after an error, and one stall ended at the poll's wait + 15 s.
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(answer.map((m) => m.visible).join('')).toContain('The kettle is copper.');
+    await stack.parley.settled();
+    const sent = stack.telegram.sentTo(String(chatId)).slice(from);
+    expect(sent.filter((m) => m.visible.includes('kettle is copper'))).toHaveLength(1);
+    expect(
+      stack.llm.chats.filter((c) => JSON.stringify(c.body).includes('kettle made')),
+    ).toHaveLength(1);
+    expect(pausedSince().length).toBe(6);
+    for (const line of pausedSince()) expect(line.status).toBeUndefined();
+    expect(stack.parley.output()).not.toContain('Bad Gateway');
+    expect(stack.parley.output()).not.toContain(stack.telegram.token);
+  });
+});
