@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BODY_ENDINGS } from '../support/body-endings.ts';
 import { readChat } from '../support/chat-stream.ts';
 import {
   type FakeLangSmithServer,
@@ -176,4 +177,33 @@ describe('tracing and feedback with LangSmith configured', () => {
       ['feedback_forward', 1, 'http_503'],
     ]);
   });
+
+  // A 200 whose body is cut, half, stalled past the client's 10 s, or a proxy's HTML 502:
+  // LangSmith ends holding the feedback once (a create whose answer was lost and is sent
+  // again meets its own id: 409, then an update), and the log has no body.
+  it.each(BODY_ENDINGS)(
+    'delivers feedback once when LangSmith’s answer is %s',
+    { timeout: 60_000 },
+    async (ending) => {
+      llm.enqueue(reply.text(`rate me (${ending})`));
+      const stream = await chat(`hello ${ending}`, `ending-${ending}`);
+      langsmith.endNextFeedback(ending);
+      const response = await sendFeedback({ run_id: stream.runId, score: 0 });
+      expect(response.status).toBe(200);
+      const { feedback_id } = (await response.json()) as { feedback_id: string };
+      const received = await langsmith.waitForFeedback((item) => item.id === feedback_id, 40_000);
+      expect(received).toMatchObject({ run_id: stream.runId, key: 'user_score', score: 0 });
+      if (ending.startsWith('cut-') || ending === 'stall-mid-body') {
+        // The answer never came whole: the create is sent again, meets its id, and updates.
+        const deadline = Date.now() + 30_000;
+        while (!langsmith.feedbackUpdates.some((update) => update.id === feedback_id)) {
+          expect(Date.now()).toBeLessThan(deadline);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      await parley.settled();
+      expect(langsmith.feedback.filter((item) => item.id === feedback_id)).toHaveLength(1);
+      expect(parley.output()).not.toContain('Bad Gateway');
+    },
+  );
 });

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type BodyEnding, endBody } from './body-endings.ts';
 import {
   assertNone,
   listen,
@@ -78,6 +79,11 @@ export interface FakeLangSmithServer {
   duplicateCreates: number;
   /** The next `count` requests to `target` answer `status` (the client retries 5xx and 429). */
   failNext(target: FailureTarget, count?: number, status?: number): void;
+  /**
+   * Ends the next POST /feedback's answer this way (test/support/body-endings.ts): the
+   * feedback is stored and its 200 answer does not arrive whole; an HTML 502 stores nothing.
+   */
+  endNextFeedback(ending: BodyEnding): void;
   /** The next request to `target` is answered only after `ms` (a slow send still under way). */
   slowNext(target: FailureTarget, ms: number): void;
   /**
@@ -118,6 +124,8 @@ export async function startFakeLangSmithServer(
   let duplicateCreates = 0;
   const failures: Array<{ target: FailureTarget; status: number }> = [];
   const delays: Array<{ target: FailureTarget; ms: number }> = [];
+  const feedbackEndings: BodyEnding[] = [];
+  const stalled: ServerResponse[] = [];
   const holds: Array<{ target: FailureTarget; arrived: (body: unknown) => void }> = [];
 
   // LangSmith's API is FastAPI: errors are `{ "detail": ... }`.
@@ -151,6 +159,9 @@ export async function startFakeLangSmithServer(
       case 'GET /info':
         return sendJson(res, 200, info);
       case 'POST /feedback': {
+        const ending = feedbackEndings.shift();
+        if (ending) stalled.push(res);
+        if (ending === 'html-502') return endBody(res, '', ending);
         const id = (request.body as { id?: unknown } | undefined)?.id;
         if (typeof id === 'string' && feedback.some((f) => f.id === id)) {
           // The client sends our own id; a second create of it is refused, not a second record.
@@ -159,10 +170,9 @@ export async function startFakeLangSmithServer(
         }
         recordFeedback(request.body, '/feedback', problems);
         if (problems.length > 0) return refuse(res, request, 422, problems.join('; '));
-        return sendJson(res, 200, {
-          ...(request.body as object),
-          created_at: new Date().toISOString(),
-        });
+        const created = { ...(request.body as object), created_at: new Date().toISOString() };
+        if (ending) return endBody(res, JSON.stringify(created), ending);
+        return sendJson(res, 200, created);
       }
       case 'PATCH /feedback/:id':
         return updateFeedback(request, res);
@@ -301,6 +311,9 @@ export async function startFakeLangSmithServer(
     failNext: (target, count = 1, status = 503) => {
       for (let i = 0; i < count; i++) failures.push({ target, status });
     },
+    endNextFeedback: (ending) => {
+      feedbackEndings.push(ending);
+    },
     holdNext: (target) =>
       new Promise((arrived) => {
         holds.push({ target, arrived });
@@ -308,7 +321,10 @@ export async function startFakeLangSmithServer(
     waitForRun: (match, timeoutMs) => until(() => [...runs.values()].find(match), 'run', timeoutMs),
     waitForFeedback: (match, timeoutMs) => until(() => feedback.find(match), 'feedback', timeoutMs),
     assertNoUnexpected: () => assertNone('fake LangSmith server', unexpected),
-    close: server.close,
+    close: () => {
+      for (const res of stalled) res.destroy();
+      return server.close();
+    },
   };
 }
 
