@@ -35,6 +35,7 @@ export class TelegramApi {
     const client = { apiRoot, fetch: nodeFetch as never };
     this.reliable = new Api(options.token, { ...client, timeoutSeconds: 30 });
     this.reliable.config.use(this.gate.waiting);
+    this.reliable.config.use(sentDespiteAnswer);
     // Each retry passes through the gate again. A pause longer than five minutes is not
     // waited for: the caller is told.
     this.reliable.config.use(autoRetry({ maxRetryAttempts: 20, maxDelaySeconds: 300 }));
@@ -86,6 +87,35 @@ export class TelegramApi {
   }
 }
 
+/**
+ * A Bot API answer that came with status 200 (Telegram carried the call out) and whose body
+ * could not be read whole: cut, stalled past the call's time limit, or not JSON.
+ */
+class AnswerUnread extends Error {
+  override readonly name = 'AnswerUnread';
+}
+
+/**
+ * A sendMessage that Telegram answered 200 but whose answer did not arrive whole was sent:
+ * grammY calls that an HttpError, and auto-retry sent it again, so the user saw the answer
+ * twice. It counts as sent (no caller reads what sendMessage returns). Inside auto-retry, so a
+ * send that never got its 200 (refused, reset, a proxy's 502) is still retried.
+ */
+const sentDespiteAnswer: Transformer = async (prev, method, payload, signal) => {
+  try {
+    return await prev(method, payload, signal);
+  } catch (error) {
+    if (
+      method === 'sendMessage' &&
+      error instanceof HttpError &&
+      error.error instanceof AnswerUnread
+    ) {
+      return { ok: true, result: undefined as never };
+    }
+    throw error;
+  }
+};
+
 /** grammY's Node build types signals with the `abort-controller` package; Node's are the same. */
 export type GrammySignal = Parameters<Api['sendMessage']>[3];
 export const grammySignal = (signal: AbortSignal): GrammySignal =>
@@ -96,13 +126,29 @@ export const grammySignal = (signal: AbortSignal): GrammySignal =>
  * fetch a signal of the `abort-controller` package, which Node's fetch refuses, and options
  * for node-fetch (`agent`, `compress`); both are translated here.
  */
-function nodeFetch(url: string, init: RequestInit & { agent?: unknown; compress?: unknown }) {
+async function nodeFetch(url: string, init: RequestInit & { agent?: unknown; compress?: unknown }) {
   const { agent: _agent, compress: _compress, signal, ...rest } = init;
-  if (!signal) return fetch(url, rest);
-  const native = new AbortController();
-  if (signal.aborted) native.abort();
-  else signal.addEventListener('abort', () => native.abort(), { once: true });
-  return fetch(url, { ...rest, signal: native.signal });
+  let native: AbortSignal | undefined;
+  if (signal) {
+    const controller = new AbortController();
+    if (signal.aborted) controller.abort();
+    else signal.addEventListener('abort', () => controller.abort(), { once: true });
+    native = controller.signal;
+  }
+  const response = await fetch(url, native ? { ...rest, signal: native } : rest);
+  if (response.status === 200) {
+    // grammY reads only json(): a 200 whose body does not arrive whole is told apart.
+    const json = response.json.bind(response);
+    Object.defineProperty(response, 'json', {
+      value: () =>
+        json().catch((error: unknown) => {
+          throw new AnswerUnread('Telegram answered 200, its answer did not arrive whole', {
+            cause: error,
+          });
+        }),
+    });
+  }
+  return response;
 }
 
 /** A file download that failed; `status` is the HTTP status. */

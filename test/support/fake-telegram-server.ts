@@ -358,6 +358,8 @@ export async function startFakeTelegramServer(
     }
     if (fault?.kind === 'ending') {
       hung.push(res);
+      // A proxy's 502: the call never reached Telegram.
+      if (fault.ending === 'html-502') return endBody(res, '', fault.ending);
       return handler(body, endingAs(res, fault.ending));
     }
     if (fault) return fail(res, fault.status, fault.description, fault.retryAfter);

@@ -11,7 +11,9 @@ import { startTelegramStack, type TelegramStack } from '../support/telegram-stac
  *   getFile said (its own length consistent), or an HTML 502: the document is not taken as
  *   whole; the user is told, and sending it again works;
  * - getUpdates cut, half JSON, an HTML 502 or stalled past its time limit: the update is not
- *   lost, and is answered once.
+ *   lost, and is answered once;
+ * - the final answer's sendMessage answered 200 and cut or half (Telegram showed it): shown
+ *   once, not sent again; a proxy's 502 (it never reached Telegram): sent again, shown once.
  * (A stalled download is ended after 2 min, a constant: not tested here.)
  */
 describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine', (engine) => {
@@ -84,6 +86,27 @@ describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine
       await stack.parley.settled();
       expect(stack.parley.output()).not.toContain('walnut');
       expect(stack.parley.output()).not.toContain('Bad Gateway');
+    },
+  );
+
+  it.each(['cut-mid-body', 'truncated-json', 'html-502'] as const)(
+    'shows an answer once when sendMessage’s answer is %s',
+    async (ending) => {
+      const chatId = 790 + ['cut-mid-body', 'truncated-json', 'html-502'].indexOf(ending);
+      await stack.link(`send-${ending}`, chatId);
+      const from = stack.telegram.sentTo(String(chatId)).length;
+      stack.llm.enqueue(reply.text(`The ${ending} answer is here.`));
+      stack.telegram.failMethod('sendMessage', { kind: 'ending', ending });
+      stack.telegram.pushMessage(chatId, 'say it');
+      await stack.answerAfter(chatId, from, 60_000);
+      await stack.parley.settled();
+      // A send taken as failed was sent again after auto-retry's first pause (3 s): wait past it.
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      const shown = stack.telegram
+        .sentTo(String(chatId))
+        .slice(from)
+        .filter((m) => m.visible.includes(`The ${ending} answer is here.`));
+      expect(shown).toHaveLength(1);
     },
   );
 
