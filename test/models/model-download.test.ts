@@ -187,6 +187,38 @@ describe('ensureModel', () => {
     expect((await readdir(dir)).sort()).toEqual(['tiny.gguf', 'tiny.gguf.verified']);
   });
 
+  it.each([1, 4096])(
+    'never takes as whole a file its host serves %i bytes short, its length said consistently',
+    async (shortBy) => {
+      const { logger } = captureLogger();
+      const dir = await tempDir();
+      const host = await server(model, { ending: 'short', shortBy });
+      const error = await ensureModel({ uri: host.url, dir, logger }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ModelUnavailableError);
+      expect((error as Error).message).toMatch(/unusable/);
+      expect(await readdir(dir)).not.toContain('tiny.gguf.verified');
+      expect(await readdir(dir)).not.toContain('tiny.gguf');
+    },
+  );
+
+  it('fails with a typed error, keeping nothing, when its host answers an HTML 502 page', async () => {
+    const { logger, lines } = captureLogger();
+    const dir = await tempDir();
+    const host = await server(model, { ending: 'html-502' });
+    const started = Date.now();
+    const error = await ensureModel({
+      uri: host.url,
+      dir,
+      logger,
+      connectTimeoutMs: 2_000,
+      stallTimeoutMs: 1_000,
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ModelUnavailableError);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await readdir(dir)).not.toContain('tiny.gguf.verified');
+    expect(JSON.stringify(lines)).not.toContain('Bad Gateway');
+  });
+
   it('rejects and deletes a download that is not a GGUF model', async () => {
     const host = await server(new TextEncoder().encode('<html>not a model</html>'));
     const { logger } = captureLogger();

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HTML_502 } from './body-endings.ts';
 import { listen } from './fake-http.ts';
 
 // Serves one file over HTTP the way a model host does: HEAD, GET, and byte
@@ -22,6 +23,13 @@ export type FakeFileOptions = {
   fault?: 'drop' | 'stall';
   /** Every ranged GET that reaches `faultAt` faults, not only the first: never completes. */
   faultEvery?: boolean;
+  /**
+   * `short`: the file is served as if it ended `shortBy` bytes early, its length said
+   * consistently (HEAD, content-length, content-range), as a mirror holding a cut copy does;
+   * `html-502`: every GET is answered by a proxy's HTML 502 page (HEAD still 200).
+   */
+  ending?: 'short' | 'html-502';
+  shortBy?: number;
 };
 
 function parseRange(header: string | undefined, size: number): [number, number] | undefined {
@@ -39,6 +47,8 @@ export async function serveFile(
   const path = options.path ?? '/models/tiny.gguf';
   const requests: FileRequest[] = [];
   const crashes: unknown[] = [];
+  const whole = bytes;
+  if (options.ending === 'short') bytes = whole.subarray(0, whole.length - (options.shortBy ?? 1));
   let faulted = false;
 
   const handler = async (req: IncomingMessage, res: ServerResponse) => {
@@ -51,6 +61,11 @@ export async function serveFile(
     const headers = { 'accept-ranges': 'bytes', 'content-type': 'application/octet-stream' };
     if (req.method === 'HEAD') {
       res.writeHead(200, { ...headers, 'content-length': bytes.length }).end();
+      return;
+    }
+    if (options.ending === 'html-502') {
+      res.writeHead(502, { 'content-type': 'text/html', 'content-length': HTML_502.length });
+      res.end(HTML_502);
       return;
     }
     const parsed = parseRange(range, bytes.length);
