@@ -4,6 +4,7 @@ import { engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
 import { file, ingest } from '../support/ingest-client.ts';
+import { searchThroughChat } from '../support/search-through-chat.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -72,6 +73,25 @@ describe.each(ENGINES)(
         expect(output).not.toContain('heron');
         expect(output).not.toContain('Bad Gateway');
         expect(output).not.toContain('"embedding"');
+      },
+      30_000,
+    );
+
+    it.each(['cut-mid-body', 'truncated-json', 'stall-mid-body', 'html-502'] as const)(
+      'a query whose embedding answer is %s is searched by its words, within the time limit',
+      async (ending) => {
+        await parley.settled();
+        llm.endEmbeddings(ending);
+        const from = parley.logs.length;
+        const started = Date.now();
+        const output = await searchThroughChat(parley, llm, 'heron estuary');
+        expect(Date.now() - started).toBeLessThan(TIMEOUT_MS + 5_000);
+        expect(output.retrieval).toBe('lexical');
+        expect(output.hits[0]?.text).toContain('heron');
+        const warned = await logAfter(from, 'query embedding failed; searching lexically');
+        expect(warned.cause).toBeDefined();
+        await parley.settled();
+        expect(parley.output()).not.toContain('Bad Gateway');
       },
       30_000,
     );
