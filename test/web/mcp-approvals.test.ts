@@ -138,6 +138,115 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     expect(String(toolResult('img2'))).toContain('[image image/png');
   });
 
+  /** The card of a tool call asked about, once shown. */
+  const asked = async (tool: string) => {
+    const card = page.getByRole('region', {
+      name: `Run the tool ${tool} of everything with these arguments?`,
+    });
+    await card.last().waitFor({ timeout: 30_000 });
+    return card.last();
+  };
+  /** Asks, and resolves with the card of the tool call that this question asked about. */
+  const askAbout = async (text: string, tool: string) => {
+    const before = await page.locator('.approval').count();
+    await ask(text);
+    await expect
+      .poll(() => page.locator('.approval').count(), { timeout: 30_000 })
+      .toBe(before + 1);
+    return asked(tool);
+  };
+  const DECISIONS = /\/users\/alice\/approvals\//;
+
+  it('says a decision that could not be sent, keeps the buttons, and sends it again', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ id: 'sum-lost', name: 'everything__get-sum', args: { a: 1, b: 2 } }]),
+      reply.text('It is three.'),
+    );
+    const card = await askAbout('What is 1 + 2?', 'get-sum');
+    // The connection drops as the decision is sent.
+    await page.route(DECISIONS, (route) => route.abort('internetdisconnected'), { times: 1 });
+    await card.getByRole('button', { name: 'Approve' }).click();
+    const alert = card.getByRole('alert');
+    await expect
+      .poll(() => alert.textContent(), { timeout: 10_000 })
+      .toContain('Your decision was not sent: the server could not be reached.');
+    expect(await card.getByRole('button', { name: 'Approve' }).isEnabled()).toBe(true);
+    expect(toolResult('sum-lost')).toBeUndefined();
+    // The server is out of service the next time.
+    await page.route(DECISIONS, (route) => route.fulfill({ status: 503 }), { times: 1 });
+    await card.getByRole('button', { name: 'Deny' }).click();
+    await expect
+      .poll(() => alert.textContent(), { timeout: 10_000 })
+      .toContain('Your decision was not sent: HTTP 503');
+    expect(await card.getByRole('button', { name: 'Deny' }).isEnabled()).toBe(true);
+    // Pressed again, it is taken: the alert goes.
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await answered('It is three.');
+    await expect.poll(() => card.getByRole('status').textContent()).toBe('Approved.');
+    expect(await card.getByRole('alert').count()).toBe(0);
+    expect(toolResult('sum-lost')).toBe('The sum of 1 and 2 is 3.');
+  });
+
+  it('"Try again" sends the same decision again', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ id: 'echo-retry', name: 'everything__echo', args: { message: 'x' } }]),
+      reply.text('Not echoed again.'),
+    );
+    const card = await askAbout('Echo x', 'echo');
+    await page.route(DECISIONS, (route) => route.fulfill({ status: 503 }), { times: 1 });
+    await card.getByRole('button', { name: 'Deny' }).click();
+    await card.getByRole('alert').waitFor({ timeout: 10_000 });
+    await card.getByRole('button', { name: 'Try again' }).click();
+    await answered('Not echoed again.');
+    expect(await card.getByRole('status').textContent()).toBe('Denied: the tool was not run.');
+    expect(toolResult('echo-retry')).toBe('Not run: the user denied this call.');
+  });
+
+  it('says that a decision came too late, in words', async () => {
+    llm.enqueue(
+      // Only the call: the answer is stopped before the model would be asked again.
+      reply.toolCalls([{ id: 'sum-late', name: 'everything__get-sum', args: { a: 2, b: 2 } }]),
+    );
+    const card = await askAbout('What is 2 + 2?', 'get-sum');
+    // The answer is stopped while the question waits: no one waits for the decision any more.
+    await page.getByRole('button', { name: 'Stop' }).click();
+    await page.getByText('Stopped: the answer is incomplete.').last().waitFor({ timeout: 30_000 });
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await expect
+      .poll(() => card.getByRole('status').textContent(), { timeout: 10_000 })
+      .toBe('Not answered in time: the tool was not run.');
+    expect(toolResult('sum-late')).toBeUndefined();
+  });
+
+  it('says that a tool call no longer waits when the server does not know it', async () => {
+    llm.enqueue(
+      reply.toolCalls([{ id: 'sum-gone', name: 'everything__get-sum', args: { a: 3, b: 3 } }]),
+      reply.text('It is six.'),
+    );
+    const card = await askAbout('What is 3 + 3?', 'get-sum');
+    // The decision reaches the real server about a tool call it does not know (404).
+    await page.route(
+      DECISIONS,
+      (route) =>
+        route.continue({
+          url: route
+            .request()
+            .url()
+            .replace(/approvals\/[^/]+$/, 'approvals/00000000-0000-4000-8000-000000000000'),
+        }),
+      { times: 1 },
+    );
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await expect
+      .poll(() => card.getByRole('alert').textContent(), { timeout: 10_000 })
+      .toContain(
+        'Your decision was not sent: this tool call no longer waits for a decision (its answer is gone).',
+      );
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await answered('It is six.');
+    expect(toolResult('sum-gone')).toBe('The sum of 3 and 3 is 6.');
+  });
+
   it("switches a server off and on, and stores the user's token without showing it again", async () => {
     // What the page saves reaches the server after its request, delayed by up to a few seconds
     // on a slow network (PARLEY_TEST_WEB_LATENCY_MS): more than expect.poll's one second.

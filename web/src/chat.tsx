@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import {
   ApiError,
+  type ApprovalDecision,
   api,
   chatStream,
   enc,
@@ -488,12 +489,24 @@ export function ChatPage(props: {
   const rated = useCallback((key: string, feedback: Feedback) => update(key, { feedback }), []);
   const userRef = useRef(props.user);
   userRef.current = props.user;
-  /** The user's decision on a tool call; the stream then says it was decided. */
+  /**
+   * The user's decision on a tool call; resolves with the decision in force (an earlier one,
+   * or `expired` when the answer stopped waiting: its stream may be over and never say so).
+   * A decision that could not be sent rejects, said in words: it was swallowed, the card
+   * showed nothing and the answer waited for a decision that never came.
+   */
   const decide = useCallback(async (approval: ToolApproval, decision: string) => {
-    await api(`/users/${enc(userRef.current)}/approvals/${enc(approval.id)}`, {
-      method: 'POST',
-      body: { decision },
-    }).catch(() => undefined);
+    try {
+      const body = await api<{ decision: ApprovalDecision }>(
+        `/users/${enc(userRef.current)}/approvals/${enc(approval.id)}`,
+        { method: 'POST', body: { decision } },
+      );
+      return body.decision;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) throw new Error(t.approvalGone);
+      if (!(error instanceof ApiError)) throw new Error(t.serverUnreachable);
+      throw error;
+    }
   }, []);
   const busyRef = useRef(busy);
   busyRef.current = busy;

@@ -215,6 +215,9 @@ const en = {
     deny: 'Denied: the tool was not run.',
     expired: 'Not answered in time: the tool was not run.',
   },
+  approvalNotSent: 'Your decision was not sent',
+  approvalGone: 'this tool call no longer waits for a decision (its answer is gone).',
+  serverUnreachable: 'the server could not be reached.',
 };
 
 type Strings = typeof en;
@@ -411,6 +414,9 @@ const ko: Strings = {
     deny: '거부했습니다: 도구를 실행하지 않았습니다.',
     expired: '제때 답하지 않아 도구를 실행하지 않았습니다.',
   },
+  approvalNotSent: '결정을 보내지 못했습니다',
+  approvalGone: '이 도구 호출은 더 이상 결정을 기다리지 않습니다(답변이 사라졌습니다).',
+  serverUnreachable: '서버에 연결할 수 없습니다.',
 };
 
 export const lang = (navigator.languages?.[0] ?? navigator.language ?? 'en')

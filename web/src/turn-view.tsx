@@ -5,6 +5,7 @@ import { type ApprovalDecision, api, type ToolApproval } from './api.ts';
 import type { Version } from './conversations-api.ts';
 import { t } from './i18n.ts';
 import type { LiveText } from './live-text.ts';
+import { LoadFailed } from './load.tsx';
 import { answerRenderer, splitThinking } from './markdown.ts';
 import { memo } from './memo.ts';
 import type { Block } from './streaming-markdown.ts';
@@ -45,7 +46,10 @@ interface TurnProps {
   onEdit: (turn: Turn, question: string) => boolean;
   onRegenerate: (turn: Turn) => void;
   onVersion: (runId: string) => void;
-  onDecide: (approval: ToolApproval, decision: 'approve' | 'deny' | 'always') => void;
+  onDecide: (
+    approval: ToolApproval,
+    decision: 'approve' | 'deny' | 'always',
+  ) => Promise<ApprovalDecision>;
 }
 
 /**
@@ -291,16 +295,32 @@ function ApprovalCard(props: {
 }) {
   const { approval } = props;
   const [sent, setSent] = useState(false);
+  /** What the server answered to the press: the stream of an answer already over never says. */
+  const [answered, setAnswered] = useState<ApprovalDecision | undefined>();
+  const [failure, setFailure] = useState<{ message: string; retry: () => unknown }>();
   const decide = (decision: 'approve' | 'deny' | 'always') => {
     setSent(true);
-    props.onDecide(approval, decision);
+    setFailure(undefined);
+    props.onDecide(approval, decision).then(setAnswered, (error: Error) => {
+      // Not taken: the buttons come back, and "Try again" sends the same decision again.
+      setSent(false);
+      setFailure({ message: error.message, retry: () => decide(decision) });
+    });
   };
+  const decided = approval.decision ?? answered;
   const label = t.approvalQuestion(approval.tool, approval.server);
   return (
     <section class="approval" aria-label={label}>
       <p>{label}</p>
       <pre>{JSON.stringify(approval.arguments, null, 2)}</pre>
-      {approval.decision === undefined ? (
+      {decided === undefined && (
+        <LoadFailed
+          what={t.approvalNotSent}
+          error={failure?.message}
+          onRetry={() => failure?.retry()}
+        />
+      )}
+      {decided === undefined ? (
         <div class="approval-actions">
           <button type="button" disabled={sent} onClick={() => decide('approve')}>
             {t.approve}
@@ -314,7 +334,7 @@ function ApprovalCard(props: {
         </div>
       ) : (
         <p class="muted" role="status">
-          {t.approvalDecided[approval.decision]}
+          {t.approvalDecided[decided]}
         </p>
       )}
     </section>
