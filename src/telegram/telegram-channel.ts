@@ -194,22 +194,26 @@ export class TelegramChannel {
 
   async #button(query: CallbackQuery, log: Logger): Promise<void> {
     const chatId = query.message?.chat.id;
-    const userId =
-      chatId === undefined ? undefined : await this.#deps.store.userOfChat(String(chatId));
     const language = languageOf(query.from.language_code);
     const answer = (text: string) =>
       this.#deps.telegram.reliable
         .answerCallbackQuery(query.id, { text })
         .catch((error: unknown) => log.warn({ err: error }, 'button press not acknowledged'));
-    if (!userId || chatId === undefined || query.from.id !== chatId) {
-      return void (await answer(textsFor(language).feedbackGone));
-    }
     // A press whose work fails is still answered, so its button stops spinning.
     const answeredOnFailure = <T>(work: Promise<T>) =>
       work.catch(async (error: unknown) => {
         await answer(textsFor(language).busy);
         throw error;
       });
+    // Finding the chat's user is such work too: when the database failed it, the press was
+    // never answered and its button spun until Telegram gave up.
+    const userId =
+      chatId === undefined
+        ? undefined
+        : await answeredOnFailure(this.#deps.store.userOfChat(String(chatId)));
+    if (!userId || chatId === undefined || query.from.id !== chatId) {
+      return void (await answer(textsFor(language).feedbackGone));
+    }
     const data = query.data ?? '';
     if (data.startsWith('c:')) {
       const conversations = this.#deps.conversations;

@@ -1,8 +1,10 @@
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import type { SentMessage } from '../support/fake-telegram-server.ts';
+import { lockTable } from '../support/table-lock.ts';
 import { startTelegramStack, type TelegramStack } from '../support/telegram-stack.ts';
 
 const EVERYTHING = fileURLToPath(
@@ -141,5 +143,121 @@ describe.each(ENGINES)('MCP approvals on Telegram, on the %s engine', (engine) =
     expect(await press(question, 'Deny')).toBe('Denied: the tool is not run.');
     await stack.telegram.waitFor(() => toolResult('tg-echo') !== undefined, 30_000);
     expect(toolResult('tg-echo')).toBe('Not run: the user denied this call.');
+  });
+
+  it('answers a press for a question it does not know, in words', async () => {
+    const question = { messageId: 1 } as SentMessage;
+    const gone = [{ text: 'Approve', callback_data: 'a:00000000-0000-4000-8000-000000000000:y' }];
+    expect(await press(question, 'Approve', gone)).toBe('This question is no longer open.');
+  });
+});
+
+/**
+ * A press whose decision cannot be stored (the database failed the query) is answered with a
+ * short text, so its button stops spinning, and the question keeps its buttons to press again.
+ * Only a PostgreSQL server lets a test fail one query from outside: a table is held, and the
+ * query waiting for it is ended (pg_terminate_backend).
+ */
+describe('an approval press that cannot be stored, on the server engine', () => {
+  let stack: TelegramStack;
+  const chatId = 612;
+
+  beforeAll(async () => {
+    stack = await startTelegramStack('server');
+    await stack.link('mina', chatId);
+    const created = await stack.parley.fetch('/admin/mcp-servers', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        transport: 'stdio',
+        name: 'everything',
+        command: process.execPath,
+        args: [EVERYTHING, 'stdio'],
+      }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    await stack.parley.fetch(`/admin/mcp-servers/${id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ enabled: true }),
+    });
+  }, 180_000);
+  afterAll(() => stack?.stop());
+
+  /** Ends the query that waits for `table` (held by the test), as a database failure would. */
+  const failWaiting = async (table: string) => {
+    const admin = new pg.Client({ connectionString: stack.env.DATABASE_URL as string });
+    await admin.connect();
+    try {
+      await expect
+        .poll(
+          async () =>
+            (
+              await admin.query(
+                `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+                  WHERE datname = current_database() AND wait_event_type = 'Lock'
+                    AND query ILIKE $1`,
+                [`%${table}%`],
+              )
+            ).rows[0].n,
+          { timeout: 10_000 },
+        )
+        .toBeGreaterThan(0);
+    } finally {
+      await admin.end();
+    }
+  };
+  const pressWhileFailing = async (
+    question: SentMessage,
+    label: string,
+    table: string,
+    matching = table,
+  ) => {
+    const release = await lockTable(stack.env.DATABASE_URL as string, table);
+    try {
+      const data = keyboardOf(question).find((b) => b.text === label)?.callback_data ?? '';
+      const before = stack.telegram.callbackAnswers.length;
+      stack.telegram.pushCallback(chatId, question.messageId, data);
+      await failWaiting(matching);
+      await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > before, 10_000);
+      return stack.telegram.callbackAnswers.at(-1)?.text;
+    } finally {
+      await release();
+    }
+  };
+
+  it.each([
+    ['finding whose chat it is', 'telegram_chats', 'telegram_chats'],
+    ['storing the decision', 'tool_approvals', 'update "tool_approvals"'],
+  ])('answers the press when %s fails, and takes it again', async (_what, table, matching) => {
+    stack.llm.enqueue(
+      reply.toolCalls([{ id: `busy-${table}`, name: 'everything__get-sum', args: { a: 1, b: 1 } }]),
+      reply.text('Two.'),
+    );
+    const from = stack.telegram.sentTo(String(chatId)).length;
+    stack.telegram.pushMessage(chatId, '1 + 1?');
+    await stack.telegram.waitFor(
+      () => stack.sentSince(chatId, from).some((m) => keyboardOf(m).length > 0),
+      60_000,
+    );
+    const question = stack.sentSince(chatId, from).find((m) => keyboardOf(m).length > 0);
+    if (!question) throw new Error('no question');
+    expect(await pressWhileFailing(question, 'Approve', table, matching)).toBe(
+      'Something went wrong on our side; please try again in a moment.',
+    );
+    // Not decided: the buttons stay, and a press now is taken.
+    expect(keyboardOf(question).map((b) => b.text)).toEqual(['Approve', 'Deny', 'Always allow']);
+    const data = keyboardOf(question).find((b) => b.text === 'Approve')?.callback_data ?? '';
+    const before = stack.telegram.callbackAnswers.length;
+    stack.telegram.pushCallback(chatId, question.messageId, data);
+    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.length > before);
+    expect(stack.telegram.callbackAnswers.at(-1)?.text).toBe('Approved.');
+    await stack.telegram.waitFor(
+      () =>
+        stack
+          .sentSince(chatId, from)
+          .some((m) => m.visible.includes('Two.') || m.edits.some((e) => e.includes('Two.'))),
+      60_000,
+    );
   });
 });
