@@ -25,6 +25,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
   let parley: RunningParley;
   let browser: Browser;
   let page: Page;
+  let aliceKey: string;
 
   const admin = (method: string, path: string, body?: unknown) =>
     parley.fetch(path, {
@@ -41,6 +42,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     const { key } = (await (await admin('POST', '/admin/users', { user_id: 'alice' })).json()) as {
       key: string;
     };
+    aliceKey = key;
     const server = (await (
       await admin('POST', '/admin/mcp-servers', {
         transport: 'stdio',
@@ -245,6 +247,39 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     await card.getByRole('button', { name: 'Approve' }).click();
     await answered('It is six.');
     expect(toolResult('sum-gone')).toBe('The sum of 3 and 3 is 6.');
+  });
+
+  it('says so in Korean to a Korean browser', async () => {
+    const context = await browser.newContext({ locale: 'ko-KR' });
+    try {
+      const korean = await context.newPage();
+      await korean.goto(parley.url);
+      await korean.getByLabel('API 키').fill(aliceKey);
+      await korean.getByRole('button', { name: '로그인' }).click();
+      llm.enqueue(
+        reply.toolCalls([{ id: 'sum-ko', name: 'everything__get-sum', args: { a: 5, b: 5 } }]),
+        reply.text('십입니다.'),
+      );
+      const box = korean.getByRole('textbox', { name: '메시지' });
+      await box.fill('5 + 5?');
+      await box.press('Enter');
+      const card = korean.getByRole('region', {
+        name: 'everything의 도구 get-sum을(를) 이 인자로 실행할까요?',
+      });
+      await card.waitFor({ timeout: 30_000 });
+      await korean.route(DECISIONS, (route) => route.abort('internetdisconnected'), { times: 1 });
+      await card.getByRole('button', { name: '승인' }).click();
+      await expect
+        .poll(() => card.getByRole('alert').textContent(), { timeout: 10_000 })
+        .toContain('결정을 보내지 못했습니다: 서버에 연결할 수 없습니다.');
+      await card.getByRole('button', { name: '다시 시도' }).click();
+      await expect
+        .poll(() => card.getByRole('status').textContent(), { timeout: 30_000 })
+        .toBe('승인했습니다.');
+      await korean.getByText('십입니다.').waitFor({ timeout: 30_000 });
+    } finally {
+      await context.close();
+    }
   });
 
   it("switches a server off and on, and stores the user's token without showing it again", async () => {
