@@ -62,7 +62,10 @@ describe.each(ENGINES)('MCP approvals on Telegram, on the %s engine', (engine) =
         stack.sentSince(chatId, from).some((m) => keyboardOf(m).some((b) => b.text === 'Approve')),
       60_000,
     );
-    const question = stack.sentSince(chatId, from).find((m) => keyboardOf(m).length > 0);
+    // The question, not an earlier answer's rating buttons sent meanwhile.
+    const question = stack
+      .sentSince(chatId, from)
+      .find((m) => keyboardOf(m).some((b) => b.text === 'Approve'));
     return { question: question as SentMessage, from };
   };
   const press = async (message: SentMessage, label: string, buttons = keyboardOf(message)) => {
@@ -145,6 +148,34 @@ describe.each(ENGINES)('MCP approvals on Telegram, on the %s engine', (engine) =
     expect(toolResult('tg-echo')).toBe('Not run: the user denied this call.');
   });
 
+  it('answers a press that comes after the answer stopped waiting, in words', async () => {
+    // Only the call: the answer is stopped before the model would be asked again.
+    stack.llm.enqueue(
+      reply.toolCalls([{ id: 'tg-late', name: 'everything__get-sum', args: { a: 8, b: 8 } }]),
+    );
+    const { question } = await askedAbout('8 + 8?');
+    const get = async <T>(path: string) => (await (await stack.parley.fetch(path)).json()) as T;
+    const running = async () => {
+      const { conversations } = await get<{ conversations: { id: string }[] }>(
+        '/users/hana/conversations',
+      );
+      for (const { id } of conversations) {
+        const read = await get<{ running: { run_id: string } | null }>(
+          `/users/hana/conversations/${id}`,
+        );
+        if (read.running) return read.running.run_id;
+      }
+      return undefined;
+    };
+    const runId = await running();
+    expect(runId).toBeDefined();
+    const stopped = await stack.parley.fetch(`/users/hana/runs/${runId}/stop`, { method: 'POST' });
+    expect(stopped.status).toBeLessThan(300);
+    await expect.poll(running, { timeout: 30_000 }).toBeUndefined();
+    expect(await press(question, 'Approve')).toBe('Too late: the tool was not run.');
+    expect(toolResult('tg-late')).toBeUndefined();
+  });
+
   it('answers a press for a question it does not know, in words', async () => {
     const question = { messageId: 1 } as SentMessage;
     const gone = [{ text: 'Approve', callback_data: 'a:00000000-0000-4000-8000-000000000000:y' }];
@@ -184,6 +215,7 @@ describe('an approval press that cannot be stored, on the server engine', () => 
   }, 180_000);
   afterAll(() => stack?.stop());
 
+  const isApprove = (button: Button) => button.text === 'Approve';
   /** Ends the query that waits for `table` (held by the test), as a database failure would. */
   const failWaiting = async (table: string) => {
     const admin = new pg.Client({ connectionString: stack.env.DATABASE_URL as string });
@@ -237,10 +269,10 @@ describe('an approval press that cannot be stored, on the server engine', () => 
     const from = stack.telegram.sentTo(String(chatId)).length;
     stack.telegram.pushMessage(chatId, '1 + 1?');
     await stack.telegram.waitFor(
-      () => stack.sentSince(chatId, from).some((m) => keyboardOf(m).length > 0),
+      () => stack.sentSince(chatId, from).some((m) => keyboardOf(m).some(isApprove)),
       60_000,
     );
-    const question = stack.sentSince(chatId, from).find((m) => keyboardOf(m).length > 0);
+    const question = stack.sentSince(chatId, from).find((m) => keyboardOf(m).some(isApprove));
     if (!question) throw new Error('no question');
     expect(await pressWhileFailing(question, 'Approve', table, matching)).toBe(
       'Something went wrong on our side; please try again in a moment.',
