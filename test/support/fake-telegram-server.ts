@@ -62,7 +62,19 @@ export interface FakeTelegramServer {
   /** Every call to any method, in arrival order. */
   calls: BotCall[];
   drafts: DraftShown[];
+  /** answerCallbackQuery calls Telegram accepted. */
   callbackAnswers: { id: string; text?: string }[];
+  /**
+   * answerCallbackQuery calls Telegram refused with 400 {@link QUERY_TOO_OLD}: an id never
+   * delivered, one answered already, or one answered after {@link callbackWindowMs}. Each is
+   * also recorded as unexpected, so `assertNoUnexpected` fails on it.
+   */
+  refusedCallbackAnswers: RefusedCallbackAnswer[];
+  /**
+   * How long after a press is delivered Telegram still takes its answer (about 15 s on the
+   * real Bot API; not documented, observed).
+   */
+  callbackWindowMs: number;
   /** setMyCommands, by language_code ('' for the default). */
   commands: Map<string, { command: string; description: string }[]>;
   webhook: { url: string; secret: string | undefined } | undefined;
@@ -112,6 +124,16 @@ export interface FakeTelegramServer {
   close(): Promise<void>;
 }
 
+export interface RefusedCallbackAnswer {
+  id: string;
+  reason: 'unknown id' | 'answered twice' | 'too old';
+  at: number;
+}
+
+/** The real Bot API's description for all three refusals of answerCallbackQuery. */
+export const QUERY_TOO_OLD =
+  'Bad Request: query is too old and response timeout expired or query ID is invalid';
+
 export interface PushOptions {
   languageCode?: string;
   chatType?: 'private' | 'group' | 'supergroup' | 'channel';
@@ -156,6 +178,18 @@ export async function startFakeTelegramServer(
   const isAllowed = (update: Record<string, unknown>) =>
     !allowedUpdates?.length || allowedUpdates.some((kind) => kind in update);
   let wakePoller: (() => void) | undefined;
+  /** callback_query ids handed to the bot (getUpdates or the webhook), with when first. */
+  const deliveredCallbacks = new Map<string, number>();
+  const answeredCallbacks = new Set<string>();
+  const handedOut = (list: Record<string, unknown>[]) => {
+    for (const update of list) {
+      const id = (update.callback_query as { id?: unknown } | undefined)?.id;
+      if (typeof id === 'string' && !deliveredCallbacks.has(id)) {
+        deliveredCallbacks.set(id, Date.now());
+      }
+    }
+    return list;
+  };
 
   const push = (fields: Record<string, unknown>) => {
     const updateId = nextUpdateId++;
@@ -180,6 +214,8 @@ export async function startFakeTelegramServer(
     calls: [],
     drafts: [],
     callbackAnswers: [],
+    refusedCallbackAnswers: [],
+    callbackWindowMs: 15_000,
     commands: new Map(),
     webhook: undefined,
     unexpected,
@@ -261,6 +297,7 @@ export async function startFakeTelegramServer(
     async deliver(updateId, options = {}) {
       if (!fake.webhook) throw new Error('fake Telegram: no webhook set');
       const update = updates.find((u) => u.update_id === updateId);
+      if (update) handedOut([update]);
       const secret = options.secret === undefined ? fake.webhook.secret : options.secret;
       const response = await fetch(fake.webhook.url, {
         method: 'POST',
@@ -488,7 +525,27 @@ export async function startFakeTelegramServer(
     },
     sendChatAction: (_body, res) => ok(res, true),
     answerCallbackQuery(body, res) {
-      fake.callbackAnswers.push({ id: String(body.callback_query_id), text: body.text as string });
+      const id = String(body.callback_query_id);
+      const deliveredAt = deliveredCallbacks.get(id);
+      const reason =
+        deliveredAt === undefined
+          ? 'unknown id'
+          : answeredCallbacks.has(id)
+            ? 'answered twice'
+            : Date.now() - deliveredAt >= fake.callbackWindowMs
+              ? 'too old'
+              : undefined;
+      if (reason) {
+        fake.refusedCallbackAnswers.push({ id, reason, at: Date.now() });
+        unexpected.push({
+          method: 'POST',
+          path: '/answerCallbackQuery',
+          reason: `${reason}: ${id}`,
+        });
+        return fail(res, 400, QUERY_TOO_OLD);
+      }
+      answeredCallbacks.add(id);
+      fake.callbackAnswers.push({ id, text: body.text as string });
       ok(res, true);
     },
     getFile(body, res) {
@@ -577,7 +634,11 @@ export async function startFakeTelegramServer(
       const fault = faults.get('getUpdates')?.shift();
       if (fault?.kind === 'ending') {
         hung.push(res);
-        return endBody(res, JSON.stringify({ ok: true, result: pending() }), fault.ending);
+        return endBody(
+          res,
+          JSON.stringify({ ok: true, result: handedOut(pending()) }),
+          fault.ending,
+        );
       }
       const timeout = (body.timeout as number | undefined) ?? 0;
       if (pending().length === 0 && timeout > 0) {
@@ -594,7 +655,7 @@ export async function startFakeTelegramServer(
         });
         wakePoller = undefined;
       }
-      if (!res.destroyed) ok(res, pending());
+      if (!res.destroyed) ok(res, handedOut(pending()));
     } finally {
       polling--;
     }
