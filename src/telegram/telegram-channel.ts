@@ -198,7 +198,14 @@ export class TelegramChannel {
     const answer = (text: string) =>
       this.#deps.telegram.reliable
         .answerCallbackQuery(query.id, { text })
-        .catch((error: unknown) => log.warn({ err: error }, 'button press not acknowledged'));
+        // Telegram refuses an answer after some 15 s (400 "query is too old"): the press was
+        // still carried out, so this is a warning with the refusal's code, not an error.
+        .catch((error: unknown) =>
+          log.warn(
+            { err: error, status: callFailure(error)?.status },
+            'button press not acknowledged',
+          ),
+        );
     // A press whose work fails is still answered, so its button stops spinning.
     const answeredOnFailure = <T>(work: Promise<T>) =>
       work.catch(async (error: unknown) => {
