@@ -29,6 +29,26 @@ describe.each(ENGINES)('a button press answered too late on the %s engine', (eng
     await stack?.stop();
   });
 
+  it('answers a press Telegram hands out twice only once', async () => {
+    stack.llm.enqueue(reply.text('Rate me twice.'));
+    const [answer] = await stack.ask(901, 'Another to rate.');
+    const [, down] = keyboardOf(answer).map((b) => b.callback_data ?? '');
+    const id = stack.telegram.pushCallback(901, answer?.messageId ?? 0, down ?? '');
+    await stack.telegram.waitFor(() => stack.telegram.callbackAnswers.some((a) => a.id === id));
+    const skipped = stack.parley.logs.length;
+    // As if Telegram handed out again everything since the first update, this press too.
+    stack.telegram.redeliverFrom(0);
+    await stack.telegram.waitFor(() =>
+      stack.parley.logs
+        .slice(skipped)
+        .some((l) => l.msg === 'Telegram update already taken: skipped'),
+    );
+    await stack.parley.settled(500);
+    expect(stack.telegram.callbackAnswers.filter((a) => a.id === id)).toHaveLength(1);
+    expect(stack.telegram.refusedCallbackAnswers).toEqual([]);
+    stack.telegram.assertNoUnexpected();
+  });
+
   it('logs the refusal with its code at warn or below and carries on', async () => {
     stack.llm.enqueue(reply.text('Rate me late.'));
     const [answer] = await stack.ask(901, 'Something to rate.');
