@@ -1,6 +1,14 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { embedMany } from 'ai';
 import type { Embedder } from '../documents/embedder.ts';
+import { createBoundedFetch } from './answer-bound.ts';
+
+/**
+ * The most one embeddings answer may carry: a batch's vectors as JSON floats, each number at
+ * most ~24 bytes (`-0.012345678901234567,`), of up to 8192 dimensions (the largest models have
+ * 4096), plus 1 MiB for the rest (usage, ids, whitespace). 32 texts make ~7 MiB.
+ */
+export const embeddingsAnswerMaxBytes = (batchSize: number) => 1024 * 1024 + batchSize * 8192 * 24;
 
 export interface OpenAiEmbedderOptions {
   baseUrl: string;
@@ -25,6 +33,7 @@ export function openAiEmbedder(options: OpenAiEmbedderOptions): Embedder {
     name: 'embeddings',
     baseURL: options.baseUrl,
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
+    fetch: createBoundedFetch('embeddings server', embeddingsAnswerMaxBytes(options.batchSize)),
   });
   const model = provider.embeddingModel(options.model);
   const embed = async (texts: readonly string[], signal?: AbortSignal) => {

@@ -17,7 +17,66 @@ export const BODY_ENDINGS = [
   'stall-mid-body',
   'html-502',
 ] as const;
-export type BodyEnding = (typeof BODY_ENDINGS)[number];
+/**
+ * `oversized` (not in BODY_ENDINGS: an ending of its own, tested where an answer is bounded):
+ * a valid answer preceded by OVERSIZED_BYTES of JSON whitespace, written as fast as the client
+ * reads, chunked (no length to refuse it by). The fake stops writing when the client hangs up;
+ * `oversizedAnswers` says how far each got.
+ */
+export type BodyEnding = (typeof BODY_ENDINGS)[number] | 'oversized';
+
+/** Larger than any bound Parley puts on an upstream's answer. */
+export const OVERSIZED_BYTES = 96 * 1024 * 1024;
+
+export interface OversizedAnswer {
+  /** Bytes written before the client hung up, or all of them. */
+  written: number;
+  total: number;
+  /** Whether the client closed the connection before all was written. */
+  closedEarly: boolean;
+  /** Resolves when the answer was written whole or the client hung up. */
+  done: Promise<void>;
+}
+
+/** Every `oversized` answer any fake sent, in order. */
+export const oversizedAnswers: OversizedAnswer[] = [];
+
+function writeOversized(res: ServerResponse, body: Buffer, contentType: string): void {
+  const total = OVERSIZED_BYTES + body.length;
+  let finish: () => void = () => {};
+  const answer: OversizedAnswer = {
+    written: 0,
+    total,
+    closedEarly: false,
+    done: new Promise((resolve) => {
+      finish = resolve;
+    }),
+  };
+  oversizedAnswers.push(answer);
+  res.writeHead(200, { 'content-type': contentType });
+  const piece = Buffer.alloc(256 * 1024, 0x20);
+  res.on('close', () => {
+    answer.closedEarly = !res.writableFinished;
+    finish();
+  });
+  const more = () => {
+    while (!res.destroyed) {
+      const left = OVERSIZED_BYTES - answer.written;
+      if (left <= 0) {
+        answer.written += body.length;
+        res.end(body);
+        return;
+      }
+      const chunk = left >= piece.length ? piece : piece.subarray(0, left);
+      answer.written += chunk.length;
+      if (!res.write(chunk)) {
+        res.once('drain', more);
+        return;
+      }
+    }
+  };
+  more();
+}
 
 /** The page nginx answers when the service behind it is down. */
 export const HTML_502 =
@@ -42,6 +101,10 @@ export function endBody(
     return;
   }
   const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+  if (ending === 'oversized') {
+    writeOversized(res, bytes, contentType);
+    return;
+  }
   if (ending === 'truncated-json') {
     const half = bytes.subarray(0, Math.floor(bytes.length / 2));
     res.writeHead(200, { 'content-type': contentType, 'content-length': half.length });
