@@ -1,3 +1,14 @@
+import { AnswerTooLargeError, createBoundedFetch } from '../models/answer-bound.ts';
+
+/**
+ * The most a search answer is read to: a page of at most 20 results (Tavily, Brave; SearXNG
+ * sends its own page of ~30 with infoboxes and suggestions) is tens of kB, a few hundred with
+ * every extra a provider adds; 4 MiB leaves room for all of it many times over.
+ */
+export const SEARCH_ANSWER_MAX_BYTES = 4 * 1024 * 1024;
+
+const searchFetch = createBoundedFetch('web search service', SEARCH_ANSWER_MAX_BYTES);
+
 /** Why a search failed, in words the model can pass on to the user. */
 export type WebSearchFailure =
   | 'timeout'
@@ -11,11 +22,14 @@ export class WebSearchError extends Error {
   override readonly name = 'WebSearchError';
   readonly reason: WebSearchFailure;
   readonly status: number | undefined;
+  /** For the log: what was wrong with a bad answer, as a code. */
+  readonly code: string | undefined;
 
-  constructor(reason: WebSearchFailure, message: string, status?: number) {
+  constructor(reason: WebSearchFailure, message: string, status?: number, code?: string) {
     super(message);
     this.reason = reason;
     this.status = status;
+    this.code = code;
   }
 }
 
@@ -33,7 +47,7 @@ export async function requestJson(
   const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
   let response: Response;
   try {
-    response = await fetch(url, { ...init, signal: combined });
+    response = await searchFetch(url, { ...init, signal: combined });
   } catch (error) {
     if (signal?.aborted) throw error;
     if (timeout.aborted) {
@@ -51,6 +65,14 @@ export async function requestJson(
     if (signal?.aborted) throw error;
     if (timeout.aborted) {
       throw new WebSearchError('timeout', `The web search took longer than ${timeoutMs} ms.`);
+    }
+    if (error instanceof AnswerTooLargeError) {
+      throw new WebSearchError(
+        'bad_response',
+        'The web search service sent an answer too large to read.',
+        undefined,
+        error.code,
+      );
     }
     throw new WebSearchError('bad_response', 'The web search service sent an unreadable answer.');
   }

@@ -73,7 +73,12 @@ export function createWebSearch(config: WebSearchConfig, logger: Logger): Search
           ? error
           : new WebSearchError('unreachable', 'The web search failed unexpectedly.');
       log.info(
-        { ms: Date.now() - started, reason: failure.reason, status: failure.status },
+        {
+          ms: Date.now() - started,
+          reason: failure.reason,
+          status: failure.status,
+          code: failure.code,
+        },
         'web search failed',
       );
       throw failure;

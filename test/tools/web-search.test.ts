@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { BodyEnding } from '../support/body-endings.ts';
+import { type BodyEnding, OVERSIZED_BYTES, oversizedAnswers } from '../support/body-endings.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
@@ -212,6 +212,43 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
         expect(server.output()).not.toContain('Bad Gateway');
       },
     );
+  });
+
+  /**
+   * A provider answering far more than a page of results can be, as fast as Parley reads: it
+   * was read whole (gigabytes within a generous time limit, at loopback speed). Read up to
+   * 4 MiB, then Parley hangs up and the model is told, as for an unreadable answer.
+   */
+  describe.each(PROVIDERS)('with %s answering over its bound', (provider) => {
+    beforeAll(async () => {
+      await runWith({
+        ...base,
+        ...envFor(searches.get(provider) as FakeSearchServer),
+        WEB_SEARCH_TIMEOUT_MS: '60000',
+      });
+    }, 60_000);
+
+    it('stops reading early; a short tool error, logged as a code without the body', async () => {
+      const search = searches.get(provider) as FakeSearchServer;
+      search.results(RESULTS);
+      search.endNext('oversized');
+      const answers = oversizedAnswers.length;
+      const { stream, server, toolOutput } = await searchThrough(`oversized-${provider}`);
+
+      expect(stream.error).toBeUndefined();
+      expect(stream.text).toBe('Here is what I found.');
+      expect(toolOutput).toMatch(/sent an answer too large to read/);
+      expect(toolOutput).not.toContain('example.org');
+      expect(toolOutput.length).toBeLessThan(200);
+      const sent = oversizedAnswers[answers];
+      await sent?.done;
+      expect(sent?.closedEarly).toBe(true);
+      expect(sent?.written).toBeLessThan(OVERSIZED_BYTES / 4);
+      const failed = await server.waitForLog((line) => line.msg === 'web search failed');
+      expect(failed).toMatchObject({ reason: 'bad_response', code: 'upstream_answer_too_large' });
+      await server.settled();
+      expect(server.output()).not.toContain(QUERY);
+    }, 60_000);
   });
 
   describe('with none', () => {
