@@ -64,10 +64,12 @@ export function errorLogFields(error: unknown, depth = 0): ErrorLogFields {
     if (at >= 0) fields.frames = e.stack.slice(at + 1);
   }
 
-  // The AI SDK's RetryError keeps the real failure as `lastError`; AggregateError its `errors`.
+  // The AI SDK's RetryError keeps the real failure as `lastError`; AggregateError its `errors`;
+  // grammY's HttpError the failed request's error as `error`.
   const next =
     e.lastError ??
     e.cause ??
+    (e.error instanceof Error ? e.error : undefined) ??
     (Array.isArray(e.errors) ? (e.errors as unknown[]).at(-1) : undefined);
   if (next !== undefined && depth < MAX_DEPTH) fields.cause = errorLogFields(next, depth + 1);
   return fields;

@@ -1,6 +1,21 @@
 import { autoRetry } from '@grammyjs/auto-retry';
 import { Api, GrammyError, HttpError, type Transformer } from 'grammy';
+import { createBoundedFetch } from '../models/answer-bound.ts';
 import { RateGate } from './rate-gate.ts';
+
+/**
+ * The most a Bot API answer is read to. The largest is getUpdates': at most 100 updates, each
+ * a message of up to 4096 characters (up to 6 bytes each as JSON escapes) with its entities,
+ * the message it replies to and a quote, well under 100 kB; 16 MiB leaves room many times
+ * over. (File downloads have their own limit, `download`'s maxBytes.)
+ */
+export const BOT_API_ANSWER_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * JSON calls (every one Parley makes) go through it; a call with a file upload (a streamed
+ * body) falls back to the built-in fetch, unbounded (none is made today).
+ */
+const botApiFetch = createBoundedFetch('Telegram Bot API', BOT_API_ANSWER_MAX_BYTES);
 
 export interface TelegramApiOptions {
   token: string;
@@ -135,7 +150,7 @@ async function nodeFetch(url: string, init: RequestInit & { agent?: unknown; com
     else signal.addEventListener('abort', () => controller.abort(), { once: true });
     native = controller.signal;
   }
-  const response = await fetch(url, native ? { ...rest, signal: native } : rest);
+  const response = await botApiFetch(url, native ? { ...rest, signal: native } : rest);
   if (response.status === 200) {
     // grammY reads only json(): a 200 whose body does not arrive whole is told apart.
     const json = response.json.bind(response);

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { BodyEnding } from '../support/body-endings.ts';
+import { type BodyEnding, OVERSIZED_BYTES, oversizedAnswers } from '../support/body-endings.ts';
 import { ENGINES } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { startTelegramStack, type TelegramStack } from '../support/telegram-stack.ts';
@@ -14,6 +14,9 @@ import { startTelegramStack, type TelegramStack } from '../support/telegram-stac
  *   lost, and is answered once;
  * - the final answer's sendMessage answered 200 and cut or half (Telegram showed it): shown
  *   once, not sent again; a proxy's 502 (it never reached Telegram): sent again, shown once.
+ * - a getUpdates answer far larger than 100 updates can be: read up to 16 MiB, not whole;
+ *   polling pauses as after a cut answer, and the update that follows is answered once; a
+ *   getFile answer likewise: asked again, and the document is added.
  * (A stalled download is ended after 2 min, a constant: not tested here.)
  */
 describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine', (engine) => {
@@ -146,6 +149,65 @@ describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine
     expect(pausedSince().length).toBe(6);
     for (const line of pausedSince()) expect(line.status).toBeUndefined();
     expect(stack.parley.output()).not.toContain('Bad Gateway');
+    expect(stack.parley.output()).not.toContain(stack.telegram.token);
+  });
+
+  it('reads a getFile answer over its bound no further, asks again, and adds the document', async () => {
+    const chatId = 782;
+    const key = await stack.link('getfile-oversized', chatId);
+    const file = stack.telegram.addFile(Buffer.from('The brass lantern hangs by the door.'), 'txt');
+    const from = stack.telegram.sentTo(String(chatId)).length;
+    const answers = oversizedAnswers.length;
+    stack.telegram.failMethod('getFile', { kind: 'ending', ending: 'oversized' });
+    stack.telegram.pushUpdateMessage(chatId, {
+      document: {
+        file_id: file.fileId,
+        file_unique_id: 'u-getfile-oversized',
+        file_name: 'lantern.txt',
+        mime_type: 'text/plain',
+        file_size: file.size,
+      },
+    });
+    await stack.telegram.waitFor(() => stack.telegram.sentTo(String(chatId)).length > from, 60_000);
+    expect(stack.telegram.sentTo(String(chatId))[from]?.visible).toMatch(
+      /^“lantern\.txt” is in your documents/,
+    );
+    const sent = oversizedAnswers[answers];
+    await sent?.done;
+    expect(sent?.closedEarly).toBe(true);
+    expect(sent?.written).toBeLessThan(OVERSIZED_BYTES / 2);
+    expect(stack.telegram.callsOf('getFile').length).toBeGreaterThanOrEqual(2);
+    const documents = (await (await stack.parley.fetch('/documents', { token: key })).json()) as {
+      documents: string[];
+    };
+    expect(documents.documents).toContain('lantern.txt');
+    await stack.parley.settled();
+    expect(stack.parley.output()).not.toContain('brass lantern');
+  });
+
+  it('reads a getUpdates answer over its bound no further, pauses, and answers the next update once', async () => {
+    const chatId = 781;
+    await stack.link('polled-oversized', chatId);
+    const from = stack.telegram.sentTo(String(chatId)).length;
+    stack.llm.enqueue(reply.text('The ladder is walnut.'));
+    const answers = oversizedAnswers.length;
+    stack.telegram.failMethod('getUpdates', { kind: 'ending', ending: 'oversized' });
+    const logged = stack.parley.logs.length;
+    const paused = await stack.parley.waitForLog(
+      (line) => line.msg === 'Telegram polling paused' && stack.parley.logs.indexOf(line) >= logged,
+      30_000,
+    );
+    expect(JSON.stringify(paused.err)).toContain('upstream_answer_too_large');
+    const sent = oversizedAnswers[answers];
+    await sent?.done;
+    expect(sent?.closedEarly).toBe(true);
+    expect(sent?.written).toBeLessThan(OVERSIZED_BYTES / 2);
+    stack.telegram.pushMessage(chatId, 'what is the ladder made of?');
+    const answer = await stack.answerAfter(chatId, from, 60_000);
+    expect(answer.map((m) => m.visible).join('')).toContain('The ladder is walnut.');
+    await stack.parley.settled();
+    const shown = stack.telegram.sentTo(String(chatId)).slice(from);
+    expect(shown.filter((m) => m.visible.includes('ladder is walnut'))).toHaveLength(1);
     expect(stack.parley.output()).not.toContain(stack.telegram.token);
   });
 });
