@@ -21,6 +21,15 @@ export class AnswerTooLargeError extends Error {
   }
 }
 
+/** Whether `error`, or one of its causes, is an AnswerTooLargeError (the SDKs wrap it). */
+export function isAnswerTooLarge(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; depth++) {
+    if (e instanceof AnswerTooLargeError) return true;
+    e = e.cause;
+  }
+  return false;
+}
+
 /** A body passed on unchanged up to `maxBytes` in all; past that it ends with AnswerTooLargeError. */
 export function createAnswerBound(upstream: string, maxBytes: number): BodyTransform {
   let size = 0;

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { RequestImage } from '../assistant/chat-events.ts';
 import { ToolRefusal } from '../assistant/tool-refusal.ts';
+import { isAnswerTooLarge } from '../models/answer-bound.ts';
 import type { VisionModel } from '../vision/vision-model.ts';
 
 const analyzeImageInput = zodSchema(
@@ -49,7 +50,12 @@ export function visionTools(context: VisionToolContext) {
           if (abortSignal?.aborted) throw error;
           const status = APICallError.isInstance(error) ? error.statusCode : undefined;
           context.logger.info(
-            { ms: Date.now() - started, status, cause: errorName(error) },
+            {
+              ms: Date.now() - started,
+              status,
+              cause: errorName(error),
+              ...(isAnswerTooLarge(error) ? { code: 'upstream_answer_too_large' } : {}),
+            },
             'image analysis failed',
           );
           throw new ToolRefusal('vision_failed', shortReason(error, status));

@@ -1,6 +1,14 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, type LanguageModel } from 'ai';
 import type { Config } from '../config.ts';
+import { createBoundedFetch } from '../models/answer-bound.ts';
+
+/**
+ * The most a vision answer is read to: its text is at most `maxTokens` tokens, each at most
+ * ~16 bytes as JSON escapes (64 allowed, for reasoning a server sends alongside), plus 4 MiB
+ * for the rest of the JSON (usage, logprobs some servers add). 512 tokens make ~4 MiB.
+ */
+export const visionAnswerMaxBytes = (maxTokens: number) => 4 * 1024 * 1024 + maxTokens * 64;
 
 export interface VisionSettings {
   baseURL: string;
@@ -35,6 +43,7 @@ export function createVisionModel(settings: VisionSettings): VisionModel {
       name: 'vision',
       baseURL: settings.baseURL.replace(/\/+$/, ''),
       apiKey: settings.apiKey,
+      fetch: createBoundedFetch('vision model', visionAnswerMaxBytes(settings.maxTokens)),
     }).chatModel(settings.modelId);
     return model;
   };

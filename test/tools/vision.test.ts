@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { OVERSIZED_BYTES, oversizedAnswers } from '../support/body-endings.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
@@ -422,5 +423,41 @@ describe.each(ENGINES)('image understanding on the %s engine', (engine) => {
       expect(parley.output()).not.toContain('sofa');
       expect(parley.output()).not.toContain('Bad Gateway');
     });
+  });
+
+  /**
+   * A vision model answering far more than VISION_MAX_TOKENS can make, as fast as Parley
+   * reads, within a generous tool time limit: it was read whole into memory. Read up to its
+   * bound (~4 MiB), then Parley hangs up and the model is told as for an unreadable answer.
+   */
+  describe('when the vision model’s answer is over its bound', () => {
+    beforeAll(async () => {
+      await restartWith({ ...visionEnv(), TOOL_TIMEOUT_MS: '60000' });
+    }, 60_000);
+
+    it('is not read past it; the model is told in a short reason, the log says why', async () => {
+      const answers = oversizedAnswers.length;
+      visionLlm.enqueue(reply.text('A cat asleep on a red sofa.', { bodyEnding: 'oversized' }));
+      llm.respond(analyzeThenRepeat);
+      const stream = await readChat(
+        await chatOn(parley, {
+          message: 'describe',
+          user_id: 'vision-oversized',
+          image_base64: image('oversized').toString('base64'),
+        }),
+      );
+      expect(stream.error).toBeUndefined();
+      const told = stream.text.replace(/^Seen: /, '');
+      expect(told).toMatch(/^The vision model sent an incomplete or unreadable answer\.$/);
+      const sent = oversizedAnswers[answers];
+      await sent?.done;
+      expect(sent?.closedEarly).toBe(true);
+      expect(sent?.written).toBeLessThan(OVERSIZED_BYTES / 4);
+      const failed = await parley.waitForLog((line) => line.msg === 'image analysis failed');
+      expect(failed).toMatchObject({ status: 200, code: 'upstream_answer_too_large' });
+      await expectNoImageFiles();
+      await parley.settled();
+      expect(parley.output()).not.toContain('sofa');
+    }, 60_000);
   });
 });
