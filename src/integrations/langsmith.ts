@@ -3,8 +3,15 @@ import type { Logger } from 'pino';
 import type { RunTracer } from '../assistant/run-tracer.ts';
 import type { Config } from '../config.ts';
 import type { FeedbackSink } from '../feedback/feedback-sink.ts';
+import { createBoundedFetch } from '../models/answer-bound.ts';
 import { langSmithFeedbackSink } from './langsmith-feedback-sink.ts';
 import { langSmithTracer } from './langsmith-tracer.ts';
+
+/**
+ * The most a LangSmith answer is read to: Parley reads only small ones (a feedback object, the
+ * server's info, a batch's acknowledgement), a few kB; 1 MiB leaves room many times over.
+ */
+export const LANGSMITH_ANSWER_MAX_BYTES = 1024 * 1024;
 
 export interface LangSmith {
   tracer: RunTracer;
@@ -25,6 +32,7 @@ export function connectLangSmith(
   const client = new Client({
     apiKey: config.LANGSMITH_API_KEY,
     timeout_ms: 10_000,
+    fetchImplementation: createBoundedFetch('LangSmith server', LANGSMITH_ANSWER_MAX_BYTES),
     ...(config.LANGSMITH_ENDPOINT ? { apiUrl: config.LANGSMITH_ENDPOINT } : {}),
   });
   logger.info(

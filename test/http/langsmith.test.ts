@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BODY_ENDINGS } from '../support/body-endings.ts';
+import { BODY_ENDINGS, OVERSIZED_BYTES, oversizedAnswers } from '../support/body-endings.ts';
 import { readChat } from '../support/chat-stream.ts';
 import {
   type FakeLangSmithServer,
@@ -206,4 +206,31 @@ describe('tracing and feedback with LangSmith configured', () => {
       expect(parley.output()).not.toContain('Bad Gateway');
     },
   );
+
+  // An answer far larger than a feedback object, as fast as Parley reads: it was read whole.
+  // Read up to 1 MiB, then Parley hangs up: the feedback is delivered once, as after a cut.
+  it('reads a feedback answer over its bound no further, and delivers the feedback once', {
+    timeout: 60_000,
+  }, async () => {
+    llm.enqueue(reply.text('rate me (oversized)'));
+    const stream = await chat('hello oversized', 'ending-oversized');
+    const answers = oversizedAnswers.length;
+    langsmith.endNextFeedback('oversized');
+    const response = await sendFeedback({ run_id: stream.runId, score: 0 });
+    expect(response.status).toBe(200);
+    const { feedback_id } = (await response.json()) as { feedback_id: string };
+    const received = await langsmith.waitForFeedback((item) => item.id === feedback_id, 40_000);
+    expect(received).toMatchObject({ run_id: stream.runId, key: 'user_score', score: 0 });
+    const sent = oversizedAnswers[answers];
+    await sent?.done;
+    expect(sent?.closedEarly).toBe(true);
+    expect(sent?.written).toBeLessThan(OVERSIZED_BYTES / 4);
+    const deadline = Date.now() + 30_000;
+    while (!langsmith.feedbackUpdates.some((update) => update.id === feedback_id)) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await parley.settled();
+    expect(langsmith.feedback.filter((item) => item.id === feedback_id)).toHaveLength(1);
+  });
 });
