@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { OVERSIZED_BYTES, oversizedAnswers } from '../support/body-endings.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
@@ -167,5 +168,29 @@ describe.each(ENGINES)('the corrective web fallback on the %s engine', (engine) 
         expect(failed?.web_fallback?.error).toMatch(reason);
       },
     );
+  });
+
+  describe('when the web search answers over its bound', () => {
+    let server: RunningParley;
+    beforeAll(async () => {
+      server = await runWith({
+        ...withSearch,
+        CRAG_ENABLED: 'true',
+        WEB_SEARCH_TIMEOUT_MS: '60000',
+      });
+    }, 60_000);
+
+    it('reads no further than 4 MiB and tells the model why, taking no result', async () => {
+      const answers = oversizedAnswers.length;
+      search.endNext('oversized');
+      const [failed] = await searchDocuments(server, 'volcano eruption forecast');
+      expect(failed?.hits).toEqual([]);
+      expect(failed?.web_fallback?.results).toBeUndefined();
+      expect(failed?.web_fallback?.error).toMatch(/too large to read/);
+      const sent = oversizedAnswers[answers];
+      await sent?.done;
+      expect(sent?.closedEarly).toBe(true);
+      expect(sent?.written).toBeLessThan(OVERSIZED_BYTES / 4);
+    }, 60_000);
   });
 });
