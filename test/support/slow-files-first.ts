@@ -3,13 +3,15 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * The files that took longest in CI (seconds in `.ci/vitest-report.json`, 2026-11-29 10:13, a
- * loaded run: 41-172 s each), longest first. Two workers take files in order, so a long file started last
- * keeps one worker busy while the other has finished: on a clean clone vitest has no timings
- * and orders by file size, and several of these are short files that wait on leases or start
- * many replicas. Starting them first is "longest job first" scheduling; a file missing here
+ * loaded run: 41-172 s each; upstream-endings, new, 156 s in the next), longest first. Two
+ * workers take files in order, so a long file started last keeps one worker busy while the
+ * other has finished: on a clean clone vitest has no timings and orders by file size, and
+ * several of these are short files that wait on leases or start many replicas. Starting them
+ * first is "longest job first" scheduling; a file missing here
  * only costs balance.
  */
 const SLOWEST = [
+  'test/telegram/upstream-endings.test.ts',
   'test/scale-out/start-together.test.ts',
   'test/http/lifecycle.test.ts',
   'test/documents/ingest-limits.test.ts',
