@@ -109,8 +109,15 @@ export interface FakeTelegramServer {
   pushEditedMessage(chatId: number, text: string, languageCode?: string): number;
   /** Queues a button press under message `messageId`; returns the callback query's id. */
   pushCallback(chatId: number, messageId: number, data: string, languageCode?: string): string;
-  /** A file the bot can fetch with getFile; returns its file_id. */
-  addFile(bytes: Buffer, extension: string): { fileId: string; size: number };
+  /**
+   * A file the bot can fetch with getFile; returns its file_id. `sizeKnown: false`: getFile's
+   * answer leaves `file_size` out, as the Bot API may.
+   */
+  addFile(
+    bytes: Buffer,
+    extension: string,
+    options?: { sizeKnown?: boolean },
+  ): { fileId: string; size: number };
   /** Makes the next getUpdates answer again everything since `fromUpdateId` (a re-delivery). */
   redeliverFrom(fromUpdateId: number): void;
   /** Posts an update again to the webhook set with setWebhook (pushing posts it once). */
@@ -164,7 +171,7 @@ export async function startFakeTelegramServer(
   const unexpected: UnexpectedRequest[] = [];
   const faults = new Map<string, SendFault[]>();
   const updates: { update_id: number; [key: string]: unknown }[] = [];
-  const files = new Map<string, { path: string; bytes: Buffer }>();
+  const files = new Map<string, { path: string; bytes: Buffer; sizeKnown: boolean }>();
   const hung: ServerResponse[] = [];
   let nextUpdateId = 1000;
   let nextMessageId = 1;
@@ -285,9 +292,10 @@ export async function startFakeTelegramServer(
       });
       return id;
     },
-    addFile(bytes, extension) {
+    addFile(bytes, extension, options) {
       const fileId = `file-${nextFile}`;
-      files.set(fileId, { path: `documents/file_${nextFile}.${extension}`, bytes });
+      const sizeKnown = options?.sizeKnown ?? true;
+      files.set(fileId, { path: `documents/file_${nextFile}.${extension}`, bytes, sizeKnown });
       nextFile++;
       return { fileId, size: bytes.length };
     },
@@ -554,7 +562,7 @@ export async function startFakeTelegramServer(
       ok(res, {
         file_id: body.file_id,
         file_unique_id: `u${body.file_id}`,
-        file_size: file.bytes.length,
+        ...(file.sizeKnown ? { file_size: file.bytes.length } : {}),
         file_path: file.path,
       });
     },

@@ -92,6 +92,33 @@ describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine
     },
   );
 
+  // getFile's file_size is optional in the Bot API: without it the download is checked against
+  // nothing more than its own length, and a whole file is taken.
+  it('adds a document whose getFile answer gives no file_size', async () => {
+    const chatId = 760;
+    const key = await stack.link('doc-no-size', chatId);
+    const file = stack.telegram.addFile(Buffer.from('The pewter jug is on the shelf.'), 'txt', {
+      sizeKnown: false,
+    });
+    const from = stack.telegram.sentTo(String(chatId)).length;
+    stack.telegram.pushUpdateMessage(chatId, {
+      document: {
+        file_id: file.fileId,
+        file_unique_id: 'u-no-size',
+        file_name: 'jug.txt',
+        mime_type: 'text/plain',
+      },
+    });
+    await stack.telegram.waitFor(() => stack.telegram.sentTo(String(chatId)).length > from, 60_000);
+    expect(stack.telegram.sentTo(String(chatId))[from]?.visible).toMatch(
+      /^“jug\.txt” is in your documents/,
+    );
+    const listed = (await (await stack.parley.fetch('/documents', { token: key })).json()) as {
+      documents: string[];
+    };
+    expect(listed.documents).toContain('jug.txt');
+  });
+
   it.each(['cut-mid-body', 'truncated-json', 'html-502'] as const)(
     'shows an answer once when sendMessage’s answer is %s',
     async (ending) => {
