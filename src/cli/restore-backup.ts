@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { x as extract } from 'tar';
+import { fileProblem } from '../file-problem.ts';
 import { lockDataDir } from '../storage/data-dir-lock.ts';
-import { fileProblem } from './write-backup.ts';
 
 /**
  * Restores a backup of the embedded engine (`GET /admin/backup`, `npm run admin -- backup`)

@@ -2,6 +2,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { link, open, rename, rm } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { fileProblem } from '../file-problem.ts';
 
 /** An exit code a shell reads as "stopped by this signal" (128 + its number). */
 const SIGNALS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 } as const;
@@ -110,28 +111,5 @@ async function claimName(partial: string, file: string): Promise<void> {
     if (code === 'EEXIST' || existsSync(file)) throw error;
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP') throw error;
     await rename(partial, file);
-  }
-}
-
-/** A file error in words an operator acts on. */
-export function fileProblem(error: { code?: string; message?: string }): string {
-  switch (error.code) {
-    case 'EEXIST':
-      return 'it exists already (a backup never overwrites a file)';
-    case 'ENOENT':
-      return 'its directory does not exist';
-    case 'EACCES':
-    case 'EPERM':
-      return 'permission denied';
-    case 'EISDIR':
-      return 'it is a directory';
-    case 'ENOSPC':
-      return 'the disk is full';
-    case 'EDQUOT':
-      return 'the disk quota is used up';
-    case 'EFBIG':
-      return 'the file would be larger than this system allows (ulimit -f)';
-    default:
-      return error.code ?? error.message ?? 'unknown error';
   }
 }

@@ -4,7 +4,7 @@ import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createModelDownloader, type ModelDownloader, resolveModelFile } from 'node-llama-cpp';
 import type { Logger } from 'pino';
-import { fileProblem } from '../cli/write-backup.ts';
+import { fileProblem } from '../file-problem.ts';
 import { type DataDirLock, DataDirLockedError, lockDataDir } from '../storage/data-dir-lock.ts';
 import { ModelNotConfiguredError } from './chat-model.ts';
 import { verifyGgufFile } from './llama/verify-gguf-file.ts';

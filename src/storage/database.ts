@@ -283,7 +283,7 @@ async function closeServerPool(
 }
 
 /** Whether `promise` settled (fulfilled) within `ms`. */
-export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), ms);
