@@ -263,6 +263,12 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   TELEGRAM_POLL_TIMEOUT_SECONDS: {
     doc: "How long one `getUpdates` waits on Telegram's side. The polling replica's lease lasts this plus 30 s, so when the polling replica dies another takes over once that has run out (55 s by default).",
   },
+  TELEGRAM_CALL_TIMEOUT_MS: {
+    doc: "How long a Bot API call that must arrive (a final answer, a reply, a file's details) may take, its answer read, before it counts as failed and is tried again. A `sendMessage` whose 200 came but whose answer stalled past this counts as sent: Telegram carried it out, and sending it again would show the user the answer twice.",
+  },
+  TELEGRAM_DOWNLOAD_TIMEOUT_MS: {
+    doc: 'How long one download of a file a user sent (a document, a photo) may take before the user is told it failed and can send it again.',
+  },
   TELEGRAM_BOT_USERNAME: {
     unset: 'unset',
     doc: "The bot's @name without `@`, for the `t.me` deep link in `POST /users/{user_id}/telegram-link`.",

@@ -428,6 +428,10 @@ export const configSchema = z.object({
   TELEGRAM_POLLING: flag(false),
   /** How long one getUpdates waits on Telegram's side for a message. */
   TELEGRAM_POLL_TIMEOUT_SECONDS: integer(25, 0, 50),
+  /** The most a Bot API call that must arrive (an answer, a reply) may take, its answer read. */
+  TELEGRAM_CALL_TIMEOUT_MS: integer(30_000, 1_000, 600_000),
+  /** The most one file download from Telegram may take. */
+  TELEGRAM_DOWNLOAD_TIMEOUT_MS: integer(120_000, 1_000, 3_600_000),
   TELEGRAM_BOT_USERNAME: text(),
   /**
    * Webhook mode (replicas behind a load balancer): the public https URL of this service's

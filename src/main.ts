@@ -158,6 +158,8 @@ export async function main(config: Config): Promise<void> {
         token: config.TELEGRAM_BOT_TOKEN,
         baseUrl: config.TELEGRAM_API_BASE,
         now: () => clock.now().getTime(),
+        callTimeoutMs: config.TELEGRAM_CALL_TIMEOUT_MS,
+        downloadTimeoutMs: config.TELEGRAM_DOWNLOAD_TIMEOUT_MS,
       })
     : undefined;
   // Every kind of background work runs on one job engine, each from its own table.

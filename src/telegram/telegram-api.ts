@@ -23,7 +23,19 @@ export interface TelegramApiOptions {
   baseUrl: string;
   /** The clock a 429's pause is timed by (the reminders' clock, which tests move). */
   now?: () => number;
+  /** TELEGRAM_CALL_TIMEOUT_MS: the most one `reliable` call may take, its answer read. */
+  callTimeoutMs?: number;
+  /** TELEGRAM_DOWNLOAD_TIMEOUT_MS: the most one file download may take. */
+  downloadTimeoutMs?: number;
 }
+
+/** How long a `bestEffort` call may take: a long poll's wait (at most 50 s) and then some. */
+const BEST_EFFORT_TIMEOUT_MS = 90_000;
+/**
+ * grammY's own time limit sits this far past Parley's, so that Parley's ends a call first:
+ * grammY's says only "timed out", not whether Telegram had answered 200 by then.
+ */
+const GRAMMY_BACKSTOP_MS = 5_000;
 
 /**
  * Parley's one Telegram client (grammY), in two flavours sharing one 429 pause (RateGate):
@@ -40,6 +52,7 @@ export class TelegramApi {
   /** The numeric id before the token's colon: update ids are counted per bot. */
   readonly botId: string;
   readonly #fileBase: string;
+  readonly #downloadTimeoutMs: number;
 
   /** Aborted by close(): no call waits or retries past shutdown. */
   readonly #closed = new AbortController();
@@ -47,19 +60,20 @@ export class TelegramApi {
   constructor(options: TelegramApiOptions) {
     this.gate = new RateGate(options.now);
     const apiRoot = options.baseUrl.replace(/\/+$/, '');
-    const client = { apiRoot, fetch: nodeFetch as never };
-    this.reliable = new Api(options.token, { ...client, timeoutSeconds: 30 });
+    const reliableMs = options.callTimeoutMs ?? 30_000;
+    this.reliable = new Api(options.token, clientWithin(apiRoot, reliableMs));
     this.reliable.config.use(this.gate.waiting);
     this.reliable.config.use(sentDespiteAnswer);
     // Each retry passes through the gate again. A pause longer than five minutes is not
     // waited for: the caller is told.
     this.reliable.config.use(autoRetry({ maxRetryAttempts: 20, maxDelaySeconds: 300 }));
     this.reliable.config.use(this.#untilClosed);
-    this.bestEffort = new Api(options.token, { ...client, timeoutSeconds: 90 });
+    this.bestEffort = new Api(options.token, clientWithin(apiRoot, BEST_EFFORT_TIMEOUT_MS));
     this.bestEffort.config.use(this.gate.refusing);
     this.bestEffort.config.use(this.#untilClosed);
     this.botId = options.token.split(':')[0] ?? '';
     this.#fileBase = `${apiRoot}/file/bot${options.token}`;
+    this.#downloadTimeoutMs = options.downloadTimeoutMs ?? 120_000;
   }
 
   /** Ends every call still waiting or retrying (at shutdown, after the last answer). */
@@ -76,14 +90,14 @@ export class TelegramApi {
 
   /**
    * Downloads a file that getFile named, up to `maxBytes` (a 413 TelegramCallError when
-   * larger); ended after 2 min, or when this client is closed at shutdown. With `expected` (getFile's
+   * larger); ended after TELEGRAM_DOWNLOAD_TIMEOUT_MS, or when this client is closed at shutdown. With `expected` (getFile's
    * `file_size`), a file of another length is refused: an answer whose own length was
    * consistent but short (a proxy's cut, a file server's) was taken as the whole file, and half
    * a document was told to the user as added.
    */
   async download(filePath: string, maxBytes: number, expected?: number): Promise<Buffer> {
     const response = await fetch(`${this.#fileBase}/${filePath}`, {
-      signal: AbortSignal.any([this.#closed.signal, AbortSignal.timeout(120_000)]),
+      signal: AbortSignal.any([this.#closed.signal, AbortSignal.timeout(this.#downloadTimeoutMs)]),
     });
     if (!response.ok || !response.body) {
       throw new TelegramCallError(response.status, 'file download failed');
@@ -136,21 +150,34 @@ export type GrammySignal = Parameters<Api['sendMessage']>[3];
 export const grammySignal = (signal: AbortSignal): GrammySignal =>
   signal as unknown as GrammySignal;
 
+/** grammY's client options for calls that end after `timeoutMs`, their answer read. */
+const clientWithin = (apiRoot: string, timeoutMs: number) => ({
+  apiRoot,
+  fetch: nodeFetchWithin(timeoutMs) as never,
+  timeoutSeconds: (timeoutMs + GRAMMY_BACKSTOP_MS) / 1000,
+});
+
 /**
  * Node's own fetch for grammY, instead of its node-fetch@2 fallback. grammY's Node build hands
  * fetch a signal of the `abort-controller` package, which Node's fetch refuses, and options
- * for node-fetch (`agent`, `compress`); both are translated here.
+ * for node-fetch (`agent`, `compress`); both are translated here. Each call ends after
+ * `timeoutMs`, reading its answer included, before grammY's own limit does: an answer that
+ * stalls after its 200 then fails as AnswerUnread (carried out) rather than as a plain time-out
+ * (which auto-retry would send again).
  */
-async function nodeFetch(url: string, init: RequestInit & { agent?: unknown; compress?: unknown }) {
-  const { agent: _agent, compress: _compress, signal, ...rest } = init;
-  let native: AbortSignal | undefined;
-  if (signal) {
+const nodeFetchWithin =
+  (timeoutMs: number) =>
+  async (url: string, init: RequestInit & { agent?: unknown; compress?: unknown }) => {
+    const { agent: _agent, compress: _compress, signal, ...rest } = init;
     const controller = new AbortController();
-    if (signal.aborted) controller.abort();
-    else signal.addEventListener('abort', () => controller.abort(), { once: true });
-    native = controller.signal;
-  }
-  const response = await botApiFetch(url, native ? { ...rest, signal: native } : rest);
+    if (signal?.aborted) controller.abort();
+    else signal?.addEventListener('abort', () => controller.abort(), { once: true });
+    const within = AbortSignal.any([controller.signal, AbortSignal.timeout(timeoutMs)]);
+    return unreadToldApart(await botApiFetch(url, { ...rest, signal: within }));
+  };
+
+/** `response`, whose json() fails as AnswerUnread when its status was 200. */
+function unreadToldApart(response: Response): Response {
   if (response.status === 200) {
     // grammY reads only json(): a 200 whose body does not arrive whole is told apart.
     const json = response.json.bind(response);

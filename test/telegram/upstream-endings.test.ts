@@ -8,23 +8,27 @@ import { startTelegramStack, type TelegramStack } from '../support/telegram-stac
  * The Bot API's 200 answers that do not arrive whole (test/support/body-endings.ts), on both
  * engines (updates are claimed, documents stored, in the database):
  * - a file download cut after the headers, half way or one byte short, a file shorter than
- *   getFile said (its own length consistent), or an HTML 502: the document is not taken as
- *   whole; the user is told, and sending it again works;
+ *   getFile said (its own length consistent), stalled past TELEGRAM_DOWNLOAD_TIMEOUT_MS, or an
+ *   HTML 502: the document is not taken as whole; the user is told, and sending it again works;
  * - getUpdates cut, half JSON, an HTML 502 or stalled past its time limit: the update is not
  *   lost, and is answered once;
- * - the final answer's sendMessage answered 200 and cut or half (Telegram showed it): shown
- *   once, not sent again; a proxy's 502 (it never reached Telegram): sent again, shown once.
+ * - the final answer's sendMessage answered 200 and cut, half or stalled past
+ *   TELEGRAM_CALL_TIMEOUT_MS (Telegram showed it): shown once, not sent again; a proxy's 502
+ *   (it never reached Telegram): sent again, shown once.
  * - a getUpdates answer far larger than 100 updates can be: read up to 16 MiB, not whole;
  *   polling pauses as after a cut answer, and the update that follows is answered once; a
  *   getFile answer likewise: asked again, and the document is added.
- * (A stalled download is ended after 2 min, a constant: not tested here.)
  */
 describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine', (engine) => {
   let stack: TelegramStack;
   vi.setConfig({ testTimeout: 120_000 });
 
   beforeAll(async () => {
-    stack = await startTelegramStack(engine, { TELEGRAM_POLL_TIMEOUT_SECONDS: '1' });
+    stack = await startTelegramStack(engine, {
+      TELEGRAM_POLL_TIMEOUT_SECONDS: '1',
+      TELEGRAM_CALL_TIMEOUT_MS: '3000',
+      TELEGRAM_DOWNLOAD_TIMEOUT_MS: '3000',
+    });
   }, 200_000);
   afterEach(() => {
     stack.telegram.assertNoUnexpected();
@@ -41,6 +45,7 @@ describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine
     'cut-mid-body',
     'cut-last-byte',
     'truncated-json',
+    'stall-mid-body',
     'html-502',
   ];
 
@@ -119,19 +124,25 @@ describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine
     expect(listed.documents).toContain('jug.txt');
   });
 
-  it.each(['cut-mid-body', 'truncated-json', 'html-502'] as const)(
+  const SEND_ENDINGS = ['cut-mid-body', 'truncated-json', 'stall-mid-body', 'html-502'] as const;
+  it.each(SEND_ENDINGS)(
     'shows an answer once when sendMessage’s answer is %s',
     async (ending) => {
-      const chatId = 790 + ['cut-mid-body', 'truncated-json', 'html-502'].indexOf(ending);
+      const chatId = 790 + SEND_ENDINGS.indexOf(ending);
       await stack.link(`send-${ending}`, chatId);
       const from = stack.telegram.sentTo(String(chatId)).length;
       stack.llm.enqueue(reply.text(`The ${ending} answer is here.`));
       stack.telegram.failMethod('sendMessage', { kind: 'ending', ending });
+      const logged = stack.parley.logs.length;
       stack.telegram.pushMessage(chatId, 'say it');
       await stack.answerAfter(chatId, from, 60_000);
-      await stack.parley.settled();
-      // A send taken as failed was sent again after auto-retry's first pause (3 s): wait past it.
-      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      // Logged once the answer's last send is over, after any send again: a stall is ended at
+      // TELEGRAM_CALL_TIMEOUT_MS (3 s here), past which grammY's own 30 s would send it again.
+      await stack.parley.waitForLog(
+        (line) =>
+          line.msg === 'Telegram answer sent' && stack.parley.logs.indexOf(line) >= logged,
+        60_000,
+      );
       const shown = stack.telegram
         .sentTo(String(chatId))
         .slice(from)
