@@ -125,31 +125,27 @@ describe.each(ENGINES)('Telegram answers that do not end whole, on the %s engine
   });
 
   const SEND_ENDINGS = ['cut-mid-body', 'truncated-json', 'stall-mid-body', 'html-502'] as const;
-  it.each(SEND_ENDINGS)(
-    'shows an answer once when sendMessage’s answer is %s',
-    async (ending) => {
-      const chatId = 790 + SEND_ENDINGS.indexOf(ending);
-      await stack.link(`send-${ending}`, chatId);
-      const from = stack.telegram.sentTo(String(chatId)).length;
-      stack.llm.enqueue(reply.text(`The ${ending} answer is here.`));
-      stack.telegram.failMethod('sendMessage', { kind: 'ending', ending });
-      const logged = stack.parley.logs.length;
-      stack.telegram.pushMessage(chatId, 'say it');
-      await stack.answerAfter(chatId, from, 60_000);
-      // Logged once the answer's last send is over, after any send again: a stall is ended at
-      // TELEGRAM_CALL_TIMEOUT_MS (3 s here), past which grammY's own 30 s would send it again.
-      await stack.parley.waitForLog(
-        (line) =>
-          line.msg === 'Telegram answer sent' && stack.parley.logs.indexOf(line) >= logged,
-        60_000,
-      );
-      const shown = stack.telegram
-        .sentTo(String(chatId))
-        .slice(from)
-        .filter((m) => m.visible.includes(`The ${ending} answer is here.`));
-      expect(shown).toHaveLength(1);
-    },
-  );
+  it.each(SEND_ENDINGS)('shows an answer once when sendMessage’s answer is %s', async (ending) => {
+    const chatId = 790 + SEND_ENDINGS.indexOf(ending);
+    await stack.link(`send-${ending}`, chatId);
+    const from = stack.telegram.sentTo(String(chatId)).length;
+    stack.llm.enqueue(reply.text(`The ${ending} answer is here.`));
+    stack.telegram.failMethod('sendMessage', { kind: 'ending', ending });
+    const logged = stack.parley.logs.length;
+    stack.telegram.pushMessage(chatId, 'say it');
+    await stack.answerAfter(chatId, from, 60_000);
+    // Logged once the answer's last send is over, after any send again: a stall is ended at
+    // TELEGRAM_CALL_TIMEOUT_MS (3 s here), past which grammY's own 30 s would send it again.
+    await stack.parley.waitForLog(
+      (line) => line.msg === 'Telegram answer sent' && stack.parley.logs.indexOf(line) >= logged,
+      60_000,
+    );
+    const shown = stack.telegram
+      .sentTo(String(chatId))
+      .slice(from)
+      .filter((m) => m.visible.includes(`The ${ending} answer is here.`));
+    expect(shown).toHaveLength(1);
+  });
 
   it('loses no update to getUpdates answers cut, half, a 502 page or stalled, and answers it once', async () => {
     const chatId = 780;
