@@ -87,7 +87,7 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
     doc: "How long a process that died holding a background job delays it: the job's heartbeat (a live process keeps beating however long the job takes), and a reminder notice's claim on its row (see Background jobs). A notice's send may take at most half of it. 10–3600. Not for automations' runs: their claim lasts twice a chat's time limit.",
   },
   EMBEDDED_DB_SHARED_BUFFERS: {
-    doc: 'Postgres `shared_buffers` of the embedded engine; memory it keeps for good (the OS still caches the files). With many documents, raise it to hold the vector index: at 100k chunks, `256MB` made vector search about 3 times faster (bench/RESULTS.md).',
+    doc: "Postgres `shared_buffers` of the embedded engine: memory it keeps for good (the OS still caches the files). `auto` sizes it at each start to hold the vector indexes (HNSW) with a quarter more: 16MB while they are smaller than ~13 MB (about 6,000 chunks of 384-dimension vectors), at most an eighth of the machine's memory and 1GB; the `database ready` log line says what it chose and why (`sharedBuffers`, `vectorIndexBytes`). A store above the floor opens its database twice at start, the first time only to measure. At 100k chunks (a ~200 MB index) this made vector search about twice as fast and hybrid search's p99 63 → 43 ms (bench/RESULTS.md). A size (`16MB`, `512kB`, `1GB`) is used as given.",
   },
   MESSAGE_MAX_CHARS: { doc: 'Longest chat message.' },
   INGEST_MAX_BYTES: { doc: 'Largest upload to `/ingest`; more is answered 413.' },

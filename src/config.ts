@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { GRAPH_PROMPT_MIN_CHARS } from './graph/graph-summary.ts';
 import { parseCredentialsKey } from './mcp/credential-cipher.ts';
 import { usualTimezoneSpelling } from './place-and-language.ts';
+import { AUTO, sizeBytes } from './storage/shared-buffers.ts';
 
 /**
  * Every setting Parley reads, parsed once at start from the environment (and an optional
@@ -243,17 +244,20 @@ export const configSchema = z.object({
       .max(3_600, { message: 'accepts a whole number from 10 to 3600' })
       .optional(),
   ),
-  /** Postgres shared_buffers of the embedded engine: memory it keeps for good. */
+  /**
+   * Postgres shared_buffers of the embedded engine: memory it keeps for good. `auto` sizes
+   * it at start to hold the vector indexes (src/storage/shared-buffers.ts).
+   */
   EMBEDDED_DB_SHARED_BUFFERS: z.preprocess(
     emptyAsUndefined,
     z
       .string()
       // Postgres needs 128kB at the least, and PGlite's 32-bit WASM memory holds it with the
       // rest: outside this range the embedded engine failed to start with no reason given.
-      .refine((value) => isSharedBuffersSize(value), {
-        message: 'accepts a size from 128kB to 1GB, such as 16MB, 512kB or 1GB',
+      .refine((value) => value === AUTO || isSharedBuffersSize(value), {
+        message: 'accepts auto or a size from 128kB to 1GB, such as 16MB, 512kB or 1GB',
       })
-      .default('16MB'),
+      .default(AUTO),
   ),
 
   // Limits on client input
@@ -514,10 +518,8 @@ export const configSchema = z.object({
 });
 
 function isSharedBuffersSize(value: string): boolean {
-  const size = /^(\d{1,10})(kB|MB|GB)$/.exec(value);
-  if (!size) return false;
-  const kB = Number(size[1]) * { kB: 1, MB: 1024, GB: 1024 * 1024 }[size[2] as 'kB' | 'MB' | 'GB'];
-  return kB >= 128 && kB <= 1024 * 1024;
+  const bytes = sizeBytes(value);
+  return bytes !== undefined && bytes >= 128 * 1024 && bytes <= 1024 * 1024 * 1024;
 }
 
 /** Whether a value is exactly an http(s) origin, as browsers send it in `Origin`. */

@@ -183,9 +183,9 @@ describe('reminder and Telegram settings', () => {
     // Below its own header and "N more" line, the graph section held no fact at all.
     ['GRAPH_PROMPT_MAX_CHARS', '299', 'accepts a whole number from 300 to 100000'],
     // PGlite failed to initialize, saying nothing of why, below 128kB or above what it can hold.
-    ['EMBEDDED_DB_SHARED_BUFFERS', '0MB', 'accepts a size from 128kB to 1GB'],
-    ['EMBEDDED_DB_SHARED_BUFFERS', '100kB', 'accepts a size from 128kB to 1GB'],
-    ['EMBEDDED_DB_SHARED_BUFFERS', '2GB', 'accepts a size from 128kB to 1GB'],
+    ['EMBEDDED_DB_SHARED_BUFFERS', '0MB', 'accepts auto or a size from 128kB to 1GB'],
+    ['EMBEDDED_DB_SHARED_BUFFERS', '100kB', 'accepts auto or a size from 128kB to 1GB'],
+    ['EMBEDDED_DB_SHARED_BUFFERS', '2GB', 'accepts auto or a size from 128kB to 1GB'],
   ])('refuses %s=%s, a size the service cannot work with', (name, value, accepts) => {
     expect(() => parseConfig({ [name]: value })).toThrow(`${name}: ${accepts}`);
   });

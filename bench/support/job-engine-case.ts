@@ -76,7 +76,7 @@ const STOP_TIMEOUT_MS = 10_000;
 const KILL_ID = 'killed-mid-job';
 const IDLE_MS = 10_000;
 
-const SHARED_BUFFERS = '16MB'; // Parley's default EMBEDDED_DB_SHARED_BUFFERS
+const SHARED_BUFFERS = '16MB'; // what EMBEDDED_DB_SHARED_BUFFERS=auto gives a store without vectors
 const SERVER_POOL_MAX = 10; // Parley's default DB_POOL_MAX
 
 class Timeout extends Error {}

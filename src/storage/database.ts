@@ -218,7 +218,17 @@ export async function openDatabase(
       return { vector: await ensureVectorExtension(pool, logger) };
     });
     const engine = embedded ? 'embedded' : 'server';
-    logger.info({ engine, ...capabilities }, 'database ready');
+    logger.info(
+      {
+        engine,
+        ...capabilities,
+        ...(embedded && {
+          sharedBuffers: embedded.sharedBuffers,
+          vectorIndexBytes: embedded.vectorIndexBytes,
+        }),
+      },
+      'database ready',
+    );
     if (!capabilities.vector) {
       logger.warn(
         'pgvector is not installed on the database server: document retrieval is lexical only',

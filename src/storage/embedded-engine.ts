@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { lockDataDir } from './data-dir-lock.ts';
 import { createDataDirFromSeed, hasSeed } from './embedded-seed.ts';
 import type { BackupRequest, PgliteWorkerData, PgliteWorkerMessage } from './pglite-worker.ts';
+import { AUTO, AUTO_FLOOR, autoSharedBuffers } from './shared-buffers.ts';
 
 /** The port number only names the socket file (`.s.PGSQL.<port>`), as libpq does. */
 const SOCKET_PORT = 5432;
@@ -23,6 +24,10 @@ export interface EmbeddedEngine {
    */
   copyDataDir(path: string): Promise<number>;
   stop(): Promise<void>;
+  /** The `shared_buffers` it runs with (EMBEDDED_DB_SHARED_BUFFERS, or what `auto` chose). */
+  sharedBuffers: string;
+  /** With `auto`: the vector indexes' size on disk at start, in bytes. */
+  vectorIndexBytes?: number;
 }
 
 /**
@@ -53,9 +58,23 @@ export async function startEmbeddedEngine(
       // Without a seed for the installed PGlite, initdb: in a worker that exits once it is
       // done, since initdb leaves ~450 MB of WASM memory behind that PGlite never returns.
       if (hasSeed()) await createDataDirFromSeed(data.dataDir);
-      else await stopWorker(await startWorker(data));
+      else await stopWorker((await startWorker(data)).worker);
     }
-    const worker = await startWorker(data);
+    const auto = sharedBuffers === AUTO;
+    let { worker, vectorIndexBytes } = await startWorker(
+      auto ? { ...data, sharedBuffers: AUTO_FLOOR, measureVectorIndexes: true } : data,
+    );
+    let running = auto ? AUTO_FLOOR : sharedBuffers;
+    if (auto && vectorIndexBytes !== undefined) {
+      // Postgres sets its shared buffers once, at start: the engine is started again with
+      // what its vector indexes need. Only a store with more than ~13 MB of them pays this.
+      const sized = autoSharedBuffers(vectorIndexBytes);
+      if (sized !== running) {
+        await stopWorker(worker);
+        ({ worker } = await startWorker({ ...data, sharedBuffers: sized }));
+        running = sized;
+      }
+    }
     const exited = once(worker, 'exit').then(([code]) => code as number);
     const failed = new Promise<string>((resolve) => {
       worker.on('message', (message: PgliteWorkerMessage) => {
@@ -65,6 +84,8 @@ export async function startEmbeddedEngine(
     let backups = 0;
     return {
       connection: { host: socketDir, port: SOCKET_PORT, user: 'postgres', database: 'postgres' },
+      sharedBuffers: running,
+      ...(vectorIndexBytes === undefined ? {} : { vectorIndexBytes }),
       exited,
       failed,
       copyDataDir(path) {
@@ -94,7 +115,9 @@ export async function startEmbeddedEngine(
   }
 }
 
-async function startWorker(data: PgliteWorkerData): Promise<Worker> {
+async function startWorker(
+  data: PgliteWorkerData,
+): Promise<{ worker: Worker; vectorIndexBytes?: number }> {
   const worker = new Worker(new URL('./pglite-worker.ts', import.meta.url), {
     workerData: data,
     // The socket server's per-message buffers let the young generation grow to its default
@@ -107,7 +130,9 @@ async function startWorker(data: PgliteWorkerData): Promise<Worker> {
     await worker.terminate();
     throw new Error(first.message);
   }
-  return worker;
+  return first.type === 'ready' && first.vectorIndexBytes !== undefined
+    ? { worker, vectorIndexBytes: first.vectorIndexBytes }
+    : { worker };
 }
 
 async function stopWorker(worker: Worker): Promise<void> {

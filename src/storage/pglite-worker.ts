@@ -3,6 +3,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { copyDataDir } from './copy-data-dir.ts';
 import { pgliteOptions } from './pglite-options.ts';
 import { PgliteSessionServer } from './pglite-session-server.ts';
+import { VECTOR_INDEX_BYTES_SQL } from './shared-buffers.ts';
 
 /**
  * Runs PGlite on its own thread and serves it over the PostgreSQL wire protocol on a private
@@ -17,6 +18,8 @@ export interface PgliteWorkerData {
   socketPath: string;
   /** Postgres `shared_buffers`, e.g. `16MB`. */
   sharedBuffers: string;
+  /** Whether `ready` says how large the vector indexes are (for EMBEDDED_DB_SHARED_BUFFERS=auto). */
+  measureVectorIndexes?: boolean;
 }
 
 /** Asks the worker to copy the data directory to `path` (new, on the same disk) for a backup. */
@@ -27,7 +30,8 @@ export interface BackupRequest {
 }
 
 export type PgliteWorkerMessage =
-  | { type: 'ready' }
+  /** `vectorIndexBytes`: with `measureVectorIndexes`, the vector indexes' size on disk. */
+  | { type: 'ready'; vectorIndexBytes?: number }
   /** `pausedMs`: how long the database answered nothing while its files were copied. */
   | { type: 'backup-done'; id: number; pausedMs: number }
   | { type: 'backup-failed'; id: number; message: string }
@@ -35,13 +39,16 @@ export type PgliteWorkerMessage =
   /** PGlite stopped working while serving; it answers no more connections. */
   | { type: 'engine-failed'; message: string };
 
-const { dataDir, socketPath, sharedBuffers } = workerData as PgliteWorkerData;
+const { dataDir, socketPath, sharedBuffers, measureVectorIndexes } = workerData as PgliteWorkerData;
 const port = parentPort;
 if (!port) throw new Error('pglite-worker must run as a worker thread');
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 try {
   const db = await PGlite.create(dataDir, pgliteOptions(sharedBuffers));
+  const vectorIndexBytes = measureVectorIndexes
+    ? (await db.query<{ bytes: number }>(VECTOR_INDEX_BYTES_SQL)).rows[0]?.bytes
+    : undefined;
   const server = new PgliteSessionServer(db, {
     onEngineFailure: (error) =>
       port.postMessage({
@@ -61,7 +68,7 @@ try {
     await db.close(); // flushes and closes the data directory cleanly
     port.close();
   });
-  port.postMessage({ type: 'ready' } satisfies PgliteWorkerMessage);
+  port.postMessage({ type: 'ready', vectorIndexBytes } satisfies PgliteWorkerMessage);
 } catch (error) {
   port.postMessage({ type: 'failed', message: describe(error) } satisfies PgliteWorkerMessage);
 }
