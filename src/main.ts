@@ -642,7 +642,7 @@ export async function main(config: Config): Promise<void> {
     jobs.kick('automation_run');
   });
 
-  stopOnSignals({
+  const { stopping } = stopOnSignals({
     graceMs: config.SHUTDOWN_GRACE_MS,
     logger,
     // Open streams are stopped (their partial answers are stored as interrupted), and any
@@ -703,6 +703,9 @@ export async function main(config: Config): Promise<void> {
   // Work queued before a restart (feedback, memory decisions, chunks without vectors while
   // the embedding model was unavailable or another one) is queued now.
   await jobs.start(database.serializeStartup);
+  // Stopped while starting (SIGTERM as the port opened): the stop has ended, or is ending,
+  // what started so far; nothing more starts.
+  if (stopping.aborted) return;
   telegramDoor?.start();
   if (!telegram) logger.info('reminder notices are off: TELEGRAM_BOT_TOKEN is not set');
   if ((config.TELEGRAM_POLLING || config.TELEGRAM_WEBHOOK_URL) && !telegram) {

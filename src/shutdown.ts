@@ -30,13 +30,17 @@ export interface StopPlan {
  * stream and job are done. A second signal ends the grace period at once: streams and jobs
  * are stopped, the database still closed cleanly.
  *
+ * Answers `stopping`, aborted at the first signal: start-up that is still under way then
+ * starts nothing more.
+ *
  * Last resort: a process still running `graceMs` + EXIT_MARGIN_MS after the first signal (a
  * step that does not return, a handle left open) says what held it and exits 1. The timer is
  * unref'd: it never keeps the process alive itself.
  */
-export function stopOnSignals(plan: StopPlan): void {
+export function stopOnSignals(plan: StopPlan): { stopping: AbortSignal } {
   const { graceMs, logger } = plan;
   let stopping = false;
+  const begun = new AbortController();
   let graceOver = false;
   let graceTimer: NodeJS.Timeout | undefined;
   /** The steps under way, named in the last-resort log line. */
@@ -74,6 +78,7 @@ export function stopOnSignals(plan: StopPlan): void {
       return;
     }
     stopping = true;
+    begun.abort();
     logger.info({ signal, graceMs }, 'shutting down');
     graceTimer = setTimeout(endGrace, graceMs);
     graceTimer.unref();
@@ -94,6 +99,7 @@ export function stopOnSignals(plan: StopPlan): void {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  return { stopping: begun.signal };
 }
 
 interface StepFailure {

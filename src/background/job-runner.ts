@@ -24,6 +24,9 @@ export class JobRunner {
   readonly #metrics: JobMetrics | undefined;
   readonly #kinds = new Map<JobKind, KindQueue<Job>>();
   #started = false;
+  /** The start under way or done; stop() waits for it (its DDL holds the database). */
+  #starting: Promise<void> | undefined;
+  #stopping = false;
 
   readonly #pollingSeconds: number | undefined;
 
@@ -59,9 +62,15 @@ export class JobRunner {
    * Then each kind's workers and a first sweep (work left from before) start, outside the
    * turn. A kick before its kind has started is ignored: that first sweep sees the row.
    */
-  async start(serializeStartup: StartupSerializer = (fn) => fn()): Promise<void> {
-    if (this.#kinds.size === 0) return;
+  start(serializeStartup: StartupSerializer = (fn) => fn()): Promise<void> {
+    // Nothing to run, or stopped before it started (a signal while the port was opening).
+    if (this.#kinds.size === 0 || this.#stopping) return Promise.resolve();
     this.#started = true;
+    this.#starting = this.#start(serializeStartup);
+    return this.#starting;
+  }
+
+  async #start(serializeStartup: StartupSerializer): Promise<void> {
     // A lost race (DDL of a library outside the turn) is tried again, never fatal: pg-boss's
     // start() and createQueue() are safe to repeat.
     await retryStartupRace(
@@ -73,6 +82,8 @@ export class JobRunner {
         }),
       this.#logger,
     );
+    // Stopped while its tables were being made: no worker starts after the stop.
+    if (this.#stopping) return;
     for (const kind of this.#kinds.values()) await kind.start();
   }
 
@@ -98,6 +109,11 @@ export class JobRunner {
    */
   async stop(options: { interrupt?: AbortSignal; graceMs?: number } = {}): Promise<void> {
     const { interrupt = AbortSignal.abort(), graceMs = 0 } = options;
+    this.#stopping = true;
+    // A stop during start-up (SIGTERM just after the port opened) lets pg-boss's DDL finish
+    // first: the database is closed after this returns, and closing it under that DDL failed
+    // the start. Its failure is the start's to report, not the stop's.
+    await this.#starting?.catch(() => {});
     const kinds = [...this.#kinds.values()];
     const tell = () => {
       for (const kind of kinds) kind.interrupt();
