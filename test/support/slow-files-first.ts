@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * The files that took longest in CI (seconds in `.ci/vitest-report.json`, 2026-11-29 10:13, a
- * loaded run: 41-172 s each; upstream-endings, new, 156 s in the next), longest first. Two
+ * The files that took longest in CI (seconds in `.ci/vitest-report.json`, 2026-11-29 12:41, a
+ * loaded run: 47-208 s each; shared-buffers-auto, new, 45 s on a quiet machine), longest first. Two
  * workers take files in order, so a long file started last keeps one worker busy while the
  * other has finished: on a clean clone vitest has no timings and orders by file size, and
  * several of these are short files that wait on leases or start many replicas. Starting them
@@ -13,26 +13,37 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 const SLOWEST = [
   'test/telegram/upstream-endings.test.ts',
   'test/scale-out/start-together.test.ts',
-  'test/http/lifecycle.test.ts',
-  'test/documents/ingest-limits.test.ts',
-  'test/telegram/chat.test.ts',
-  'test/documents/concurrent-uploads.test.ts',
-  'test/documents/search-hidden-rows.test.ts',
-  'test/jobs/memory-jobs.test.ts',
-  'test/models/first-run.test.ts',
   'test/tools/vision.test.ts',
+  'test/models/first-run.test.ts',
+  'test/documents/search-hidden-rows.test.ts',
+  'test/http/lifecycle.test.ts',
+  'test/tools/web-search.test.ts',
   'test/http/bad-input-walk.test.ts',
-  'test/http/chat-options.test.ts',
   'test/telegram/delivery.test.ts',
+  'test/telegram/chat.test.ts',
+  'test/http/chat-options.test.ts',
+  'test/ops/admin-cli.test.ts',
+  'test/tools/crag.test.ts',
+  'test/documents/concurrent-uploads.test.ts',
   'test/telegram/killed-holder.test.ts',
+  'test/documents/ingest-limits.test.ts',
+  'test/storage/shared-buffers-auto.test.ts',
+  'test/ops/backup.test.ts',
+  'test/jobs/memory-jobs.test.ts',
+  'test/http/web-session-guards.test.ts',
   'test/http/chat.test.ts',
+  'test/accounts/limits.test.ts',
   'test/jobs/background-jobs.test.ts',
+  'test/ops/startup-failures.test.ts',
   'test/automations/crash.test.ts',
-  'test/automations/time-limit.test.ts',
+  'test/ops/shutdown-mid-backfill.test.ts',
+  'test/documents/ingest-http.test.ts',
   'test/runs/long-answer-lease.test.ts',
   'test/scale-out/replicas.test.ts',
-  'test/scale-out/resume-replicas.test.ts',
-  'test/http/log-privacy-wave.test.ts',
+  'test/automations/time-limit.test.ts',
+  'test/web/conversations.test.ts',
+  'test/http/langsmith.test.ts',
+  'test/documents/abandoned-writes.test.ts',
 ];
 
 const ROOT = new URL('../../', import.meta.url);
