@@ -5,8 +5,9 @@ import { totalmem } from 'node:os';
  * sized at start to hold its vector indexes, within bounds. A vector search walks its HNSW
  * graph page by page; pages not in shared buffers are read through PGlite's file layer, one
  * system call and one copy into WASM memory each, and that was most of a search's time. At
- * 100,000 chunks (a ~200 MB index) 16MB of buffers read 73 % of a query's pages, 256MB 6 %:
- * vector search p50 24 → 14 ms, hybrid search p99 63 → 43 ms (bench/RESULTS.md, issue 30).
+ * 100,000 chunks (a ~200 MB index) 16MB of buffers read 71 % of a query's pages, `auto` 5 %:
+ * vector search p50 30–46 → 11–12 ms, hybrid search p50 43–49 → 23–24 ms (bench/RESULTS.md,
+ * issue 30).
  * Memory is the price, so a small store keeps the floor.
  */
 export const AUTO = 'auto';
