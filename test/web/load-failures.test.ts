@@ -20,6 +20,8 @@ describe('loads that fail in the web client, in Chromium', () => {
   let page: Page;
   let adminPage: Page;
   let conversation: string;
+  /** A conversation of 25 turns: its first page shows the newest 20. */
+  let long: string;
 
   const call = async (method: string, path: string, body?: unknown, key?: string) => {
     const response = await parley.fetch(path, {
@@ -37,7 +39,10 @@ describe('loads that fail in the web client, in Chromium', () => {
   beforeAll(async () => {
     browser = await launchChromium();
     llm = await startFakeLlmServer();
-    parley = await startParley({ env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url } });
+    parley = await startParley({
+      // 26 chats before the tests: above the default 20 a minute.
+      env: { API_TOKEN: TOKEN, LLM_BASE_URL: llm.url, LIMIT_CHATS_PER_MINUTE: '100' },
+    });
     const { key } = (await call('POST', '/admin/users', { user_id: 'alice' })) as { key: string };
     await call('POST', '/users/alice/automations', {
       prompt: 'Summarise the news',
@@ -52,6 +57,18 @@ describe('loads that fail in the web client, in Chromium', () => {
     });
     // Enabled, so a user's list has it (it is started only by a chat, which none uses).
     await call('PATCH', `/admin/mcp-servers/${server.id}`, { enabled: true });
+    long = String((await call('POST', '/users/alice/conversations', {}, key)).id);
+    for (let i = 1; i <= 25; i++) {
+      llm.enqueue(reply.text(`Answer number ${i}.`));
+      const turn = await parley.fetch('/chat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ message: `Question number ${i}?`, conversation_id: long }),
+      });
+      expect(await turn.text()).toContain(`Answer number ${i}.`);
+    }
+    // The conversation "Chat" opens is the last one created or chatted in: this one.
+    await call('POST', '/users/alice/conversations', {}, key);
     llm.enqueue(reply.text('Paris, of course.'));
     const chat = await parley.fetch('/chat', {
       method: 'POST',
@@ -270,6 +287,24 @@ describe('loads that fail in the web client, in Chromium', () => {
       () => page.goto(`${parley.url}/#/c/${conversation}`),
       page.getByRole('log', { name: 'Conversation' }).getByText('Paris, of course.'),
     );
+  });
+
+  it('says when older turns could not be loaded, and loads them on "Try again"', async () => {
+    await page.goto(`${parley.url}/#/c/${long}`);
+    const shown = page.getByRole('log', { name: 'Conversation' });
+    await shown.getByText('Answer number 25.').waitFor();
+    expect(await shown.getByText('Answer number 1.', { exact: true }).count()).toBe(0);
+    await failThenLoad(
+      page,
+      new RegExp(`/users/alice/conversations/${long}\\?limit=20&before=`),
+      'Could not load this conversation',
+      // Scrolled to the top: the older page is asked for.
+      () => shown.evaluate((log) => log.scrollTo({ top: 0 })),
+      shown.getByText('Answer number 1.', { exact: true }),
+      // The newest turns stay shown while the older ones could not be loaded.
+      async () => expect(await shown.getByText('Answer number 25.').count()).toBe(1),
+    );
+    expect(await shown.getByText('Answer number 25.').count()).toBe(1);
   });
 
   it('says when the users could not be loaded, and loads them on "Try again"', async () => {
