@@ -39,8 +39,7 @@ export interface StopPlan {
  */
 export function stopOnSignals(plan: StopPlan): { stopping: AbortSignal } {
   const { graceMs, logger } = plan;
-  let stopping = false;
-  const begun = new AbortController();
+  const stopping = new AbortController();
   let graceOver = false;
   let graceTimer: NodeJS.Timeout | undefined;
   /** The steps under way, named in the last-resort log line. */
@@ -72,13 +71,12 @@ export function stopOnSignals(plan: StopPlan): { stopping: AbortSignal } {
   };
 
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    if (stopping.signal.aborted) {
       logger.warn({ signal }, 'second signal: the grace period ends now');
       endGrace();
       return;
     }
-    stopping = true;
-    begun.abort();
+    stopping.abort();
     logger.info({ signal, graceMs }, 'shutting down');
     graceTimer = setTimeout(endGrace, graceMs);
     graceTimer.unref();
@@ -99,7 +97,7 @@ export function stopOnSignals(plan: StopPlan): { stopping: AbortSignal } {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-  return { stopping: begun.signal };
+  return { stopping: stopping.signal };
 }
 
 interface StepFailure {

@@ -23,7 +23,6 @@ export class JobRunner {
   readonly #logger: Logger;
   readonly #metrics: JobMetrics | undefined;
   readonly #kinds = new Map<JobKind, KindQueue<Job>>();
-  #started = false;
   /** The start under way or done; stop() waits for it (its DDL holds the database). */
   #starting: Promise<void> | undefined;
   #stopping = false;
@@ -44,7 +43,7 @@ export class JobRunner {
   }
 
   add<J extends Job>(definition: JobKindDefinition<J>): void {
-    if (this.#started) throw new Error('add every kind before start()');
+    if (this.#starting) throw new Error('add every kind before start()');
     const kind = new KindQueue(
       definition,
       this.#boss,
@@ -65,7 +64,6 @@ export class JobRunner {
   start(serializeStartup: StartupSerializer = (fn) => fn()): Promise<void> {
     // Nothing to run, or stopped before it started (a signal while the port was opening).
     if (this.#kinds.size === 0 || this.#stopping) return Promise.resolve();
-    this.#started = true;
     this.#starting = this.#start(serializeStartup);
     return this.#starting;
   }
@@ -122,7 +120,7 @@ export class JobRunner {
     else interrupt.addEventListener('abort', tell, { once: true });
     try {
       await Promise.all(kinds.map((kind) => kind.close()));
-      if (this.#started) {
+      if (this.#starting) {
         await this.#boss.stop({ graceful: true, close: false, timeout: graceMs + RETURN_MS });
       }
     } finally {

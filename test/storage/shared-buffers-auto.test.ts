@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { backfillEnv } from '../support/backfill-env.ts';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { file, ingest } from '../support/ingest-client.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
@@ -14,7 +15,7 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
  * (about what 8,000 chunks of a 384-dimension model would).
  */
 const DIMENSION = 2000;
-/** Two to a chunk of CHUNK_MAX_TOKENS 32. */
+/** Two to a chunk of backfillEnv's CHUNK_MAX_TOKENS 32. */
 const SENTENCES = 3_900;
 const MB = 1024 * 1024;
 
@@ -30,17 +31,7 @@ describe('the embedded engine’s shared buffers, sized to its vector index', ()
   const start = async (env: Record<string, string> = {}) => {
     const started = await startParley({
       dataDir: setup.dataDir,
-      env: {
-        ...setup.env,
-        EMBEDDINGS_PROVIDER: 'openai',
-        EMBEDDINGS_BASE_URL: setup.llm.url,
-        EMBEDDINGS_MODEL: 'fake-embed',
-        EMBEDDINGS_MAX_RETRIES: '0',
-        EMBEDDINGS_BATCH_SIZE: '256',
-        CHUNK_MAX_TOKENS: '32',
-        CHUNK_OVERLAP_TOKENS: '0',
-        ...env,
-      },
+      env: { ...setup.env, ...backfillEnv(setup.llm.url, 'fake-embed', 256), ...env },
     });
     parley = started;
     const ready = await started.waitForLog((line) => line.msg === 'database ready');
