@@ -195,11 +195,11 @@ describe('tracing and feedback with LangSmith configured', () => {
       expect(received).toMatchObject({ run_id: stream.runId, key: 'user_score', score: 0 });
       if (ending.startsWith('cut-') || ending === 'stall-mid-body') {
         // The answer never came whole: the create is sent again, meets its id, and updates.
-        const deadline = Date.now() + 30_000;
-        while (!langsmith.feedbackUpdates.some((update) => update.id === feedback_id)) {
-          expect(Date.now()).toBeLessThan(deadline);
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
+        await expect
+          .poll(() => langsmith.feedbackUpdates.some((update) => update.id === feedback_id), {
+            timeout: 30_000,
+          })
+          .toBe(true);
       }
       await parley.settled();
       expect(langsmith.feedback.filter((item) => item.id === feedback_id)).toHaveLength(1);
@@ -225,11 +225,11 @@ describe('tracing and feedback with LangSmith configured', () => {
     await sent?.done;
     expect(sent?.closedEarly).toBe(true);
     expect(sent?.written).toBeLessThan(OVERSIZED_BYTES / 4);
-    const deadline = Date.now() + 30_000;
-    while (!langsmith.feedbackUpdates.some((update) => update.id === feedback_id)) {
-      expect(Date.now()).toBeLessThan(deadline);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await expect
+      .poll(() => langsmith.feedbackUpdates.some((update) => update.id === feedback_id), {
+        timeout: 30_000,
+      })
+      .toBe(true);
     await parley.settled();
     expect(langsmith.feedback.filter((item) => item.id === feedback_id)).toHaveLength(1);
   });
