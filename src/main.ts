@@ -189,7 +189,7 @@ export async function main(config: Config): Promise<void> {
   }
   const shutdownSignal = new AbortController();
   const feedbackRepository = new FeedbackRepository(db);
-  const langSmith = connectLangSmith(config, logger);
+  const langSmith = await connectLangSmith(config, logger);
   if (langSmith) {
     jobs.add(
       feedbackJob(feedbackRepository, langSmith.feedbackSink, {
@@ -199,7 +199,7 @@ export async function main(config: Config): Promise<void> {
     );
   }
 
-  const model = createChatModel(config, logger);
+  const model = await createChatModel(config, logger);
   const embedder = createEmbedder(config, logger);
   if (embedder && !database.capabilities.vector) {
     logger.warn(

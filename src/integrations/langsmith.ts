@@ -1,11 +1,9 @@
-import { Client } from 'langsmith';
 import type { Logger } from 'pino';
 import type { RunTracer } from '../assistant/run-tracer.ts';
 import type { Config } from '../config.ts';
 import type { FeedbackSink } from '../feedback/feedback-sink.ts';
 import { createBoundedFetch } from '../models/answer-bound.ts';
 import { langSmithFeedbackSink } from './langsmith-feedback-sink.ts';
-import { langSmithTracer } from './langsmith-tracer.ts';
 
 /**
  * The most a LangSmith answer is read to: Parley reads only small ones (a feedback object, the
@@ -20,12 +18,19 @@ export interface LangSmith {
   flush(): Promise<void>;
 }
 
-/** LangSmith is used only when LANGSMITH_API_KEY is set. */
-export function connectLangSmith(
+/**
+ * LangSmith is used only when LANGSMITH_API_KEY is set, and its client (~120 modules, ~50 ms
+ * of a start) is loaded only then.
+ */
+export async function connectLangSmith(
   config: Pick<Config, 'LANGSMITH_API_KEY' | 'LANGSMITH_ENDPOINT' | 'LANGSMITH_PROJECT'>,
   logger: Logger,
-): LangSmith | undefined {
+): Promise<LangSmith | undefined> {
   if (!config.LANGSMITH_API_KEY) return undefined;
+  const [{ Client }, { langSmithTracer }] = await Promise.all([
+    import('langsmith'),
+    import('./langsmith-tracer.ts'),
+  ]);
   // The client retries each call 4 times over ~12 s on its own (not configurable in 0.12);
   // past that, the feedback outbox retries with its own backoff for as long as it takes. Its
   // 90 s default timeout per attempt would let one send outlast the outbox's lease.
