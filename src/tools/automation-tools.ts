@@ -2,7 +2,7 @@ import { tool, zodSchema } from 'ai';
 import { z } from 'zod';
 import { automationName } from '../automations/automation-fields.ts';
 import type { AutomationService } from '../automations/automation-service.ts';
-import { scheduleSchema } from '../automations/schedule.ts';
+import { modelScheduleSchema } from '../automations/model-schedule.ts';
 import { scheduleInWords } from '../automations/schedule-words.ts';
 import { AppError } from '../errors.ts';
 import type { AutomationRecord } from '../storage/automation-repository.ts';
@@ -19,10 +19,7 @@ const createInput = zodSchema(
     prompt: visibleText(z.string().trim().min(1).max(4_000)).describe(
       'What to do at each run, as the user would ask it (it is answered with tools)',
     ),
-    schedule: scheduleSchema.describe(
-      'once (date + time), daily, weekdays, weekly (days), monthly (day) at a local HH:MM; or ' +
-        'every N hours',
-    ),
+    schedule: modelScheduleSchema,
     name: automationName.optional().describe('A short name, one line'),
   }),
 );

@@ -323,6 +323,69 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     expect((await api('POST', `/users/asker/automations/${listed[0].id}/pause`)).status).toBe(200);
   });
 
+  it('asks the model for a flat schedule, and hands a wrong one back with the reason to fix it', async () => {
+    let results: string[] = [];
+    stack.llm.enqueue(
+      // A once without its date, then a daily one with a date it cannot have.
+      reply.toolCalls([
+        {
+          name: 'create_automation',
+          args: { prompt: 'Pay the rent', schedule: { type: 'once', time: '08:00' } },
+        },
+      ]),
+      reply.toolCalls([
+        {
+          name: 'create_automation',
+          args: {
+            prompt: 'Pay the rent',
+            schedule: { type: 'daily', time: '08:00', date: '2030-04-01' },
+          },
+        },
+      ]),
+      reply.toolCalls([
+        {
+          name: 'create_automation',
+          args: {
+            prompt: 'Pay the rent',
+            schedule: { type: 'once', date: '2030-04-01', time: '08:00' },
+          },
+        },
+      ]),
+      (request) => {
+        results = request.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
+        return reply.text('Stored for 1 April.');
+      },
+    );
+    const chat = await stack.parley.fetch('/chat', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user_id: 'flat', message: 'Remind me to pay the rent on 1 April' }),
+    });
+    expect(await chat.text()).toContain('Stored for 1 April.');
+    expect(results).toHaveLength(3);
+    expect(results[0]).toContain('Invalid input: expected string, received undefined');
+    expect(results[0]).toMatch(/"path": \[\s*"schedule",\s*"date"\s*\]/);
+    expect(results[1]).toMatch(/Unrecognized key: [^\n]*date/);
+    expect(results[2]).toContain('once, on 2030-04-01 at 08:00 (UTC)');
+
+    // What the model was offered: one object, no union of six, the choices named.
+    const offered = stack.llm.chats
+      .at(-1)
+      ?.body.tools?.find((t) => t.function.name === 'create_automation')?.function.parameters as {
+      properties: { schedule: Record<string, unknown> & { properties: Record<string, unknown> } };
+    };
+    const schedule = offered.properties.schedule;
+    expect(JSON.stringify(schedule)).not.toMatch(/oneOf|anyOf/);
+    expect(Object.keys(schedule.properties).sort()).toEqual(
+      ['date', 'day', 'days', 'hours', 'starts_at', 'time', 'type'].sort(),
+    );
+    const listed = (await api('GET', '/users/flat/automations')).body.automations;
+    expect(listed).toMatchObject([
+      { schedule: { type: 'once', date: '2030-04-01', time: '08:00' } },
+    ]);
+    expect((await api('DELETE', `/users/flat/automations/${listed[0].id}`)).status).toBe(200);
+  });
+
   it('sends a long result in parts, and a run cut short by a restart once, after it', async () => {
     await profile('long', { telegram_chat_id: '5301' });
     stack.setClock('2030-03-21T00:00:00Z');
