@@ -97,7 +97,8 @@ describe('the embedded database seed', () => {
     // What a process killed while creating the database leaves: a half-made directory.
     mkdirSync(join(dataDir, 'pg.creating'), { recursive: true });
     writeFileSync(join(dataDir, 'pg.creating', 'PG_VERSION'), 'half');
-    const first = await startParley({ dataDir });
+    // Made by this start from the seed, not copied from the test run's template.
+    const first = await startParley({ dataDir, freshDataDir: true });
     const health = await first.fetch('/health');
     expect(await health.json()).toMatchObject({ status: 'ok', database: 'ok' });
     const put = await first.fetch('/users/seeded/profile', {

@@ -1,8 +1,9 @@
 import type { ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { copyEmbeddedTemplate } from './embedded-template.ts';
 import { spawnParley } from './spawn-parley.ts';
 
 export interface LogLine {
@@ -39,6 +40,12 @@ export interface StartOptions {
   token?: string | null;
   /** How long to wait for "Parley is listening" (default 30 s). */
   startTimeoutMs?: number;
+  /**
+   * true: an embedded data directory without a database gets one made by this start itself
+   * (unpacking the shipped seed), not a copy of the test run's template
+   * (test/support/embedded-template.ts).
+   */
+  freshDataDir?: boolean;
 }
 
 /**
@@ -48,6 +55,10 @@ export interface StartOptions {
 export async function startParley(options: StartOptions = {}): Promise<RunningParley> {
   const ownDataDir = !options.dataDir;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-test-'));
+  if (!options.env?.DATABASE_URL && !options.freshDataDir && !existsSync(join(dataDir, 'pg'))) {
+    const template = await embeddedTemplate();
+    if (template) copyEmbeddedTemplate(template, dataDir);
+  }
   const child = spawnParley({
     PORT: '0',
     DATA_DIR: dataDir,
@@ -146,6 +157,13 @@ function networkFailure(error: unknown, request: string, child: ChildProcess, ou
       `its last output:\n${output.slice(-3_000)}`,
     { cause: error },
   );
+}
+
+/** The test run's template database; none outside vitest (a benchmark's start). */
+async function embeddedTemplate(): Promise<string | undefined> {
+  if (!process.env.VITEST) return undefined;
+  const { inject } = await import('vitest');
+  return inject('embeddedTemplate');
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
