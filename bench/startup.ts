@@ -1,8 +1,9 @@
 /**
  * Start-up time: from spawning the `npm start` line (`node src/start.ts`) to the "Parley is
  * listening" log line and to the first 200 from /health, for a fresh embedded data directory
- * (made from the shipped seed), the same directory again, and a fresh database on the local PostgreSQL
- * server.
+ * (made from the shipped seed), the same directory again, the same again with a model server
+ * configured (`LLM_BASE_URL`: the embedded model's code is then never loaded; nothing listens
+ * there, and nothing asks it at start), and a fresh database on the local PostgreSQL server.
  *
  *   node bench/startup.ts [runs=5]
  */
@@ -64,6 +65,7 @@ console.log('```\n');
 
 const fresh: Timing[] = [];
 const warm: Timing[] = [];
+const modelServer: Timing[] = [];
 const postgres: Timing[] = [];
 const dirs: string[] = [];
 for (let i = 0; i < RUNS; i++) {
@@ -73,6 +75,10 @@ for (let i = 0; i < RUNS; i++) {
 }
 const warmDir = dirs[0] as string;
 for (let i = 0; i < RUNS; i++) warm.push(await once(() => startServer({ env, dataDir: warmDir })));
+const withModelServer = { ...env, LLM_BASE_URL: 'http://127.0.0.1:9/v1' };
+for (let i = 0; i < RUNS; i++) {
+  modelServer.push(await once(() => startServer({ env: withModelServer, dataDir: warmDir })));
+}
 for (let i = 0; i < RUNS; i++) {
   const database = await createTestDatabase();
   try {
@@ -100,11 +106,13 @@ console.log(
 console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 console.log(row('embedded, fresh data dir (seed)', fresh));
 console.log(row('embedded, same data dir again', warm));
+console.log(row('embedded, same data dir, LLM_BASE_URL set', modelServer));
 console.log(row('DATABASE_URL, fresh database', postgres));
 console.log('\nall runs (ms, listening/healthy):');
 for (const [name, list] of [
   ['fresh', fresh],
   ['warm', warm],
+  ['model server', modelServer],
   ['postgres', postgres],
 ] as const) {
   console.log(`- ${name}: ${list.map((t) => `${ms(t.listening)}/${ms(t.healthy)}`).join(', ')}`);
