@@ -1,14 +1,12 @@
-import { once } from 'node:events';
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import type { TestProject } from 'vitest/node';
-import { spawnParley } from './spawn-parley.ts';
+import { startParley } from './start-parley.ts';
 
 /**
  * Vitest's globalSetup: one embedded database made by Parley's own first start, once per test
- * run, that startParley copies into each new data directory it makes.
+ * run, that startParley copies into any embedded data directory that has no database yet.
  *
  * A first start on a new data directory unpacks the shipped seed (~0.9 s of brotli), and the
  * job engine creates its schema (~0.3 s); copying the 40 MB takes 50–140 ms. The suite starts
@@ -25,36 +23,14 @@ declare module 'vitest' {
 
 export default async function makeEmbeddedTemplate(project: TestProject) {
   const dataDir = mkdtempSync(join(tmpdir(), 'parley-template-'));
-  const child = spawnParley({ PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'info' });
-  const exited = once(child, 'exit');
-  let output = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString('utf8');
-  });
-  const listening = new Promise<void>((resolve) => {
-    if (!child.stdout) throw new Error('spawn gave no stdout');
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      output += `${line}\n`;
-      if (line.includes('"msg":"Parley is listening"')) resolve();
-    });
-  });
-  const timeout = setTimeout(() => child.kill('SIGKILL'), 90_000);
-  await Promise.race([listening, exited]);
-  child.kill('SIGTERM');
-  const [code] = await exited;
-  clearTimeout(timeout);
-  const pgDir = join(dataDir, 'pg');
-  if (code !== 0 || !existsSync(join(pgDir, 'PG_VERSION'))) {
+  try {
+    const parley = await startParley({ dataDir, freshDataDir: true });
+    const code = await parley.stop();
+    if (code !== 0) throw new Error(`exit ${code}:\n${parley.output()}`);
+  } catch (error) {
     rmSync(dataDir, { recursive: true, force: true });
-    throw new Error(
-      `the embedded template did not start and stop cleanly (exit ${code}):\n${output}`,
-    );
+    throw new Error('the embedded template did not start and stop cleanly', { cause: error });
   }
-  project.provide('embeddedTemplate', pgDir);
+  project.provide('embeddedTemplate', join(dataDir, 'pg'));
   return () => rmSync(dataDir, { recursive: true, force: true });
-}
-
-/** Gives a new data directory the template's database (see above). */
-export function copyEmbeddedTemplate(template: string, dataDir: string): void {
-  cpSync(template, join(dataDir, 'pg'), { recursive: true });
 }

@@ -1,9 +1,8 @@
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { copyEmbeddedTemplate } from './embedded-template.ts';
 import { spawnParley } from './spawn-parley.ts';
 
 export interface LogLine {
@@ -57,7 +56,7 @@ export async function startParley(options: StartOptions = {}): Promise<RunningPa
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'parley-test-'));
   if (!options.env?.DATABASE_URL && !options.freshDataDir && !existsSync(join(dataDir, 'pg'))) {
     const template = await embeddedTemplate();
-    if (template) copyEmbeddedTemplate(template, dataDir);
+    if (template) cpSync(template, join(dataDir, 'pg'), { recursive: true });
   }
   const child = spawnParley({
     PORT: '0',
