@@ -15,8 +15,9 @@ import { MAX_EVERY_HOURS, scheduleSchema, WEEKDAYS } from './schedule.ts';
  */
 export const modelScheduleSchema = z
   .object({
+    // The union's own types: one added there is offered here too.
     type: z
-      .enum(['once', 'daily', 'weekdays', 'weekly', 'monthly', 'every'])
+      .enum(scheduleSchema.options.map((option) => option.shape.type.value))
       .describe('weekdays: Monday to Friday'),
     time: z.string().optional().describe('Local HH:MM (24-hour); all but every'),
     date: z.string().optional().describe('YYYY-MM-DD; once'),
