@@ -32,7 +32,8 @@ console.log('| --- | ---: |');
 let total = 0;
 for (const [name, tool] of Object.entries(tools)) {
   const schema = JSON.stringify(await asSchema(tool.inputSchema).jsonSchema);
-  const bytes = Buffer.byteLength(schema) + Buffer.byteLength(tool.description ?? '');
+  const description = typeof tool.description === 'string' ? tool.description : '';
+  const bytes = Buffer.byteLength(schema) + Buffer.byteLength(description);
   total += bytes;
   console.log(`| ${name} | ${bytes} |`);
 }
