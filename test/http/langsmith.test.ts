@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BODY_ENDINGS, OVERSIZED_BYTES, oversizedAnswers } from '../support/body-endings.ts';
 import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import {
   type FakeLangSmithServer,
   startFakeLangSmithServer,
@@ -9,7 +10,12 @@ import {
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
-describe('tracing and feedback with LangSmith configured', () => {
+/**
+ * On each engine: feedback waits for LangSmith in the job engine's queue, which each engine
+ * keeps in its own database.
+ */
+describe.each(ENGINES)('tracing and feedback with LangSmith configured, %s engine', (engine) => {
+  let storage: EngineEnv;
   let llm: FakeLlmServer;
   let langsmith: FakeLangSmithServer;
   let parley: RunningParley;
@@ -30,10 +36,12 @@ describe('tracing and feedback with LangSmith configured', () => {
     });
 
   beforeAll(async () => {
+    storage = await engineEnv(engine);
     llm = await startFakeLlmServer();
     langsmith = await startFakeLangSmithServer({ apiKey: 'ls-test-key' });
     parley = await startParley({
       env: {
+        ...storage.env,
         LLM_BASE_URL: llm.url,
         LLM_MAX_RETRIES: '0',
         LANGSMITH_API_KEY: 'ls-test-key',
@@ -47,6 +55,7 @@ describe('tracing and feedback with LangSmith configured', () => {
     await parley?.stop();
     await llm?.close();
     await langsmith?.close();
+    await storage?.cleanup();
   });
 
   it('traces a chat under its run_id, with model and tool calls as child runs', async () => {
