@@ -23,7 +23,9 @@ import { Agent, type Dispatcher, interceptors } from 'undici';
  *
  * Scope: what an API client sends (a string, bytes or no body; `http:`/`https:` URLs; redirects
  * followed). Anything else (a `Request` object, a streamed or form body, other protocols,
- * `redirect: 'manual'`) goes to the built-in fetch. No compression is asked for (a compressed
+ * `redirect: 'manual'`) goes to the built-in fetch, its body through `transformBody` all the
+ * same: an answer bound (answer-bound.ts) holds whatever a client library sends, a multipart
+ * upload to LangSmith or Telegram as well as JSON. No compression is asked for (a compressed
  * token stream costs CPU on both sides for a few bytes a token); one sent anyway is decoded.
  */
 export interface HttpFetchOptions {
@@ -57,7 +59,7 @@ export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
       (url.protocol !== 'http:' && url.protocol !== 'https:') ||
       (init.redirect !== undefined && init.redirect !== 'follow')
     ) {
-      return fetch(input, init);
+      return transformed(await fetch(input, init), options);
     }
     const signal = init.signal ?? undefined;
     signal?.throwIfAborted();
@@ -73,6 +75,38 @@ export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
     };
     return send(dispatcher, request, signal, options);
   };
+}
+
+/**
+ * The built-in fetch's response with its body read through `transformBody`: a chunk the
+ * transform refuses errors the body with its error and cancels the rest (the connection is
+ * closed), as on undici's path.
+ */
+function transformed(response: Response, options: HttpFetchOptions): Response {
+  const transform = response.body ? options.transformBody?.(response.headers) : undefined;
+  if (!transform || !response.body) return response;
+  const body = response.body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        const out = transform.chunk(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        if (out && out.byteLength > 0) controller.enqueue(out);
+      },
+      flush(controller) {
+        const rest = transform.end();
+        if (rest && rest.byteLength > 0) controller.enqueue(rest);
+      },
+    }),
+  );
+  const result = new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  Object.defineProperties(result, {
+    url: { value: response.url },
+    redirected: { value: response.redirected },
+  });
+  return result;
 }
 
 /**

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AnswerTooLargeError, createBoundedFetch } from '../../src/models/answer-bound.ts';
 import { createHttpFetch } from '../../src/models/http-fetch.ts';
 
 /**
@@ -344,5 +345,34 @@ describe('createHttpFetch', () => {
     expect(text).toBe('D: 0\n\nD: 1\n\nD: 2\n\nD: 3\n\nD: 4\n\nend\n');
     const untouched = await (await transformed(`${origin}/json`, post)).text();
     expect(untouched).toBe('{"echoed":"{\\"a\\":1}"}');
+  });
+
+  it('passes the body through transformBody where the built-in fetch sends it too', async () => {
+    const transformed = createHttpFetch({
+      transformBody: () => ({
+        chunk: (bytes) => Buffer.from(bytes.toString().toUpperCase()),
+        end: () => Buffer.from('|end'),
+      }),
+    });
+    const form = new FormData();
+    form.set('part', 'a form body');
+    const asRequest = await transformed(new Request(`${origin}/method`, post));
+    expect(await asRequest.text()).toBe('POST 7|end');
+    const withForm = await transformed(`${origin}/method`, { method: 'POST', body: form });
+    expect(withForm.status).toBe(200);
+    expect(await withForm.text()).toMatch(/^POST \d+\|end$/);
+  });
+
+  it('stops reading an answer over its bound whichever fetch sends the request', async () => {
+    const bounded = createBoundedFetch('test server', 1024 * 1024);
+    const form = new FormData();
+    form.set('part', 'a form body');
+    for (const response of [
+      await bounded(`${origin}/large`, { method: 'GET' }),
+      await bounded(new Request(`${origin}/large`)),
+      await bounded(`${origin}/large`, { method: 'POST', body: form }),
+    ]) {
+      await expect(response.arrayBuffer()).rejects.toBeInstanceOf(AnswerTooLargeError);
+    }
   });
 });
