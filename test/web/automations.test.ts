@@ -4,7 +4,7 @@ import { call } from '../support/automation-ticks.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { type ReminderStack, startReminderStack } from '../support/reminder-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { launchChromium, seriousViolations } from './browser.ts';
+import { launchChromium, seriousViolations, signIn } from './browser.ts';
 
 /**
  * The Automations page in a real Chromium against a real Parley (embedded engine), the fake
@@ -26,9 +26,7 @@ describe('the Automations page in Chromium', () => {
     });
     page = await context.newPage();
     page.on('dialog', (dialog) => void dialog.accept());
-    await page.goto(stack.parley.url);
-    await page.getByLabel('API key').fill(created.body.key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, stack.parley.url, created.body.key);
   }, 180_000);
   afterAll(async () => {
     await browser?.close();

@@ -6,6 +6,13 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 /** Debian's Chromium (`apt-get install -y chromium`, done by .ci/run); never a downloaded one. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
+/** Opens `url` (where the page asks for a key) and signs in with `key`, as a person would. */
+export async function signIn(page: Page, url: string, key: string): Promise<void> {
+  await page.goto(url);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
 /**
  * Starts headless Chromium. A missing browser is a failure, not a skip: CI installs it, and a
  * browser test that quietly does not run would let the web client break unseen.

@@ -4,7 +4,7 @@ import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { holdResponses, launchChromium, seriousViolations } from './browser.ts';
+import { holdResponses, launchChromium, seriousViolations, signIn } from './browser.ts';
 
 const TOKEN = 'browser-admin-token';
 const ADDRESS = /#\/c\/([0-9a-f-]{36})$/;
@@ -42,9 +42,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       viewport: { width: 1000, height: 720 },
     });
     page = await context.newPage();
-    await page.goto(parley.url);
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, parley.url, key);
   });
   afterAll(async () => {
     await browser?.close();

@@ -2,7 +2,7 @@ import type { Browser, Locator, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium } from './browser.ts';
+import { launchChromium, signIn } from './browser.ts';
 
 const TOKEN = 'browser-load-failures-token';
 
@@ -81,20 +81,18 @@ describe('loads that fail in the web client, in Chromium', () => {
     };
     conversation = listed.conversations[0]?.id ?? '';
 
-    const signIn = async (secret: string) => {
+    const signedInPage = async (secret: string) => {
       const context = await browser.newContext({
         locale: 'en-US',
         viewport: { width: 1000, height: 900 },
       });
       const signed = await context.newPage();
-      await signed.goto(parley.url);
-      await signed.getByLabel('API key').fill(secret);
-      await signed.getByRole('button', { name: 'Sign in' }).click();
+      await signIn(signed, parley.url, secret);
       await signed.getByRole('button', { name: 'Sign out' }).waitFor();
       return signed;
     };
-    page = await signIn(key);
-    adminPage = await signIn(TOKEN);
+    page = await signedInPage(key);
+    adminPage = await signedInPage(TOKEN);
   });
   afterAll(async () => {
     await browser?.close();

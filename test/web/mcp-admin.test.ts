@@ -4,7 +4,7 @@ import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium } from './browser.ts';
+import { launchChromium, signIn } from './browser.ts';
 
 const TOKEN = 'browser-mcp-admin-page-token';
 const FAILING = "process.stderr.write('upstream token missing\\n'); process.exit(2)";
@@ -31,9 +31,7 @@ describe.each(ENGINES)('MCP servers on the Admin page, on the %s engine', (engin
       viewport: { width: 1000, height: 900 },
     });
     page = await context.newPage();
-    await page.goto(parley.url);
-    await page.getByLabel('API key').fill(TOKEN);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, parley.url, TOKEN);
     await page.getByRole('link', { name: 'Admin' }).click();
   });
   afterAll(async () => {

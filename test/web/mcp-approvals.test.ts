@@ -6,7 +6,7 @@ import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { startFakeMcpHttpServer } from '../support/fake-mcp-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { holdResponses, launchChromium } from './browser.ts';
+import { holdResponses, launchChromium, signIn } from './browser.ts';
 
 const TOKEN = 'browser-mcp-admin-token';
 const EVERYTHING = fileURLToPath(
@@ -59,9 +59,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
       viewport: { width: 1000, height: 720 },
     });
     page = await context.newPage();
-    await page.goto(parley.url);
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, parley.url, key);
   });
   afterAll(async () => {
     await browser?.close();

@@ -12,7 +12,7 @@ import {
   type ToolListMcpServer,
 } from '../support/tool-list-mcp-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { launchChromium, seriousViolations } from './browser.ts';
+import { launchChromium, seriousViolations, signIn } from './browser.ts';
 
 const ADMIN = 'browser-mcp-tool-counts-admin';
 
@@ -75,9 +75,7 @@ describe.each(ENGINES)('MCP tool counts in the web client, on the %s engine', (e
       viewport: { width: 1000, height: 900 },
     });
     page = await context.newPage();
-    await page.goto(parley.url);
-    await page.getByLabel('API key').fill(key);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(page, parley.url, key);
     await page.getByRole('link', { name: 'Profile' }).click();
   }, 120_000);
   afterAll(async () => {

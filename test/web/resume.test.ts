@@ -4,7 +4,7 @@ import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { holdAt } from '../support/resumable.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium } from './browser.ts';
+import { launchChromium, signIn } from './browser.ts';
 
 const TOKEN = 'resume-admin-token';
 const words = (n: number, prefix: string) =>
@@ -46,9 +46,7 @@ describe.each(ENGINES)(
         viewport: { width: 1000, height: 720 },
       });
       page = await context.newPage();
-      await page.goto(parley.url);
-      await page.getByLabel('API key').fill(key);
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await signIn(page, parley.url, key);
       await messageBox(page).waitFor();
     });
     afterAll(async () => {
@@ -107,9 +105,7 @@ describe.each(ENGINES)(
         viewport: { width: 390, height: 800 },
       });
       const other = await phone.newPage();
-      await other.goto(page.url());
-      await other.getByLabel('API key').fill(key);
-      await other.getByRole('button', { name: 'Sign in' }).click();
+      await signIn(other, page.url(), key);
       await other.locator('.bubble.user').getByText('Count on my phone too').waitFor();
       await lastAnswer(other).getByText('phone5', { exact: false }).waitFor();
       expect(await lastAnswer(other).getAttribute('aria-busy')).toBe('true');

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { holdResponses, launchChromium, seriousViolations } from './browser.ts';
+import { holdResponses, launchChromium, seriousViolations, signIn } from './browser.ts';
 
 const TOKEN = 'browser-admin-token';
 const PDF = new URL('../../../shared/data/pdfs/tracemonkey.pdf', import.meta.url);
@@ -695,9 +695,7 @@ describe('the web client in Chromium', () => {
   it('shows the admin pages to the administrator, who can issue a key', async () => {
     const admin = await browser.newContext({ locale: 'en-US' });
     const adminPage = await admin.newPage();
-    await adminPage.goto(parley.url);
-    await adminPage.getByLabel('API key').fill(TOKEN);
-    await adminPage.getByRole('button', { name: 'Sign in' }).click();
+    await signIn(adminPage, parley.url, TOKEN);
     await adminPage.getByRole('link', { name: 'Admin' }).click();
     await adminPage.getByRole('heading', { name: 'alice' }).waitFor();
     expect(await seriousViolations(adminPage)).toEqual([]);
