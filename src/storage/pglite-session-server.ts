@@ -206,13 +206,28 @@ function protocolViolation(text: string): Buffer {
  * Splits a connection's bytes into protocol messages: during start-up they have no type byte
  * (length first), afterwards a type byte precedes the length. Yields the complete messages at
  * hand together (start-up ones one by one: what follows depends on how they are answered).
+ *
+ * A message larger than one read (a multi-megabyte parameter arrives in 64 KB pieces) is
+ * joined once, when its last piece is in: joining at every read copied everything received
+ * so far again each time, quadratic, which held this thread (and so every query) for seconds
+ * while an 8 MB answer was stored.
  */
 async function* readMessages(socket: Socket, inStartup: () => boolean): AsyncGenerator<Buffer[]> {
   let buffered: Buffer = Buffer.alloc(0);
+  const pieces: Buffer[] = [];
+  let piecesBytes = 0;
+  /** Bytes `buffered` must hold before it can be split again: the message it begins. */
+  let needed = 0;
   socket.resume();
   for await (const chunk of socket) {
-    buffered = buffered.length === 0 ? (chunk as Buffer) : Buffer.concat([buffered, chunk]);
+    pieces.push(chunk as Buffer);
+    piecesBytes += (chunk as Buffer).length;
+    if (buffered.length + piecesBytes < needed) continue;
+    const alone = buffered.length === 0 && pieces.length === 1;
+    buffered = alone ? (pieces.pop() as Buffer) : Buffer.concat([buffered, ...pieces.splice(0)]);
+    piecesBytes = 0;
     while (true) {
+      needed = 0;
       const startup = inStartup();
       // A start-up message is at least its length and a code; a typed one, its type and length.
       const [headerBytes, minLength] = startup ? [4, 8] : [5, 5];
@@ -224,7 +239,10 @@ async function* readMessages(socket: Socket, inStartup: () => boolean): AsyncGen
           if (group.length > 0) yield group;
           return;
         }
-        if (buffered.length < length) break;
+        if (buffered.length < length) {
+          needed = length;
+          break;
+        }
         group.push(buffered.subarray(0, length));
         buffered = buffered.subarray(length);
         if (startup) break;
