@@ -30,8 +30,7 @@ export function searchTerms(message: { role: string; content: unknown }): Search
   if (message.role !== 'user' && message.role !== 'assistant') return null;
   const text = messageText(message.content);
   if (text === null) return null;
-  // `left(text, 100000)` counts code points; a string's length counts UTF-16 units.
-  const read = text.length > MAX_CHARS ? Array.from(text).slice(0, MAX_CHARS).join('') : text;
+  const read = firstCodePoints(text, MAX_CHARS);
   const bigrams = new Set<string>();
   // Every range is in the Basic Multilingual Plane: a run's UTF-16 units are its characters.
   for (const [run] of read.matchAll(CJK_RUN)) {
@@ -39,6 +38,20 @@ export function searchTerms(message: { role: string; content: unknown }): Search
     for (let i = 0; i + 1 < run.length; i++) bigrams.add(run.slice(i, i + 2));
   }
   return { text, bigrams: [...bigrams] };
+}
+
+/**
+ * `left(text, count)`: the first `count` code points (a string's length counts UTF-16 units).
+ * Walks those alone: splitting a whole multi-megabyte answer into characters to keep the first
+ * 100,000 held the event loop ~0.1 s a megabyte.
+ */
+function firstCodePoints(text: string, count: number): string {
+  if (text.length <= count) return text;
+  let end = 0;
+  for (let taken = 0; taken < count && end < text.length; taken++) {
+    end += (text.codePointAt(end) as number) > 0xffff ? 2 : 1;
+  }
+  return text.slice(0, end);
 }
 
 /**

@@ -12,6 +12,8 @@ import { ENGINES, type OpenTestDatabase, openTestDatabase } from '../support/eng
  * turns than they did.
  */
 const LONG = `${'a'.repeat(99_990)}😀계약서를 확인 ${'나'.repeat(20)}`;
+/** Cut after 100,000 code points, "계약" is in (a bigram); after 100,000 UTF-16 units, "계" alone. */
+const CUT_IN_A_RUN = `${'a'.repeat(99_997)}😀계약서`;
 const TURNS: ModelMessage[][] = [
   [
     { role: 'user', content: 'What did the lease say about the deposit?' },
@@ -28,6 +30,10 @@ const TURNS: ModelMessage[][] = [
   [
     { role: 'user', content: LONG },
     { role: 'assistant', content: '' },
+  ],
+  [
+    { role: 'user', content: CUT_IN_A_RUN },
+    { role: 'assistant', content: CUT_IN_A_RUN },
   ],
   [
     { role: 'user', content: [{ type: 'text', text: '사진 속 계약서' }] },
