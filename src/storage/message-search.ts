@@ -15,7 +15,10 @@ const MAX_CHARS = 100_000;
 
 /** A question's or an answer's searchable text and the CJK half of its terms. */
 export interface SearchTerms {
-  /** The text `parley_message_text(content)` reads (the INSERT cuts and lower-cases it). */
+  /**
+   * The text `parley_message_text(content)` reads, cut as the function cuts it (the INSERT
+   * lower-cases it): a 4 MB answer sends its first 100,000 characters here, not all of it again.
+   */
   text: string;
   /** The overlapping character bigrams of every CJK run (a lone character stays a unigram). */
   bigrams: string[];
@@ -37,7 +40,7 @@ export function searchTerms(message: { role: string; content: unknown }): Search
     if (run.length === 1) bigrams.add(run);
     for (let i = 0; i + 1 < run.length; i++) bigrams.add(run.slice(i, i + 2));
   }
-  return { text, bigrams: [...bigrams] };
+  return { text: read, bigrams: [...bigrams] };
 }
 
 /**
