@@ -346,9 +346,12 @@ async function check(pool: PriorityPool, timeoutMs: number): Promise<DatabaseSta
   let connected = false;
   const timeout = new Promise<DatabaseState>((resolve) => {
     // Still waiting behind queries that hold every connection: busy. Still opening a
-    // connection, or connected and not answered: unreachable.
+    // connection, or connected and not answered: unreachable. Decided after one more look at
+    // the sockets (an event loop runs timers before I/O, setImmediate after it): when other
+    // work held the event loop past the deadline, an answer that came meanwhile is read first,
+    // instead of counting as none (a 503 that would take a working replica out of rotation).
     timer = setTimeout(
-      () => resolve(!connected && pool.saturated ? 'busy' : 'unreachable'),
+      () => setImmediate(() => resolve(!connected && pool.saturated ? 'busy' : 'unreachable')),
       timeoutMs,
     );
   });
