@@ -4,7 +4,7 @@ import { call } from '../support/automation-ticks.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { type ReminderStack, startReminderStack } from '../support/reminder-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { launchChromium, seriousViolations, signIn } from './browser.ts';
+import { englishContext, launchChromium, seriousViolations, signIn } from './browser.ts';
 
 /**
  * The Automations page in a real Chromium against a real Parley (embedded engine), the fake
@@ -20,10 +20,7 @@ describe('the Automations page in Chromium', () => {
     browser = await launchChromium();
     stack = await startReminderStack('embedded', { start: '2030-06-03T06:00:00Z' });
     const created = await call(stack.parley, 'POST', '/admin/users', { user_id: 'alice' });
-    const context = await browser.newContext({
-      locale: 'en-US',
-      viewport: { width: 1000, height: 720 },
-    });
+    const context = await englishContext(browser);
     page = await context.newPage();
     page.on('dialog', (dialog) => void dialog.accept());
     await signIn(page, stack.parley.url, created.body.key);

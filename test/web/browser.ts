@@ -6,6 +6,17 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 /** Debian's Chromium (`apt-get install -y chromium`, done by .ci/run); never a downloaded one. */
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
+/** The window most browser tests use: a desktop's. */
+export const DESKTOP = { width: 1000, height: 720 };
+
+/** A new browser profile (nothing shared with any other), English, in a window of `viewport`. */
+export function englishContext(
+  browser: Browser,
+  viewport: { width: number; height: number } = DESKTOP,
+): Promise<BrowserContext> {
+  return browser.newContext({ locale: 'en-US', viewport });
+}
+
 /** Opens `url` (where the page asks for a key) and signs in with `key`, as a person would. */
 export async function signIn(page: Page, url: string, key: string): Promise<void> {
   await page.goto(url);

@@ -4,7 +4,13 @@ import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { holdResponses, launchChromium, seriousViolations, signIn } from './browser.ts';
+import {
+  englishContext,
+  holdResponses,
+  launchChromium,
+  seriousViolations,
+  signIn,
+} from './browser.ts';
 
 const TOKEN = 'browser-admin-token';
 const ADDRESS = /#\/c\/([0-9a-f-]{36})$/;
@@ -37,10 +43,7 @@ describe.each(ENGINES)('conversations in the web client, on the %s engine', (eng
       body: JSON.stringify({ user_id: 'alice' }),
     });
     ({ key } = (await created.json()) as { key: string });
-    const context = await browser.newContext({
-      locale: 'en-US',
-      viewport: { width: 1000, height: 720 },
-    });
+    const context = await englishContext(browser);
     page = await context.newPage();
     await signIn(page, parley.url, key);
   });

@@ -2,7 +2,7 @@ import type { Browser, Locator, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium, signIn } from './browser.ts';
+import { englishContext, launchChromium, signIn } from './browser.ts';
 
 const TOKEN = 'browser-load-failures-token';
 
@@ -82,10 +82,7 @@ describe('loads that fail in the web client, in Chromium', () => {
     conversation = listed.conversations[0]?.id ?? '';
 
     const signedInPage = async (secret: string) => {
-      const context = await browser.newContext({
-        locale: 'en-US',
-        viewport: { width: 1000, height: 900 },
-      });
+      const context = await englishContext(browser, { width: 1000, height: 900 });
       const signed = await context.newPage();
       await signIn(signed, parley.url, secret);
       await signed.getByRole('button', { name: 'Sign out' }).waitFor();

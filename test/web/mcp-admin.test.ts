@@ -4,7 +4,7 @@ import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium, signIn } from './browser.ts';
+import { englishContext, launchChromium, signIn } from './browser.ts';
 
 const TOKEN = 'browser-mcp-admin-page-token';
 const FAILING = "process.stderr.write('upstream token missing\\n'); process.exit(2)";
@@ -26,10 +26,7 @@ describe.each(ENGINES)('MCP servers on the Admin page, on the %s engine', (engin
     setup = await engineSetup(engine, { API_TOKEN: TOKEN });
     llm = setup.llm;
     parley = await startParley({ dataDir: setup.dataDir, token: TOKEN, env: setup.env });
-    const context = await browser.newContext({
-      locale: 'en-US',
-      viewport: { width: 1000, height: 900 },
-    });
+    const context = await englishContext(browser, { width: 1000, height: 900 });
     page = await context.newPage();
     await signIn(page, parley.url, TOKEN);
     await page.getByRole('link', { name: 'Admin' }).click();

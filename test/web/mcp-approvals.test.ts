@@ -6,7 +6,7 @@ import { ENGINES } from '../support/engines.ts';
 import { type FakeLlmServer, reply } from '../support/fake-llm-server.ts';
 import { startFakeMcpHttpServer } from '../support/fake-mcp-server.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { holdResponses, launchChromium, signIn } from './browser.ts';
+import { englishContext, holdResponses, launchChromium, signIn } from './browser.ts';
 
 const TOKEN = 'browser-mcp-admin-token';
 const EVERYTHING = fileURLToPath(
@@ -54,10 +54,7 @@ describe.each(ENGINES)('MCP approvals in the web client, on the %s engine', (eng
     expect(
       (await admin('PATCH', `/admin/mcp-servers/${server.id}`, { enabled: true })).status,
     ).toBe(200);
-    const context = await browser.newContext({
-      locale: 'en-US',
-      viewport: { width: 1000, height: 720 },
-    });
+    const context = await englishContext(browser);
     page = await context.newPage();
     await signIn(page, parley.url, key);
   });

@@ -12,7 +12,7 @@ import {
   type ToolListMcpServer,
 } from '../support/tool-list-mcp-server.ts';
 import { waitFor } from '../support/wait-for.ts';
-import { launchChromium, seriousViolations, signIn } from './browser.ts';
+import { englishContext, launchChromium, seriousViolations, signIn } from './browser.ts';
 
 const ADMIN = 'browser-mcp-tool-counts-admin';
 
@@ -70,10 +70,7 @@ describe.each(ENGINES)('MCP tool counts in the web client, on the %s engine', (e
     await servers.fickle.notifyChanged();
     await waitFor(async () => (await toolStatus('ann', key, 'fickle')).stale_since !== null);
 
-    const context = await browser.newContext({
-      locale: 'en-US',
-      viewport: { width: 1000, height: 900 },
-    });
+    const context = await englishContext(browser, { width: 1000, height: 900 });
     page = await context.newPage();
     await signIn(page, parley.url, key);
     await page.getByRole('link', { name: 'Profile' }).click();

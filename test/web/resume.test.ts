@@ -4,7 +4,7 @@ import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { holdAt } from '../support/resumable.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { launchChromium, signIn } from './browser.ts';
+import { englishContext, launchChromium, signIn } from './browser.ts';
 
 const TOKEN = 'resume-admin-token';
 const words = (n: number, prefix: string) =>
@@ -41,10 +41,7 @@ describe.each(ENGINES)(
         body: JSON.stringify({ user_id: 'rita' }),
       });
       ({ key } = (await created.json()) as { key: string });
-      context = await browser.newContext({
-        locale: 'en-US',
-        viewport: { width: 1000, height: 720 },
-      });
+      context = await englishContext(browser);
       page = await context.newPage();
       await signIn(page, parley.url, key);
       await messageBox(page).waitFor();
@@ -100,10 +97,7 @@ describe.each(ENGINES)(
       await lastAnswer(page).getByText('phone5', { exact: false }).waitFor();
 
       // Its own profile (no storage in common), signed in with the same key, at the same address.
-      const phone = await browser.newContext({
-        locale: 'en-US',
-        viewport: { width: 390, height: 800 },
-      });
+      const phone = await englishContext(browser, { width: 390, height: 800 });
       const other = await phone.newPage();
       await signIn(other, page.url(), key);
       await other.locator('.bubble.user').getByText('Count on my phone too').waitFor();

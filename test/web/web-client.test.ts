@@ -4,7 +4,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
 import { multipartBody } from '../support/multipart.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
-import { holdResponses, launchChromium, seriousViolations, signIn } from './browser.ts';
+import {
+  englishContext,
+  holdResponses,
+  launchChromium,
+  seriousViolations,
+  signIn,
+} from './browser.ts';
 
 const TOKEN = 'browser-admin-token';
 const PDF = new URL('../../../shared/data/pdfs/tracemonkey.pdf', import.meta.url);
@@ -52,7 +58,7 @@ describe('the web client in Chromium', () => {
       body: JSON.stringify({ user_id: 'alice' }),
     });
     ({ key } = (await created.json()) as { key: string });
-    context = await browser.newContext({ locale: 'en-US', viewport: { width: 1000, height: 720 } });
+    context = await englishContext(browser);
     page = await context.newPage();
   });
   afterAll(async () => {
