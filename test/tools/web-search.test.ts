@@ -10,6 +10,7 @@ import {
   type SearchProvider,
   startFakeSearchServer,
 } from '../support/fake-search-server.ts';
+import { longestHealthWait } from '../support/health-during.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 const PROVIDERS: SearchProvider[] = ['searxng', 'tavily', 'brave'];
@@ -156,6 +157,27 @@ describe.each(ENGINES)('web_search on the %s engine', (engine) => {
       const snippet = output.results[0]?.snippet ?? '';
       expect(snippet.isWellFormed()).toBe(true);
       expect(snippet).toBe(`Sn${'🔎'.repeat(97)}…`);
+    });
+
+    it('reads a result full of unclosed tags at once, answering everyone meanwhile', async () => {
+      // A page's title or an engine's snippet can hold any text: tags were removed by a pattern
+      // that read the rest of the text again from every `<` without a `>` (minutes here).
+      const search = searches.get(provider) as FakeSearchServer;
+      search.results([
+        {
+          title: `<b>Open</b> ${'<'.repeat(300_000)}`,
+          url: 'https://example.org/unclosed',
+          snippet: `<i>Snip</i>pet ${'<a '.repeat(100_000)}`,
+        },
+      ]);
+      const searched = searchThrough(`unclosed-${provider}`);
+      const longestWaitMs = await longestHealthWait(parley as RunningParley, searched);
+      const output = JSON.parse((await searched).toolOutput) as {
+        results: { title: string; snippet: string }[];
+      };
+      expect(output.results[0]?.title).toBe(`Open ${'<'.repeat(194)}…`);
+      expect(output.results[0]?.snippet).toBe(`Snippet ${'<a '.repeat(30)}<…`);
+      expect(longestWaitMs).toBeLessThan(3_000);
     });
 
     it('gives the model only results with a web address, filling the top results from the rest', async () => {
