@@ -43,14 +43,29 @@ export function cleanTitle(text: string): string | undefined {
     .map((part) => part.trim())
     .find((part) => part !== '');
   if (line === undefined) return undefined;
-  const title = line
-    .replace(/^(title|제목)\s*[:：]\s*/iu, '')
-    .replace(/^["'“‘«「*]+|["'”’»」*.。]+$/gu, '')
-    .replace(/\p{Cc}/gu, '')
-    .trim();
+  const title = withoutClosingMarks(
+    line
+      .replace(/^(title|제목)\s*[:：]\s*/iu, '')
+      .replace(/^["'“‘«「*]+/u, '')
+      .replace(/\p{Cc}/gu, ''),
+  ).trim();
   const chars = [...title];
   if (!hasVisibleCharacter(title)) return undefined;
   return chars.length <= TITLE_MAX_CHARS
     ? title
     : `${chars.slice(0, TITLE_MAX_CHARS - 1).join('')}…`;
+}
+
+/** Closing quotes, emphasis and final punctuation a model puts after a title. */
+const CLOSING_MARKS = new Set(['"', "'", '”', '’', '»', '」', '*', '.', '。']);
+
+/**
+ * The text without the closing marks at its end, read from the end once: the pattern
+ * `/[…]+$/` tried every run of them from each of its characters, and a model's answer of
+ * 100,000 dots before a letter held the event loop for seconds.
+ */
+function withoutClosingMarks(text: string): string {
+  let end = text.length;
+  while (end > 0 && CLOSING_MARKS.has(text[end - 1] as string)) end--;
+  return text.slice(0, end);
 }

@@ -7,6 +7,7 @@ import {
   type FakeLlmServer,
   reply,
 } from '../support/fake-llm-server.ts';
+import { longestHealthWait } from '../support/health-during.ts';
 import type { Json } from '../support/json-call.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
@@ -120,6 +121,31 @@ describe.each(ENGINES)('conversation titles by the model on the %s engine', (eng
     );
     expect([...titled.title].length).toBeLessThanOrEqual(60);
     expect(titled.title.startsWith('word word')).toBe(true);
+  });
+
+  it('cleans a degenerate title (a long run of dots) at once, answering everyone meanwhile', async () => {
+    // Small models loop: a run of marks before a last letter was stripped by a pattern that
+    // tried the run again from each of its characters (seconds of the event loop).
+    titles.set('dots please', reply.text(`“Lease${'.'.repeat(200_000)}x`));
+    const asked = await chat('dot', 'dots please');
+    const titled = eventually(
+      () => conversation('dot', asked.conversationId),
+      (c) => c.title_source === 'model',
+    );
+    const longestWaitMs = await longestHealthWait(parley, titled);
+    expect((await titled).title).toBe(`Lease${'.'.repeat(54)}…`);
+    expect(longestWaitMs).toBeLessThan(3_000);
+
+    titles.set('closing marks', reply.text('Title: «The lease.»\u0007 '));
+    const closed = await chat('marks', 'closing marks');
+    expect(
+      (
+        await eventually(
+          () => conversation('marks', closed.conversationId),
+          (c) => c.title_source === 'model',
+        )
+      ).title,
+    ).toBe('The lease');
   });
 
   it('counts a title in characters (code points) alike for the model, a rename and the schema', async () => {
