@@ -24,7 +24,10 @@ export type EmbeddedLlamaModelOptions = {
   loader: LlamaModelLoader;
   /** Reported as the response model id (default 'embedded-llama'). */
   modelId?: string;
-  /** Token cap when a call sets no maxOutputTokens, so a looping model cannot hold the CPU (default 2048). */
+  /**
+   * Tokens a call generates at most, when it sets no maxOutputTokens or asks for more, so a
+   * looping model cannot hold the CPU (default 2048).
+   */
   defaultMaxOutputTokens?: number;
 };
 

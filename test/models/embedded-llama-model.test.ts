@@ -91,6 +91,26 @@ describe('embedded llama model through the AI SDK', () => {
     expect(result.finishReason).toBe('stop');
   });
 
+  it('generates no more than its cap, even when a call asks for more', async () => {
+    // An OpenAI-compatible client's max_tokens reaches the model as maxOutputTokens: the cap
+    // keeps a looping model from holding the CPU whatever a client asks.
+    const loader = createLlamaModelLoader({
+      modelPath: join(dir, 'endless.gguf'),
+      logger,
+      threads: 1,
+      contextSize: 2048,
+    });
+    loaders.push(loader);
+    const capped = createEmbeddedLlamaModel({ loader, defaultMaxOutputTokens: 16 });
+    for (const maxOutputTokens of [100_000, undefined]) {
+      const result = await generateText({ model: capped, prompt: 'Go on.', maxOutputTokens });
+      expect(result.finishReason).toBe('length');
+      expect(result.usage.outputTokens).toBe(16);
+    }
+    const fewer = await generateText({ model: capped, prompt: 'Go on.', maxOutputTokens: 5 });
+    expect(fewer.usage.outputTokens).toBe(5);
+  });
+
   it('stops generating at once when the abort signal fires', async () => {
     const endless = embedded('endless.gguf');
     const abort = new AbortController();

@@ -19,9 +19,14 @@ type Sampling = Pick<
 
 export function toSampling(
   options: LanguageModelV4CallOptions,
+  /** The most tokens any call generates. */
   defaultMaxTokens: number,
 ): Sampling {
-  const sampling: Sampling = { maxTokens: options.maxOutputTokens ?? defaultMaxTokens };
+  // The cap holds for a call that asks for more too (an OpenAI-compatible client's max_tokens):
+  // it is what keeps a looping model from holding the machine's CPU.
+  const sampling: Sampling = {
+    maxTokens: Math.min(options.maxOutputTokens ?? defaultMaxTokens, defaultMaxTokens),
+  };
   if (options.temperature !== undefined) sampling.temperature = options.temperature;
   if (options.topK !== undefined) sampling.topK = options.topK;
   if (options.topP !== undefined) sampling.topP = options.topP;
