@@ -39,6 +39,13 @@ import { ToolRefusal, toolFailureText } from './tool-refusal.ts';
  * test/assistant/sdk-internals.test.ts, naming it; one that changes what they do fails the
  * recorded-streams test, which is the behaviour check for an upgrade.
  */
+/**
+ * Tool calls one answer of the model may run at once (models call a few in parallel); the rest
+ * are answered with an error the model reads, so a model that loops cannot start hundreds of
+ * searches or MCP calls together.
+ */
+export const TOOL_CALLS_PER_STEP = 10;
+
 export interface ToolLoopOptions {
   model: LanguageModelV4;
   /** The system prompt; called again before every call after the first. */
@@ -212,6 +219,20 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
                 toolName: call.toolName,
                 input: call.input,
               };
+              if (!call.invalid && running.length >= TOOL_CALLS_PER_STEP) {
+                // Each call is a search, a write or an MCP server's work: a model that asks for
+                // hundreds at once is told to take them in turns, and none of them runs.
+                const error: ToolOutput = {
+                  type: 'tool-error',
+                  toolCallId: call.toolCallId,
+                  toolName: call.toolName,
+                  input: call.input,
+                  error: `At most ${TOOL_CALLS_PER_STEP} tool calls run in one step; this one did not run. Call it again in the next step if it is still needed.`,
+                };
+                content.push({ ...error, dynamic: true } as StepContent[number]);
+                yield error;
+                break;
+              }
               if (call.invalid) {
                 // An unknown tool or arguments that fail its schema: the model is told why.
                 const error: ToolOutput = {

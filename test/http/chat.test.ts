@@ -505,6 +505,27 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     expect(sentMessages(llm.chats.length - 1).filter((m) => m.role === 'tool')).toHaveLength(2);
   });
 
+  it('runs at most ten tool calls of one step, telling the model why the rest did not run', async () => {
+    const calls = Array.from({ length: 13 }, (_, i) => ({
+      name: 'set_reminder',
+      args: { title: `Call ${i}`, date: '2099-06-01' },
+    }));
+    llm.enqueue(reply.toolCalls(calls), reply.text('Ten saved.'));
+    const stream = await ask({ message: 'thirteen reminders', user_id: 'many-calls' });
+    expect(stream.text).toBe('Ten saved.');
+    const body = (await (await parley.fetch('/reminders/many-calls')).json()) as {
+      reminders: { title: string }[];
+    };
+    // The ten run at once: stored in any order.
+    expect(body.reminders.map((r) => r.title).sort()).toEqual(
+      calls.slice(0, 10).map((c) => c.args.title).sort(),
+    );
+    const results = sentMessages(llm.chats.length - 1).filter((m) => m.role === 'tool');
+    expect(results).toHaveLength(13);
+    const refused = results.filter((m) => String(m.content).includes('At most 10 tool calls'));
+    expect(refused).toHaveLength(3);
+  });
+
   it('reports a failing tool to the model as a tool error and carries on', async () => {
     llm.enqueue(
       reply.toolCalls([{ name: 'set_reminder', args: { title: 'Past', date: '2001-01-01' } }]),
