@@ -130,6 +130,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   CONVERSATION_TITLES: {
     doc: "`model`: after a conversation's first answer, the chat model writes its title in the background; `question`: the question's first words stay (no model call).",
   },
+  CONVERSATIONS_PER_USER: {
+    doc: "How many conversations a user may keep: a new one beyond it (the web client's \"New conversation\", `POST /users/{user_id}/conversations`, Telegram's `/new`, an automation's own) is refused (a 422 whose `detail` says why) until the user deletes some. Empty conversations weigh nothing against `storage_mb`, so this is what bounds their number.",
+  },
   CONV_RAG_ENABLED: {
     doc: "After each answer, the model decides in the background whether to remember the exchange; memories are found by that user's `search_documents` (see Tools).",
   },

@@ -306,6 +306,8 @@ export const configSchema = z.object({
     emptyAsUndefined,
     z.enum(['model', 'question'], { message: 'accepts model or question' }).default('model'),
   ),
+  /** Conversations a user may keep (new ones are refused beyond it; deleting makes room). */
+  CONVERSATIONS_PER_USER: integer(10_000, 1, 1_000_000),
   CRAG_ENABLED: flag(false),
   VISION_ENABLED: flag(false),
   VISION_MODEL_ID: text(),

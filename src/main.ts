@@ -325,6 +325,7 @@ export async function main(config: Config): Promise<void> {
   });
   const conversations = new ConversationService({
     conversations: conversationRepository,
+    perUser: config.CONVERSATIONS_PER_USER,
     history: new HistoryRepository(db),
     turns: new TurnRepository(db),
     search: new ConversationSearchRepository(db),

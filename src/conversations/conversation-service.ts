@@ -1,6 +1,6 @@
 import type { ChatConversations } from '../assistant/chat-service.ts';
 import type { UserChatLock } from '../assistant/user-chat-lock.ts';
-import { notFound } from '../errors.ts';
+import { AppError, notFound } from '../errors.ts';
 import type {
   Conversation,
   ConversationRepository,
@@ -22,6 +22,8 @@ export interface ConversationServiceDependencies {
   search: ConversationSearchRepository;
   /** Whose turn it is to chat: the tree of a user's turns changes only in that turn. */
   lock: UserChatLock;
+  /** CONVERSATIONS_PER_USER: how many a user may keep. */
+  perUser: number;
   /** Deletes the conversation memories (CONV_RAG_ENABLED) that came from these runs. */
   forgetMemories?: ((userId: string, runIds: readonly string[]) => Promise<number>) | undefined;
 }
@@ -125,9 +127,23 @@ export class ConversationService implements ChatConversations {
     return id === undefined ? [] : this.#deps.history.turns(id, before, limit);
   }
 
+  /** How many conversations a user may keep (CONVERSATIONS_PER_USER). */
+  get perUser(): number {
+    return this.#deps.perUser;
+  }
+
   /** A new conversation: the current one, unless a door keeps its own (Telegram). */
-  create(userId: string, title: string | undefined, current = true): Promise<Conversation> {
-    return this.#deps.conversations.create(userId, title, current);
+  async create(userId: string, title: string | undefined, current = true): Promise<Conversation> {
+    const { conversations, perUser } = this.#deps;
+    const created = await conversations.create(userId, title, current, perUser);
+    if (!created) {
+      throw new AppError(
+        'conversations_limit',
+        422,
+        `You keep ${perUser} conversations, the most this server allows: delete some to start a new one.`,
+      );
+    }
+    return created;
   }
 
   /** The conversation if it is the user's. */

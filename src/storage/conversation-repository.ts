@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from './database.ts';
 import { withTransaction } from './transaction.ts';
+import { takeUserTurn } from './user-turns.ts';
 
 export type TitleSource = 'question' | 'model' | 'user';
 
@@ -128,19 +129,37 @@ export class ConversationRepository {
     return rows.length === 1;
   }
 
-  /** A new conversation, which becomes the current one unless `current` is false. */
-  async create(userId: string, title: string | undefined, current = true): Promise<Conversation> {
+  /**
+   * A new conversation, which becomes the current one unless `current` is false; undefined when
+   * the user keeps `max` already (the count and the insert in one statement, the user's
+   * creations one at a time, as in user-turns.ts).
+   */
+  async create(
+    userId: string,
+    title: string | undefined,
+    current: boolean,
+    max: number,
+  ): Promise<Conversation | undefined> {
     const id = randomUUID();
-    await this.#db.$client.query(
-      `WITH created AS (
-         INSERT INTO conversations (id, user_id, title, title_source) VALUES ($2, $1, $3, $4)
-         RETURNING id
-       )
-       INSERT INTO current_conversations (user_id, conversation_id)
-       SELECT $1, id FROM created WHERE $5
-       ON CONFLICT (user_id) DO UPDATE SET conversation_id = EXCLUDED.conversation_id`,
-      [userId, id, title ?? '', title === undefined ? 'question' : 'user', current],
-    );
+    const inserted = await withTransaction(this.#db.$client, async (client) => {
+      await takeUserTurn(client, 'conversationCreate', userId);
+      const { rows } = await client.query(
+        `WITH created AS (
+           INSERT INTO conversations (id, user_id, title, title_source)
+           SELECT $2, $1, $3, $4
+            WHERE (SELECT count(*) FROM conversations WHERE user_id = $1) < $6
+           RETURNING id
+         ), made_current AS (
+           INSERT INTO current_conversations (user_id, conversation_id)
+           SELECT $1, id FROM created WHERE $5
+           ON CONFLICT (user_id) DO UPDATE SET conversation_id = EXCLUDED.conversation_id
+         )
+         SELECT id FROM created`,
+        [userId, id, title ?? '', title === undefined ? 'question' : 'user', current, max],
+      );
+      return rows.length === 1;
+    });
+    if (!inserted) return undefined;
     const created = await this.get(userId, id);
     if (!created) throw new Error('a conversation just made was not found');
     return created;

@@ -11,6 +11,7 @@ import type pg from 'pg';
 const TURNS = {
   automationCreate: 0x6175746f, // "auto"
   automationRun: 0x6175746e,
+  conversationCreate: 0x636f6e76, // "conv"
   graphAdd: 0x67727068, // "grph"
   reminderCreate: 0x726d6e64, // "rmnd"
 } as const;

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { ConversationService } from '../conversations/conversation-service.ts';
+import { AppError } from '../errors.ts';
 import { isUuid } from '../is-uuid.ts';
 import type { TelegramRepository } from '../storage/telegram-repository.ts';
 import type { Incoming } from './incoming.ts';
@@ -37,7 +38,16 @@ export class ConversationDoor {
 
   /** `/new`: a new conversation for this chat; the earlier ones stay. */
   async start(incoming: Incoming): Promise<void> {
-    const created = await this.#conversations.create(incoming.userId, undefined, false);
+    const created = await this.#conversations
+      .create(incoming.userId, undefined, false)
+      .catch((error: unknown) => {
+        if (AppError.isInstance(error) && error.code === 'conversations_limit') return undefined;
+        throw error;
+      });
+    if (!created) {
+      const full = textsFor(incoming.language).conversationsFull(this.#conversations.perUser);
+      return this.#reply(incoming.chatId, full);
+    }
     await this.#store.pointAt(String(incoming.chatId), created.id);
     this.#logger.info({ conversationId: created.id }, 'Telegram conversation started');
     await this.#reply(incoming.chatId, textsFor(incoming.language).reset);

@@ -21,6 +21,8 @@ const TEXTS = {
       'Started a new conversation. The earlier ones are kept: /chats lists them to go back to one.',
     help: 'Write to your assistant as in the web client: the same conversations, documents and reminders.\n\n• A photo (with a caption as the question) is looked at by the assistant.\n• A document (PDF, TXT, MD, HTML, DOCX) is added to your private documents.\n• 👍 / 👎 under an answer rates it.\n\n/new — start a new conversation\n/chats — your conversations, to continue one\n/reminders — upcoming reminders\n/help — this text\n/stop — unlink this chat',
     noConversations: 'No conversations yet: just write.',
+    conversationsFull: (n: number) =>
+      `You keep ${n} conversations, the most this server allows: delete some (in the web client) to start a new one. This chat goes on with the one it continues.`,
     conversationsTitle: 'Your latest conversations (tap one to continue it here):',
     untitled: '(untitled)',
     continuing: (title: string) => `Continuing “${title}”.`,
@@ -96,6 +98,8 @@ const TEXTS = {
       '새 대화를 시작했습니다. 이전 대화는 남아 있습니다. /chats 로 목록을 보고 돌아갈 수 있습니다.',
     help: '웹 클라이언트에서처럼 어시스턴트에게 쓰세요. 같은 대화, 문서, 리마인더입니다.\n\n• 사진(캡션이 질문)을 보내면 어시스턴트가 봅니다.\n• 문서(PDF, TXT, MD, HTML, DOCX)는 내 비공개 문서에 추가됩니다.\n• 답 아래 👍 / 👎 로 평가할 수 있습니다.\n\n/new — 새 대화 시작\n/chats — 내 대화 목록, 이어 가기\n/reminders — 다가오는 리마인더\n/help — 이 도움말\n/stop — 이 채팅 연결 끊기',
     noConversations: '아직 대화가 없습니다. 그냥 메시지를 보내세요.',
+    conversationsFull: (n: number) =>
+      `대화가 ${n}개로 이 서버의 최대치입니다. 새 대화를 시작하려면 (웹 클라이언트에서) 몇 개를 지우세요. 이 채팅은 지금 대화를 이어 갑니다.`,
     conversationsTitle: '최근 대화입니다(누르면 여기에서 이어 갑니다):',
     untitled: '(제목 없음)',
     continuing: (title: string) => `“${title}” 대화를 이어 갑니다.`,

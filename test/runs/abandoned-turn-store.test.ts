@@ -62,7 +62,7 @@ describe.each(ENGINES)('storing an abandoned turn on the %s engine', (engine) =>
   });
 
   it('keeps a question whose answer had not begun, once, and leaves a stored run alone', async () => {
-    const { id } = await conversations.create('web-user', undefined, false);
+    const { id } = (await conversations.create('web-user', undefined, false, 1)) as { id: string };
     const runId = randomUUID();
     const abandoned = {
       runId,
@@ -80,7 +80,7 @@ describe.each(ENGINES)('storing an abandoned turn on the %s engine', (engine) =>
   });
 
   it('is dropped when its conversation was deleted meanwhile', async () => {
-    const { id } = await conversations.create('deleter', undefined, false);
+    const { id } = (await conversations.create('deleter', undefined, false, 1)) as { id: string };
     await conversations.delete('deleter', id);
     await expect(
       store({
