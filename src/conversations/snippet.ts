@@ -8,7 +8,7 @@ const CONTEXT_CHARS = 60;
  */
 export function snippetOf(text: string, search: string): string {
   const flat = text.replace(/\s+/gu, ' ').trim();
-  const lower = flat.toLowerCase();
+  const lower = sameLengthLowerCase(flat);
   let at = -1;
   for (const [word] of search
     .normalize('NFKC')
@@ -22,6 +22,21 @@ export function snippetOf(text: string, search: string): string {
   const start = whole(flat, Math.max(0, at - CONTEXT_CHARS), 1);
   const end = whole(flat, Math.min(flat.length, Math.max(at, 0) + CONTEXT_CHARS * 2), -1);
   return `${start > 0 ? '…' : ''}${flat.slice(start, end)}${end < flat.length ? '…' : ''}`;
+}
+
+/**
+ * The text lower-cased with every position kept: a few letters lower-case longer ("İ" to "i̇"),
+ * which would shift every place found after them; those stay as they are.
+ */
+function sameLengthLowerCase(text: string): string {
+  const lower = text.toLowerCase();
+  if (lower.length === text.length) return lower;
+  let kept = '';
+  for (const character of text) {
+    const lowered = character.toLowerCase();
+    kept += lowered.length === character.length ? lowered : character;
+  }
+  return kept;
 }
 
 /** `index`, or one unit towards `step` when it falls inside a surrogate pair. */

@@ -477,6 +477,17 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
     }
   });
 
+  it('centres a snippet on the word found after letters that lower-case longer (İ)', async () => {
+    // "İ" lower-cases to two units: positions found in the lower-cased text drifted one unit
+    // a letter in the original, and 130 of them left the word out of its snippet.
+    const message = `İstanbul ${'İ'.repeat(130)} the ferry timetable`;
+    await chat({ user_id: 'ist', message });
+    const found = await json('/users/ist/conversations/search?q=timetable');
+    const snippets = (found.body.results as Array<{ snippet: string }>).map((r) => r.snippet);
+    expect(snippets).toHaveLength(2);
+    for (const snippet of snippets) expect(snippet).toContain('the ferry timetable');
+  });
+
   it('exports a conversation as Markdown (the path) and JSON (every version)', async () => {
     const first = await chat({ user_id: 'hal', message: '# Not a heading' });
     await chat({ user_id: 'hal', message: 'again', regenerate: first.runId });
