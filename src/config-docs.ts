@@ -334,6 +334,6 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   },
   PARLEY_TEST_CLOCK_FILE: {
     unset: 'unset',
-    doc: '**For tests only.** A file holding an ISO instant that Parley takes as the current time (chat dates, reminders, the scheduler), re-read on every use; the tests rewrite it to move time, and the reminders and automations tick as soon as it changes (besides their interval). Parley warns at start when it is set. Never set it in production.',
+    doc: '**For tests only.** A file holding an ISO instant that Parley takes as the current time (chat dates, reminders, the scheduler, the day of the daily limits), re-read on every use; the tests rewrite it to move time, and the reminders and automations tick as soon as it changes (besides their interval). Parley warns at start when it is set. Never set it in production.',
   },
 };

@@ -475,6 +475,7 @@ export async function main(config: Config): Promise<void> {
     defaults: limitDefaults,
     applyToAdmin: config.LIMITS_APPLY_TO_ADMIN,
     defaultTimezone: config.DEFAULT_TIMEZONE,
+    now: () => clock.now().getTime(),
   });
   const userData = new UserDataRepository(db, documentRepository);
   const accounts = new AccountService({

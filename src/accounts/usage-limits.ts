@@ -1,6 +1,6 @@
 import type { AccountRepository } from '../storage/account-repository.ts';
 import type { StorageCap } from '../storage/document-repository.ts';
-import type { AdmittedChat, UsageRepository } from '../storage/usage-repository.ts';
+import type { AdmittedChat, UsageRepository, UserDay } from '../storage/usage-repository.ts';
 import { LimitExceededError } from './limit-exceeded.ts';
 import { effectiveLimits, type Limits, MB } from './limits.ts';
 import { isLimited, type Principal } from './principal.ts';
@@ -11,7 +11,13 @@ export interface UsageLimitsDependencies {
   defaults: Limits;
   applyToAdmin: boolean;
   defaultTimezone: string;
+  /**
+   * The instant whose day the daily limits count (the reminders' clock, so a test can place
+   * it on any day); Date.now unless given.
+   */
   now?: () => number;
+  /** The monotonic milliseconds the limits' cache ages by; performance.now unless a test freezes it. */
+  elapsed?: () => number;
 }
 
 export interface UsageView {
@@ -49,7 +55,7 @@ export class UsageLimits {
    * is in force here within a second (one made here is at once: see `forget`).
    */
   async limitsOf(userId: string): Promise<Limits> {
-    const now = this.#now();
+    const now = this.#elapsed();
     const cached = this.#cache.get(userId);
     if (cached && now - cached.at < LIMITS_TTL_MS) return cached.limits;
     const changes = this.#changes;
@@ -73,7 +79,7 @@ export class UsageLimits {
     if (this.#cache.size > 10_000) this.#cache.clear();
     this.#cache.set(userId, {
       limits: effectiveLimits(this.#deps.defaults, overrides),
-      at: this.#now(),
+      at: this.#elapsed(),
     });
   }
 
@@ -101,15 +107,16 @@ export class UsageLimits {
       }
     }
     const intervalMs = limits.chats_per_minute > 0 ? MINUTE_MS / limits.chats_per_minute : 0;
+    const day = this.#today();
     const admitted = await this.#deps.usage.admitChat(
       userId,
-      this.#deps.defaultTimezone,
+      day,
       intervalMs,
       limits.tokens_per_day,
       enforce,
     );
     if (admitted) return admitted;
-    const state = await this.#deps.usage.chatState(userId, this.#deps.defaultTimezone);
+    const state = await this.#deps.usage.chatState(userId, day);
     if (limits.tokens_per_day > 0 && state.tokensToday >= limits.tokens_per_day) {
       throw new LimitExceededError(
         'tokens_per_day',
@@ -155,15 +162,16 @@ export class UsageLimits {
       const stored = await this.#deps.usage.storedBytes(userId, privateSource);
       if (stored + bytes > cap.maxBytes) throw cap.refusal();
     }
+    const day = this.#today();
     const counted = await this.#deps.usage.addIngest(
       userId,
-      this.#deps.defaultTimezone,
+      day,
       bytes,
       limits.ingest_mb_per_day * MB,
       enforce,
     );
     if (!counted) {
-      const state = await this.#deps.usage.chatState(userId, this.#deps.defaultTimezone);
+      const state = await this.#deps.usage.chatState(userId, day);
       throw new LimitExceededError(
         'ingest_mb_per_day',
         limits.ingest_mb_per_day,
@@ -176,10 +184,10 @@ export class UsageLimits {
 
   async usage(userId: string): Promise<UsageView> {
     const limits = await this.limitsOf(userId);
-    const tz = this.#deps.defaultTimezone;
+    const day = this.#today();
     const [state, ingested, stored, runs] = await Promise.all([
-      this.#deps.usage.chatState(userId, tz),
-      this.#deps.usage.ingestBytesToday(userId, tz),
+      this.#deps.usage.chatState(userId, day),
+      this.#deps.usage.ingestBytesToday(userId, day),
       this.#deps.usage.storedBytes(userId),
       this.#deps.usage.runsLastMinute(userId),
     ]);
@@ -198,8 +206,16 @@ export class UsageLimits {
     };
   }
 
-  #now(): number {
-    return (this.#deps.now ?? Date.now)();
+  /** The day the daily limits count now: one instant for every statement of a request. */
+  #today(): UserDay {
+    return {
+      defaultTimezone: this.#deps.defaultTimezone,
+      now: new Date((this.#deps.now ?? Date.now)()),
+    };
+  }
+
+  #elapsed(): number {
+    return this.#deps.elapsed?.() ?? performance.now();
   }
 }
 

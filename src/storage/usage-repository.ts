@@ -2,15 +2,37 @@ import type pg from 'pg';
 import type { Db } from './database.ts';
 
 /**
- * The start of today in the user's timezone (their profile's, else the default). Only a name:
- * an offset such as `-0330`, which earlier versions stored, PostgreSQL refuses (every chat of
- * that user failed) or reads the other way round (`+05:00`); the default counts then.
+ * The user's timezone (their profile's, else the default `$2`). Only a name: an offset such
+ * as `-0330`, which earlier versions stored, PostgreSQL refuses (every chat of that user
+ * failed) or reads the other way round (`+05:00`); the default counts then.
  */
 const USER_TZ = `coalesce((SELECT timezone FROM users
                             WHERE user_id = $1::text AND timezone ~ '^[A-Za-z]'), $2::text)`;
-const TODAY_STARTS = `(date_trunc('day', now() AT TIME ZONE ${USER_TZ}) AT TIME ZONE ${USER_TZ})`;
-const TOKENS_TODAY = `(SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), 0)
-    FROM chat_runs WHERE user_id = $1 AND started_at >= ${TODAY_STARTS})`;
+/**
+ * The user's day is taken at the service's instant `now` (a parameter: a run's `started_at` is
+ * the service's time too, and a test can set this one), not at the database's `now()`.
+ */
+const localNow = (now: string) => `(${now}::timestamptz AT TIME ZONE ${USER_TZ})`;
+/**
+ * Midnight starting the user's day, and the next one, as instants. The arithmetic is done on
+ * the local wall clock and only then read in the timezone: a day is 23 or 25 hours long when
+ * the clocks change, so "today's start + 24 hours" (in UTC) missed the next midnight by an hour
+ * (a negative wait at 23:30 on the day summer time ends). A midnight the clocks skip is read
+ * with the offset before the change, which is the instant the day begins.
+ */
+const todayStarts = (now: string) =>
+  `(date_trunc('day', ${localNow(now)}) AT TIME ZONE ${USER_TZ})`;
+const tomorrowStarts = (now: string) =>
+  `((date_trunc('day', ${localNow(now)}) + interval '1 day') AT TIME ZONE ${USER_TZ})`;
+const tokensToday = (now: string) =>
+  `(SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)), 0)
+      FROM chat_runs WHERE user_id = $1 AND started_at >= ${todayStarts(now)})`;
+
+/** Whose day a limit counts: the user's timezone (else `defaultTimezone`) at `now`. */
+export interface UserDay {
+  defaultTimezone: string;
+  now: Date;
+}
 
 /**
  * Checks the chat limits and counts the chat in one statement, exact under any concurrency
@@ -19,7 +41,9 @@ const TOKENS_TODAY = `(SELECT coalesce(sum(coalesce(input_tokens, 0) + coalesce(
  * admitted while `tat` stays within a minute of now, so `limit` chats fit in any minute),
  * whose upsert locks that row; tokens are those of the user's runs started today. `$3` is the
  * interval in ms (0: no rate limit), `$4` the token limit (0: none), `$5` whether to enforce
- * (false counts the chat without refusing it: the administrator's, unless limited).
+ * (false counts the chat without refusing it: the administrator's, unless limited), `$6` the
+ * service's instant the day is taken at. The rate keeps the database's clock: one clock for
+ * every replica, where a second matters; a day's edge does not need that.
  *
  * The admitted row also carries the user's current conversation (null when they have none
  * yet), read in the same statement: a chat without `conversation_id` needs it before its
@@ -43,7 +67,7 @@ const admitChat = (name: string, tokensCondition: string) => ({
 /** With a token limit to enforce, the day's tokens are summed in the same statement. */
 const ADMIT_CHAT_WITH_TOKENS = admitChat(
   'parley-admit-chat-tokens',
-  `NOT $5::boolean OR $4::bigint = 0 OR ${TOKENS_TODAY} < $4::bigint`,
+  `NOT $5::boolean OR $4::bigint = 0 OR ${tokensToday('$6')} < $4::bigint`,
 );
 /**
  * Without one (the default), runs are not read at all. The condition is always true; it names
@@ -51,7 +75,7 @@ const ADMIT_CHAT_WITH_TOKENS = admitChat(
  */
 const ADMIT_CHAT = admitChat(
   'parley-admit-chat',
-  `$2::text IS NOT NULL OR $4::bigint IS NOT NULL OR TRUE`,
+  `$2::text IS NOT NULL OR $4::bigint IS NOT NULL OR $6::timestamptz IS NOT NULL OR TRUE`,
 );
 
 /** An admitted chat: what the admission statement read besides. */
@@ -79,7 +103,7 @@ export class UsageRepository {
   /** The admitted chat (counted), or undefined when a limit refuses it. */
   async admitChat(
     userId: string,
-    defaultTimezone: string,
+    day: UserDay,
     intervalMs: number,
     tokensPerDay: number,
     enforce: boolean,
@@ -87,13 +111,13 @@ export class UsageRepository {
     const statement = enforce && tokensPerDay > 0 ? ADMIT_CHAT_WITH_TOKENS : ADMIT_CHAT;
     const { rows } = await this.#db.$client.query<{ current_conversation: string | null }>({
       ...statement,
-      values: [userId, defaultTimezone, intervalMs, tokensPerDay, enforce],
+      values: [userId, day.defaultTimezone, intervalMs, tokensPerDay, enforce, day.now],
     });
     const row = rows[0];
     return row && { currentConversationId: row.current_conversation };
   }
 
-  async chatState(userId: string, defaultTimezone: string): Promise<ChatRateState> {
+  async chatState(userId: string, day: UserDay): Promise<ChatRateState> {
     const { rows } = await this.#db.$client.query<{
       tat_ahead_ms: string | null;
       tokens_today: string;
@@ -101,9 +125,9 @@ export class UsageRepository {
     }>(
       `SELECT (SELECT greatest(0, extract(epoch FROM tat - now()) * 1000)
                  FROM chat_rates WHERE user_id = $1) AS tat_ahead_ms,
-              ${TOKENS_TODAY} AS tokens_today,
-              extract(epoch FROM ${TODAY_STARTS} + interval '1 day' - now()) * 1000 AS day_ends_in_ms`,
-      [userId, defaultTimezone],
+              ${tokensToday('$3')} AS tokens_today,
+              extract(epoch FROM ${tomorrowStarts('$3')} - $3::timestamptz) * 1000 AS day_ends_in_ms`,
+      [userId, day.defaultTimezone, day.now],
     );
     const row = rows[0];
     return {
@@ -119,28 +143,27 @@ export class UsageRepository {
    */
   async addIngest(
     userId: string,
-    defaultTimezone: string,
+    day: UserDay,
     bytes: number,
     limitBytes: number,
     enforce: boolean,
   ): Promise<boolean> {
     const { rows } = await this.#db.$client.query(
       `INSERT INTO ingest_usage AS u (user_id, day, bytes)
-       SELECT $1::text, (now() AT TIME ZONE ${USER_TZ})::date, $3::bigint
+       SELECT $1::text, ${localNow('$6')}::date, $3::bigint
         WHERE NOT $5::boolean OR $4::bigint = 0 OR $3::bigint <= $4::bigint
        ON CONFLICT (user_id, day) DO UPDATE SET bytes = u.bytes + $3::bigint
         WHERE NOT $5::boolean OR $4::bigint = 0 OR u.bytes + $3::bigint <= $4::bigint
        RETURNING bytes`,
-      [userId, defaultTimezone, bytes, limitBytes, enforce],
+      [userId, day.defaultTimezone, bytes, limitBytes, enforce, day.now],
     );
     return rows.length > 0;
   }
 
-  async ingestBytesToday(userId: string, defaultTimezone: string): Promise<number> {
+  async ingestBytesToday(userId: string, day: UserDay): Promise<number> {
     const { rows } = await this.#db.$client.query<{ bytes: string }>(
-      `SELECT bytes FROM ingest_usage
-        WHERE user_id = $1 AND day = (now() AT TIME ZONE ${USER_TZ})::date`,
-      [userId, defaultTimezone],
+      `SELECT bytes FROM ingest_usage WHERE user_id = $1 AND day = ${localNow('$3')}::date`,
+      [userId, day.defaultTimezone, day.now],
     );
     return Number(rows[0]?.bytes ?? 0);
   }

@@ -91,7 +91,7 @@ describe.each(ENGINES)('cached keys and limits during a change, on the %s engine
       defaults,
       applyToAdmin: false,
       defaultTimezone: 'UTC',
-      now: () => 0, // frozen: cached limits never expire
+      elapsed: () => 0, // frozen: cached limits never expire
     });
     accounts = new AccountService({
       accounts: held.repository,

@@ -7,9 +7,9 @@ import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
  * "today" in `GET /users/{user_id}/usage` (and in the token limit) is the user's timezone's
- * day. Usage cannot be driven by Parley's test clock (PARLEY_TEST_CLOCK_FILE moves reminders
- * only: a run's `started_at` is the process's real time and "today" is the database's
- * `now()`), so the test does not move time. Instead it places runs in time: before the
+ * day. This test does not move Parley's test clock (PARLEY_TEST_CLOCK_FILE moves "today", but
+ * a run's `started_at` is the process's real time; usage-clock-change.test.ts moves it to the
+ * days the clocks change). Instead it places runs in time: before the
  * server starts, it stores runs at the exact instant each user's local day began and one
  * second before it, computed here from the wall clock with Intl (an oracle independent of
  * Parley's SQL). The users are on both sides of the date line (UTC+14 and UTC−12, 26 hours
