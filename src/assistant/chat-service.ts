@@ -1,10 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { type ModelMessage, pruneMessages, type ToolSet } from 'ai';
-import { resolveLanguageModel } from 'ai/internal';
+import { type LanguageModelUsage, type ModelMessage, pruneMessages, type ToolSet } from 'ai';
+import {
+  addLanguageModelUsage,
+  createNullLanguageModelUsage,
+  resolveLanguageModel,
+} from 'ai/internal';
 import type { Logger } from 'pino';
 import { questionTitle } from '../conversations/question-title.ts';
 import type { ChatModel } from '../models/chat-model.ts';
-import { loggableFinishReason } from '../models/finish-reasons.ts';
+import { loggableFinishReason, ModelAnswerCutError } from '../models/finish-reasons.ts';
 import type { ChatContextRepository } from '../storage/chat-context-repository.ts';
 import { isConversationGone } from '../storage/database-errors.ts';
 import type { RunOutcome, RunRecord, RunRepository } from '../storage/run-repository.ts';
@@ -204,6 +208,11 @@ export class ChatService {
     /** Events tools send while they run (approval questions), passed on as they come. */
     const sideEvents = new SideEvents();
     let answer = '';
+    /**
+     * The tokens of every model call that ended, and of one the server cut if it said: a run
+     * that does not complete (the client left, the model failed) counts for the user's day too.
+     */
+    let used = createNullLanguageModelUsage();
     let trace: RunTrace | undefined;
 
     try {
@@ -381,6 +390,7 @@ export class ChatService {
           }
           case 'finish-step':
             finishReason = part.finishReason;
+            used = addLanguageModelUsage(used, part.usage);
             // Taken as a normal end (the cuts among them never get here: tool-loop.ts), but an
             // operator should see what the server says, once per answer.
             if (part.finishReason === 'other' && part.rawFinishReason && !unknownEndLogged) {
@@ -467,6 +477,9 @@ export class ChatService {
         },
       };
     } catch (error) {
+      if (error instanceof ModelAnswerCutError && error.usage) {
+        used = addLanguageModelUsage(used, error.usage);
+      }
       if (error instanceof TurnLostError) {
         // Another chat of this user went ahead while this process stood still: its messages
         // would interleave the history, so only the run is kept (failed, no messages) for the
@@ -478,6 +491,7 @@ export class ChatService {
           [],
           {
             status: 'failed',
+            ...tokensOf(used),
             toolsUsed: [...toolsUsed],
             errorCode: 'turn_lost',
           },
@@ -500,7 +514,7 @@ export class ChatService {
         yield* this.#interrupted(
           run,
           kept(request, [userMessage]),
-          { answer, clientKept: request.conversation !== undefined },
+          { answer, clientKept: request.conversation !== undefined, used },
           toolsUsed,
           signal,
           log,
@@ -517,6 +531,7 @@ export class ChatService {
         kept(request, [userMessage, ...partial(answer)]),
         {
           status: 'failed',
+          ...tokensOf(used),
           toolsUsed: [...toolsUsed],
           errorCode: described.code,
           answer: clientKept(request, answer),
@@ -535,7 +550,7 @@ export class ChatService {
   async *#interrupted(
     run: RunRecord,
     question: ModelMessage[],
-    { answer, clientKept }: { answer: string; clientKept: boolean },
+    { answer, clientKept, used }: { answer: string; clientKept: boolean; used: LanguageModelUsage },
     toolsUsed: Set<string>,
     signal: AbortSignal,
     log: Logger,
@@ -552,6 +567,7 @@ export class ChatService {
       question.length > 0 ? [...question, ...partial(answer)] : [],
       {
         status: 'interrupted',
+        ...tokensOf(used),
         toolsUsed: [...toolsUsed],
         answer: clientKept ? answer : undefined,
       },
@@ -610,6 +626,12 @@ const kept = (request: ChatRequest, turn: ModelMessage[]): ModelMessage[] =>
 /** Such a run keeps its answer (whole or partial) on the run itself instead. */
 const clientKept = (request: ChatRequest, answer: string): string | undefined =>
   request.conversation ? answer : undefined;
+
+/** A run's token counts as stored: none where the model reported none. */
+const tokensOf = ({ inputTokens, outputTokens }: LanguageModelUsage) => ({
+  inputTokens,
+  outputTokens,
+});
 
 const partial = (answer: string): ModelMessage[] =>
   answer ? [{ role: 'assistant', content: answer }] : [];

@@ -261,7 +261,7 @@ export async function* runToolLoop(options: ToolLoopOptions): AsyncGenerator<Too
               // A server that gave up on the answer (vLLM's `abort`) ends it like a whole one;
               // what came is as partial as if the connection had broken, and fails the same way.
               const cut = cutFinishReason(part.finishReason.raw);
-              if (cut) throw new ModelAnswerCutError(cut);
+              if (cut) throw new ModelAnswerCutError(cut, asLanguageModelUsage(part.usage));
               finish = {
                 reason: part.finishReason.unified,
                 raw: part.finishReason.raw,

@@ -1,3 +1,5 @@
+import type { LanguageModelUsage } from 'ai';
+
 /**
  * Finish reasons a model server sends that the AI SDK's provider does not know, and maps to
  * `other`. Most of them are a harmless end under another name (llama.cpp's `eos`), but some
@@ -26,9 +28,12 @@ export class ModelAnswerCutError extends Error {
   override readonly name = 'ModelAnswerCutError';
   /** The server's finish reason (one of CUT_REASONS), which the log shows as the error's code. */
   readonly code: string;
+  /** The tokens the server reported for the call it cut: they count for the user's day. */
+  readonly usage: LanguageModelUsage | undefined;
 
-  constructor(reason: string) {
+  constructor(reason: string, usage?: LanguageModelUsage) {
     super(`the model server ended the answer with finish reason ${reason}`);
     this.code = reason;
+    this.usage = usage;
   }
 }
