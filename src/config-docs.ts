@@ -89,7 +89,9 @@ export const SETTING_DOCS: Record<keyof typeof configSchema.shape, SettingDoc> =
   EMBEDDED_DB_SHARED_BUFFERS: {
     doc: "Postgres `shared_buffers` of the embedded engine: memory it keeps for good (the OS still caches the files). `auto` sizes it at each start to hold the vector indexes (HNSW) with a quarter more: 16MB while they are smaller than ~13 MB (about 6,000 chunks of 384-dimension vectors), at most an eighth of the machine's memory and 1GB; the `database ready` log line says what it chose and why (`sharedBuffers`, `vectorIndexBytes`). A store above the floor opens its database twice at start, the first time only to measure. At 100k chunks (a ~200 MB index) this made vector search about 3 times as fast and hybrid search's p50 43–49 → 23–24 ms, p99 60–74 → 35–56 ms (bench/RESULTS.md). A size (`16MB`, `512kB`, `1GB`) is used as given.",
   },
-  MESSAGE_MAX_CHARS: { doc: 'Longest chat message.' },
+  MESSAGE_MAX_CHARS: {
+    doc: 'Longest chat message, in characters as a person counts them (an emoji is one), on every door alike.',
+  },
   INGEST_MAX_BYTES: { doc: 'Largest upload to `/ingest`; more is answered 413.' },
   IMAGE_MAX_BYTES: { doc: 'Largest image in a chat (decoded).' },
   LLM_BASE_URL: {

@@ -13,6 +13,22 @@ export function firstCharacters(text: string, max: number): string {
   return text.slice(0, end);
 }
 
+/**
+ * How many characters a text has, counted as `firstCharacters` and the HTTP schemas count them
+ * (code points: an emoji is one, not the two UTF-16 units `length` says), so that every door
+ * holds a limit such as MESSAGE_MAX_CHARS alike.
+ */
+export function characterCount(text: string): number {
+  let count = text.length;
+  for (let index = 0; index < text.length - 1; index++) {
+    if (isPairAt(text, index)) {
+      count--;
+      index++;
+    }
+  }
+  return count;
+}
+
 const isPairAt = (text: string, index: number) =>
   (text.charCodeAt(index) & 0xfc00) === 0xd800 && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00;
 

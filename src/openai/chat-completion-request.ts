@@ -1,6 +1,7 @@
 import type { ModelMessage } from 'ai';
 import { z } from 'zod';
 import type { CallSettings, ClientConversation } from '../assistant/chat-events.ts';
+import { characterCount } from '../first-characters.ts';
 import { hasVisibleCharacter } from '../visible-text.ts';
 import { decodeImage } from '../vision/decode-image.ts';
 import type { ImageMediaType } from '../vision/image-type.ts';
@@ -156,7 +157,7 @@ export function toChatInput(body: ChatCompletionBody, limits: InputLimits): Chat
   if (!hasVisibleCharacter(question)) {
     throw new InvalidRequest('The last message must contain a visible character.', lastAt);
   }
-  if (question.length > limits.messageMaxChars) {
+  if (characterCount(question) > limits.messageMaxChars) {
     throw new InvalidRequest(
       `The last message must be at most ${limits.messageMaxChars} characters.`,
       lastAt,

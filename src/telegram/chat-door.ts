@@ -6,7 +6,7 @@ import type { ChatEvent } from '../assistant/chat-events.ts';
 import type { ChatService } from '../assistant/chat-service.ts';
 import { AppError } from '../errors.ts';
 import type { FeedbackService } from '../feedback/feedback-service.ts';
-import { unitCut } from '../first-characters.ts';
+import { characterCount, unitCut } from '../first-characters.ts';
 import { disposeAfter } from '../http/chat-abort.ts';
 import { isUuid } from '../is-uuid.ts';
 import type { DetachedRuns, NumberedEvent } from '../runs/detached-runs.ts';
@@ -85,7 +85,7 @@ export class ChatDoor {
     const t = textsFor(language);
     const principal: Principal = { kind: 'user', userId, keyId: undefined };
     // As /chat refuses it (422): answering its first part would answer another question.
-    if (question.message.length > this.#deps.messageMaxChars) {
+    if (characterCount(question.message) > this.#deps.messageMaxChars) {
       log.info('Telegram message over MESSAGE_MAX_CHARS');
       return sendReply(telegram, chatId, t.tooLong(this.#deps.messageMaxChars), log);
     }
