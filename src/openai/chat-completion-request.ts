@@ -17,7 +17,18 @@ const imagePart = z.object({
 });
 /** Other part types (audio, files, refusals) are named in a 400 rather than dropped. */
 const otherPart = z.looseObject({ type: z.string() });
-const content = z.union([z.string(), z.array(z.union([textPart, imagePart, otherPart])), z.null()]);
+/**
+ * Messages of a request, and parts of a message, at most: OpenAI's own bound on `messages`. A
+ * request is read whole before the user's rate limit is checked, so without one, millions of
+ * tiny messages (within the body's size) cost seconds of the event loop each time.
+ */
+export const OPENAI_MAX_ITEMS = 2048;
+
+const content = z.union([
+  z.string(),
+  z.array(z.union([textPart, imagePart, otherPart])).max(OPENAI_MAX_ITEMS),
+  z.null(),
+]);
 
 const message = z.looseObject({
   role: z.string(),
@@ -28,7 +39,7 @@ const message = z.looseObject({
 /** The Chat Completions request, as far as Parley reads it; other fields are ignored. */
 export const chatCompletionBody = z.looseObject({
   model: z.string().describe(`Always \`${PARLEY_MODEL}\`: the user's own assistant`),
-  messages: z.array(message).min(1),
+  messages: z.array(message).min(1).max(OPENAI_MAX_ITEMS),
   stream: z.boolean().nullish(),
   stream_options: z.object({ include_usage: z.boolean().nullish() }).nullish(),
   max_tokens: z.number().int().positive().nullish(),

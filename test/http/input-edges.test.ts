@@ -342,6 +342,45 @@ describe.each(ENGINES)('unusual input on the %s engine', (engine) => {
     }
   });
 
+  it('takes 2,048 OpenAI messages, as OpenAI does, and refuses more with a 400 naming them', async () => {
+    const ask = (count: number) =>
+      stack.parley.fetch('/v1/chat/completions', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'parley',
+          messages: Array.from({ length: count }, (_, i) => ({
+            role: i % 2 === 0 ? 'user' : 'assistant',
+            content: `message ${i}`,
+          })),
+        }),
+      });
+    stack.llm.enqueue(reply.text('Read them all.'));
+    // Odd counts: the last message is the user's.
+    const taken = await ask(2047);
+    expect(taken.status).toBe(200);
+    const refused = await ask(2049);
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toMatchObject({
+      error: { type: 'invalid_request_error', param: 'messages', code: 'invalid_value' },
+    });
+    const parts = await stack.parley.fetch('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        model: 'parley',
+        messages: [
+          {
+            role: 'user',
+            content: Array.from({ length: 2049 }, () => ({ type: 'text', text: 'a' })),
+          },
+        ],
+      }),
+    });
+    expect(parts.status).toBe(400);
+    expect(await parts.json()).toMatchObject({ error: { param: 'messages[0].content' } });
+  });
+
   it('refuses a Last-Event-ID past the end of the run it names', async () => {
     const asked = await stack.post('/chat', { user_id: 'lee', message: 'Hi', resumable: true });
     const runId = asked.headers.get('x-parley-run-id') as string;
