@@ -4,17 +4,18 @@ import type { Config } from '../config.ts';
 import type { FeedbackSink } from '../feedback/feedback-sink.ts';
 import { createBoundedFetch } from '../models/answer-bound.ts';
 import { langSmithFeedbackSink } from './langsmith-feedback-sink.ts';
+import { withoutErrorBodies } from './without-error-bodies.ts';
 
 /**
  * The most a LangSmith answer is read to: Parley reads only small ones (a feedback object, the
- * server's info, a batch's acknowledgement), a few kB; 1 MiB leaves room many times over.
+ * server's info, a run's acknowledgement), a few kB; 1 MiB leaves room many times over.
  */
 export const LANGSMITH_ANSWER_MAX_BYTES = 1024 * 1024;
 
 export interface LangSmith {
   tracer: RunTracer;
   feedbackSink: FeedbackSink;
-  /** Waits for batched traces to be sent (at shutdown). */
+  /** Waits for the traces under way to be sent (at shutdown). */
   flush(): Promise<void>;
 }
 
@@ -34,19 +35,29 @@ export async function connectLangSmith(
   // The client retries each call 4 times over ~12 s on its own (not configurable in 0.12);
   // past that, the feedback outbox retries with its own backoff for as long as it takes. Its
   // 90 s default timeout per attempt would let one send outlast the outbox's lease.
+  //
+  // Nothing of what LangSmith answers may reach the console: the client prints the failures of
+  // its background batches there itself (console.warn / console.error), with the server's
+  // answer, which for a refused trace quotes the chat. So: no auto-batching, each run is sent
+  // by a call whose failure comes back to the tracer, which logs its kind and status (a chat
+  // costs 2 requests plus one per model or tool call instead of one or two batches; each is
+  // small and sent off the chat's path on a kept-alive connection); error answers reach the
+  // client without their body, for whatever else it prints (its `/info` warning); and no
+  // `debug`, which LANGSMITH_DEBUG in the environment would turn on, printing every request.
   const client = new Client({
     apiKey: config.LANGSMITH_API_KEY,
     timeout_ms: 10_000,
-    fetchImplementation: createBoundedFetch('LangSmith server', LANGSMITH_ANSWER_MAX_BYTES),
+    autoBatchTracing: false,
+    debug: false,
+    fetchImplementation: withoutErrorBodies(
+      createBoundedFetch('LangSmith server', LANGSMITH_ANSWER_MAX_BYTES),
+    ),
     ...(config.LANGSMITH_ENDPOINT ? { apiUrl: config.LANGSMITH_ENDPOINT } : {}),
   });
   logger.info(
     { endpoint: config.LANGSMITH_ENDPOINT ?? 'default', project: config.LANGSMITH_PROJECT },
     'tracing chats to LangSmith',
   );
-  return {
-    tracer: langSmithTracer(client, config.LANGSMITH_PROJECT, logger),
-    feedbackSink: langSmithFeedbackSink(client),
-    flush: () => client.awaitPendingTraceBatches(),
-  };
+  const tracer = langSmithTracer(client, config.LANGSMITH_PROJECT, logger);
+  return { tracer, feedbackSink: langSmithFeedbackSink(client), flush: () => tracer.flush() };
 }

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BODY_ENDINGS, OVERSIZED_BYTES, oversizedAnswers } from '../support/body-endings.ts';
+import { type EngineStack, startEngineStack } from '../support/chat-stack.ts';
 import { readChat } from '../support/chat-stream.ts';
 import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import {
@@ -8,6 +9,7 @@ import {
   startFakeLangSmithServer,
 } from '../support/fake-langsmith-server.ts';
 import { type FakeLlmServer, reply, startFakeLlmServer } from '../support/fake-llm-server.ts';
+import { expectNoSecrets } from '../support/log-secrets.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 /**
@@ -141,6 +143,24 @@ describe.each(ENGINES)('tracing and feedback with LangSmith configured, %s engin
     await parley.fetch(`/admin/mcp-servers/${id}`, { method: 'DELETE' });
   });
 
+  // Before the first feedback, the client reads `GET /info`; refused, it printed the answer,
+  // which a proxy may make a quote of the request: the API key. Error answers reach the client
+  // without their body now. First of this file's feedback: later ones find /info read.
+  it('prints nothing of a refused answer that quotes the request, its key included', async () => {
+    const infoReads = () => langsmith.requests.filter((r) => r.path === '/info').length;
+    const readBefore = infoReads();
+    langsmith.refuseEchoingNext('info');
+    llm.enqueue(reply.text('rate me (quoted)'));
+    const stream = await chat('hello quoted', 'quoted');
+    const response = await sendFeedback({ run_id: stream.runId, score: 1 });
+    const { feedback_id } = (await response.json()) as { feedback_id: string };
+
+    await langsmith.waitForFeedback((item) => item.id === feedback_id, 10_000);
+    await parley.settled();
+    expectNoSecrets(parley.output(), ['ls-test-key']);
+    expect(infoReads()).toBeGreaterThan(readBefore); // the refusal was met
+  });
+
   it('forwards feedback to LangSmith with the run id', async () => {
     llm.enqueue(reply.text('rate me'));
     const stream = await chat('hello', 'rater');
@@ -241,5 +261,53 @@ describe.each(ENGINES)('tracing and feedback with LangSmith configured, %s engin
       .toBe(true);
     await parley.settled();
     expect(langsmith.feedback.filter((item) => item.id === feedback_id)).toHaveLength(1);
+  });
+});
+
+/**
+ * LangSmith's validation errors quote what was sent (a proxy in front of it may echo anything),
+ * and the client printed such an answer to stderr itself when it refused a trace: the chat's
+ * question and answer, past the log and its rules. Parley now logs the refusal as its status,
+ * and nothing of the trace is printed. One engine: sending a trace touches no storage (feedback,
+ * which does, is tested on both above).
+ */
+describe('LangSmith refusing a trace with an answer that quotes it', () => {
+  let langsmith: FakeLangSmithServer;
+  let stack: EngineStack;
+
+  beforeAll(async () => {
+    langsmith = await startFakeLangSmithServer({ apiKey: 'ls-test-key' });
+    stack = await startEngineStack('embedded', {
+      LANGSMITH_API_KEY: 'ls-test-key',
+      LANGSMITH_ENDPOINT: langsmith.url,
+    });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await langsmith?.close();
+  });
+
+  it('logs which upload was refused, with its status, and prints nothing of the chat', async () => {
+    langsmith.refuseEchoingNext('runs', 20);
+    stack.llm.enqueue(reply.text('The secret-answer.'));
+    const stream = await stack.chat('refused', 'What is the secret-question?');
+    expect(stream.text).toBe('The secret-answer.');
+
+    await expect
+      .poll(() => langsmith.requests.filter((r) => r.path.startsWith('/runs')).length, {
+        timeout: 10_000,
+      })
+      .toBeGreaterThan(0);
+    await stack.parley.settled(1_000);
+    expectNoSecrets(stack.parley.output());
+    const refused = await stack.parley.waitForLog(
+      (line) => line.msg === 'LangSmith: could not send the run',
+    );
+    expect(refused).toMatchObject({
+      runId: stream.runId,
+      errorKind: 'http_422',
+      err: { status: 422 },
+    });
+    expect(langsmith.runs.size).toBe(0);
   });
 });

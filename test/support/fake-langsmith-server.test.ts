@@ -211,6 +211,18 @@ describe('fake LangSmith server failures', () => {
     expect(fake.feedback).toEqual([]);
   });
 
+  it('refuses with a 422 that quotes the request, as LangSmith’s validation errors do', async () => {
+    const { fake } = await start();
+    const client = new Client({ apiUrl: fake.url, apiKey: 'test', autoBatchTracing: false });
+    fake.refuseEchoingNext('runs');
+    const run = { name: 'quoted', run_type: 'chain', inputs: { question: 'quote me' } };
+    await expect(client.createRun(run)).rejects.toMatchObject({
+      status: 422,
+      message: expect.stringContaining('quote me'),
+    });
+    expect(fake.runs.size).toBe(0);
+  });
+
   it('records unknown paths, answering 404', async () => {
     const { fake } = await start();
     const response = await fetch(`${fake.url}/sessions?name=parley`);

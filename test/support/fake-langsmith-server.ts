@@ -80,6 +80,12 @@ export interface FakeLangSmithServer {
   /** The next `count` requests to `target` answer `status` (the client retries 5xx and 429). */
   failNext(target: FailureTarget, count?: number, status?: number): void;
   /**
+   * The next `count` requests to `target` are refused with a 422 whose body quotes what was
+   * sent, as LangSmith's validation errors do (FastAPI's `input`), headers too, as a proxy's
+   * may: users' words, and the API key, in an answer.
+   */
+  refuseEchoingNext(target: FailureTarget, count?: number): void;
+  /**
    * Ends the next POST /feedback's answer this way (test/support/body-endings.ts): the
    * feedback is stored and its 200 answer does not arrive whole; an HTML 502 stores nothing.
    */
@@ -122,7 +128,7 @@ export async function startFakeLangSmithServer(
   const feedback: RecordedFeedback[] = [];
   const feedbackUpdates: FeedbackUpdate[] = [];
   let duplicateCreates = 0;
-  const failures: Array<{ target: FailureTarget; status: number }> = [];
+  const failures: Array<{ target: FailureTarget; status: number; echo?: boolean }> = [];
   const delays: Array<{ target: FailureTarget; ms: number }> = [];
   const feedbackEndings: BodyEnding[] = [];
   const stalled: ServerResponse[] = [];
@@ -151,6 +157,7 @@ export async function startFakeLangSmithServer(
     }
     const failure = failures.findIndex((f) => f.target === target);
     const injected = failure >= 0 ? failures.splice(failure, 1)[0] : undefined;
+    if (injected?.echo) return sendJson(res, injected.status, validationError(request));
     if (injected) return sendJson(res, injected.status, { detail: 'injected failure' });
     const hold = holds.findIndex((h) => h.target === target);
     if (hold >= 0) return holds.splice(hold, 1)[0]?.arrived(request.body);
@@ -311,6 +318,9 @@ export async function startFakeLangSmithServer(
     failNext: (target, count = 1, status = 503) => {
       for (let i = 0; i < count; i++) failures.push({ target, status });
     },
+    refuseEchoingNext: (target, count = 1) => {
+      for (let i = 0; i < count; i++) failures.push({ target, status: 422, echo: true });
+    },
     endNextFeedback: (ending) => {
       feedbackEndings.push(ending);
     },
@@ -326,6 +336,18 @@ export async function startFakeLangSmithServer(
       return server.close();
     },
   };
+}
+
+/**
+ * FastAPI's 422, whose problems quote the input they found wanting; here the whole request,
+ * its headers too, as a proxy that refuses a request may quote it.
+ */
+function validationError(request: RecordedRequest) {
+  const body =
+    request.body ??
+    decodeBody(request.rawBody, request.headers['content-encoding']).toString('utf8');
+  const input = { method: request.method, path: request.path, headers: request.headers, body };
+  return { detail: [{ type: 'value_error', loc: ['body'], msg: 'refused by the test', input }] };
 }
 
 /** Polls, because the client sends runs from background batches on its own schedule. */
