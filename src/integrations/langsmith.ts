@@ -3,6 +3,7 @@ import type { RunTracer } from '../assistant/run-tracer.ts';
 import type { Config } from '../config.ts';
 import type { FeedbackSink } from '../feedback/feedback-sink.ts';
 import { createBoundedFetch } from '../models/answer-bound.ts';
+import { shownUri } from '../models/shown-uri.ts';
 import { langSmithFeedbackSink } from './langsmith-feedback-sink.ts';
 import { withoutErrorBodies } from './without-error-bodies.ts';
 
@@ -54,10 +55,9 @@ export async function connectLangSmith(
     ),
     ...(config.LANGSMITH_ENDPOINT ? { apiUrl: config.LANGSMITH_ENDPOINT } : {}),
   });
-  logger.info(
-    { endpoint: config.LANGSMITH_ENDPOINT ?? 'default', project: config.LANGSMITH_PROJECT },
-    'tracing chats to LangSmith',
-  );
+  // Shown as every server's address is: a proxy's endpoint may carry its password.
+  const endpoint = config.LANGSMITH_ENDPOINT ? shownUri(config.LANGSMITH_ENDPOINT) : 'default';
+  logger.info({ endpoint, project: config.LANGSMITH_PROJECT }, 'tracing chats to LangSmith');
   const tracer = langSmithTracer(client, config.LANGSMITH_PROJECT, logger);
   return { tracer, feedbackSink: langSmithFeedbackSink(client), flush: () => tracer.flush() };
 }

@@ -1,8 +1,8 @@
 /**
- * A model URI as Parley shows it (logs, `/health`, which needs no token, chat errors, model
- * ids): without a user, password, query or fragment. A private GGUF is often fetched through
- * a presigned URL, whose signature is in its query: whoever reads it may download the file.
- * `hf:` URIs and paths are shown as they are.
+ * A model URI, or another server's address (LangSmith's endpoint), as Parley shows it (logs,
+ * `/health`, which needs no token, chat errors, model ids): without a user, password, query
+ * or fragment. A private GGUF is often fetched through a presigned URL, whose signature is in
+ * its query: whoever reads it may download the file. `hf:` URIs and paths are shown as they are.
  */
 export function shownUri(uri: string): string {
   if (!/^https?:\/\//i.test(uri) || !URL.canParse(uri)) return uri;

@@ -268,18 +268,23 @@ describe.each(ENGINES)('tracing and feedback with LangSmith configured, %s engin
  * LangSmith's validation errors quote what was sent (a proxy in front of it may echo anything),
  * and the client printed such an answer to stderr itself when it refused a trace: the chat's
  * question and answer, past the log and its rules. Parley now logs the refusal as its status,
- * and nothing of the trace is printed. One engine: sending a trace touches no storage (feedback,
- * which does, is tested on both above).
+ * and nothing of the trace is printed. The endpoint carries credentials, as a proxy's may, and
+ * is logged without them. One engine: neither sending a trace nor the log at start touches
+ * storage (feedback, which does, is tested on both above).
  */
-describe('LangSmith refusing a trace with an answer that quotes it', () => {
+describe('LangSmith behind an endpoint with credentials, refusing a trace with an answer that quotes it', () => {
+  const password = 'endpoint-password-never-shown';
   let langsmith: FakeLangSmithServer;
   let stack: EngineStack;
 
   beforeAll(async () => {
     langsmith = await startFakeLangSmithServer({ apiKey: 'ls-test-key' });
+    const endpoint = new URL(langsmith.url);
+    endpoint.username = 'parley';
+    endpoint.password = password;
     stack = await startEngineStack('embedded', {
       LANGSMITH_API_KEY: 'ls-test-key',
-      LANGSMITH_ENDPOINT: langsmith.url,
+      LANGSMITH_ENDPOINT: endpoint.href,
     });
   });
   afterAll(async () => {
@@ -309,5 +314,13 @@ describe('LangSmith refusing a trace with an answer that quotes it', () => {
       err: { status: 422 },
     });
     expect(langsmith.runs.size).toBe(0);
+  });
+
+  it('logs the endpoint without its user or password', async () => {
+    const started = await stack.parley.waitForLog(
+      (line) => line.msg === 'tracing chats to LangSmith',
+    );
+    expect(started.endpoint).toBe(`${langsmith.url}/`);
+    expectNoSecrets(stack.parley.output(), [password]);
   });
 });
