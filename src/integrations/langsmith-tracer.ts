@@ -3,6 +3,15 @@ import type { Logger } from 'pino';
 import type { RunTrace, RunTracer } from '../assistant/run-tracer.ts';
 import { errorKindOf } from '../background/error-kind.ts';
 
+/**
+ * Sends under way at most (a chat has ~6 while it is traced: its run, each model and tool call,
+ * its end). Each is bounded in time (the client's timeout and retries, ~50 s), but while
+ * LangSmith is slow a busy server would hold ever more, every chat's words among them: past
+ * this (a burst of 1,000 chats stays under it), a trace is not sent, with one log line until
+ * they drain.
+ */
+export const MAX_PENDING_SENDS = 10_000;
+
 export interface LangSmithTracer extends RunTracer {
   /** Waits for the runs under way to be sent or given up on (at shutdown). */
   flush(): Promise<void>;
@@ -27,14 +36,27 @@ export function langSmithTracer(
 ): LangSmithTracer {
   /** What is still to be sent or given up on, awaited by `flush`. */
   const pending = new Set<Promise<boolean>>();
+  /** Whether traces are being left out (logged when it starts). */
+  let leavingOut = false;
   const track = (work: Promise<boolean>) => {
     pending.add(work);
     void work.finally(() => pending.delete(work));
     return work;
   };
   /** Sends one run; resolves whether it was sent (a failure is logged, never thrown). */
-  const send = (what: string, runId: string, upload: () => Promise<unknown>) =>
-    track(
+  const send = (what: string, runId: string, upload: () => Promise<unknown>) => {
+    if (pending.size >= MAX_PENDING_SENDS) {
+      if (!leavingOut) {
+        leavingOut = true;
+        logger.warn(
+          { pending: pending.size },
+          'LangSmith: too many traces waiting; leaving out new ones',
+        );
+      }
+      return Promise.resolve(false);
+    }
+    leavingOut = false;
+    return track(
       Promise.resolve()
         .then(upload)
         .then(
@@ -48,6 +70,7 @@ export function langSmithTracer(
           },
         ),
     );
+  };
 
   return {
     async flush() {
