@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type EngineSetup, engineSetup } from '../support/engine-setup.ts';
 import { ENGINES } from '../support/engines.ts';
 import type { FakeLlmServer } from '../support/fake-llm-server.ts';
+import { longestHealthWait } from '../support/health-during.ts';
 import { file, ingest, listedSources } from '../support/ingest-client.ts';
 import { searchThroughChat } from '../support/search-through-chat.ts';
 import { seededRandom } from '../support/seeded-random.ts';
@@ -51,5 +52,19 @@ describe.each(ENGINES)('a document with a very long word on the %s engine', (eng
       const output = await searchThroughChat(parley, llm, query);
       expect(output.hits.map((hit) => hit.source)).toEqual(['sequence.txt']);
     }
+  });
+
+  it('cuts a long paragraph with no sentence end at once, answering everyone meanwhile', async () => {
+    // A paragraph's sentences were found by reading ahead to the next mark from every word:
+    // when that mark was inside a word ("3.5"), each word was read again to it (minutes).
+    const paragraph = `The quokka census ${'counted again '.repeat(15_000)}at version 3.5`;
+    const ingested = ingest(parley, [file('census.txt', paragraph)]);
+    const longestWaitMs = await longestHealthWait(parley, ingested);
+    const answer = await ingested;
+    expect(answer.status).toBe(200);
+    expect((answer.body as { chunks: number }).chunks).toBeGreaterThan(1);
+    const output = await searchThroughChat(parley, llm, 'quokka census');
+    expect(output.hits.map((hit) => hit.source)).toContain('census.txt');
+    expect(longestWaitMs).toBeLessThan(3_000);
   });
 });
