@@ -8,6 +8,7 @@ import {
   type FakeLlmServer,
   reply,
 } from '../support/fake-llm-server.ts';
+import { longestHealthWait } from '../support/health-during.ts';
 import { type RunningParley, startParley } from '../support/start-parley.ts';
 
 interface Conversation {
@@ -486,6 +487,16 @@ describe.each(ENGINES)('conversations on the %s engine', (engine) => {
     const snippets = (found.body.results as Array<{ snippet: string }>).map((r) => r.snippet);
     expect(snippets).toHaveLength(2);
     for (const snippet of snippets) expect(snippet).toContain('the ferry timetable');
+  });
+
+  it('exports an answer with a long run of backticks at once, answering everyone meanwhile', async () => {
+    llm.respond(() => reply.text(`Look:\n${'`'.repeat(200_000)}\r\nDone.`));
+    const asked = await chat({ user_id: 'ticks', message: 'show me' });
+    const exported = parley.fetch(`/users/ticks/conversations/${asked.conversationId}/export`);
+    const longestWaitMs = await longestHealthWait(parley, exported);
+    const markdown = await (await exported).text();
+    expect(markdown).toContain('Done.');
+    expect(longestWaitMs).toBeLessThan(3_000);
   });
 
   it('exports a conversation as Markdown (the path) and JSON (every version)', async () => {
