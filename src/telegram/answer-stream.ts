@@ -2,15 +2,15 @@ import type { InlineKeyboardMarkup } from 'grammy/types';
 import type { Logger } from 'pino';
 import type { ChatEvent } from '../assistant/chat-events.ts';
 import { type FinalWords, finalText } from './final-text.ts';
+import { partMessage } from './part-message.ts';
 import { splitMessage } from './split-message.ts';
 import {
   callFailure,
   grammySignal,
-  isBadMarkup,
   isNotModified,
+  isTextRefused,
   type TelegramApi,
 } from './telegram-api.ts';
-import { toTelegramHtml } from './telegram-html.ts';
 
 /** Whether this bot's drafts work; switched off for the process at the first refusal. */
 export interface DraftSupport {
@@ -154,13 +154,14 @@ export class AnswerStream {
     if (text === this.#shownDraft) return true;
     const api = this.#o.telegram.bestEffort;
     const draftId = this.#draftBase + this.#sealed;
+    const message = partMessage(text);
     try {
       try {
-        await api.sendMessageDraft(this.#o.chatId, draftId, toTelegramHtml(text), {
-          parse_mode: 'HTML',
+        await api.sendMessageDraft(this.#o.chatId, draftId, message.text, {
+          ...(message.html ? { parse_mode: 'HTML' as const } : {}),
         });
       } catch (error) {
-        if (!isBadMarkup(error)) throw error;
+        if (!message.html || !isTextRefused(error)) throw error;
         await api.sendMessageDraft(this.#o.chatId, draftId, text);
       }
       this.#shownDraft = text;
@@ -241,11 +242,15 @@ export class AnswerStream {
         );
       }
     };
+    const message = partMessage(part);
     try {
-      await send(toTelegramHtml(part), true);
+      await send(message.text, message.html);
     } catch (error) {
-      if (!isBadMarkup(error)) throw error;
-      this.#o.logger.warn('Telegram refused the answer as HTML: sent as plain text');
+      if (!message.html || !isTextRefused(error)) throw error;
+      this.#o.logger.warn(
+        { reason: callFailure(error)?.description },
+        'Telegram refused the answer as HTML: sent as plain text',
+      );
       await send(part, false);
     }
     this.#shown();

@@ -1,9 +1,11 @@
 import { unitCut } from '../first-characters.ts';
 
 /**
- * Telegram takes at most 4,096 characters per message (counted after its HTML is parsed).
- * Parts are cut from the Markdown source at most PART_CHARS long, which the HTML conversion
- * only shortens; a fence cut in two is closed and reopened.
+ * Telegram takes at most 4,096 characters per message, counted in the text it shows (after its
+ * HTML is parsed). Parts are cut from the Markdown at most PART_CHARS UTF-16 units long; the
+ * HTML conversion never shows more characters than its Markdown has (telegram-html.ts), and a
+ * part sent as plain text shows its Markdown, so either way a part fits (part-message.ts). A
+ * fence cut in two is closed and reopened.
  */
 export const PART_CHARS = 4_000;
 

@@ -232,6 +232,14 @@ export function callFailure(error: unknown): CallFailure | undefined {
 export const isNotModified = (error: unknown) =>
   callFailure(error)?.description.includes('message is not modified') ?? false;
 
-/** 400 "can't parse entities": our HTML was refused; the text is sent plain instead. */
-export const isBadMarkup = (error: unknown) =>
-  callFailure(error)?.description.includes("can't parse entities") ?? false;
+/**
+ * Telegram's 400s for a message's text as given: HTML it cannot parse, or a text too long once
+ * parsed or as sent. The part is sent plain instead (it fits: part-message.ts).
+ */
+const TEXT_REFUSED = ["can't parse entities", 'message is too long', 'text is too long'];
+
+/** Whether Telegram refused a message's text as given (TEXT_REFUSED). */
+export const isTextRefused = (error: unknown) => {
+  const failure = callFailure(error);
+  return failure?.status === 400 && TEXT_REFUSED.some((t) => failure.description.includes(t));
+};

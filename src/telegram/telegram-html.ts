@@ -8,6 +8,10 @@ import { codeSpans, links } from './inline-spans.ts';
  * `<script>` or a broken tag still arrives as written. Tags are only emitted in matched
  * pairs, innermost first, so the result always nests (Telegram refuses HTML that does not).
  * A part of a longer answer is converted on its own (an unclosed fence is closed).
+ *
+ * The text the user sees is never longer than the Markdown it came from (every rule drops or
+ * keeps characters, none adds any): a part cut to fit Telegram's 4,096 characters as Markdown
+ * (split-message.ts) still fits once converted.
  */
 export function toTelegramHtml(markdown: string): string {
   const out: string[] = [];
@@ -32,7 +36,7 @@ export function toTelegramHtml(markdown: string): string {
   return out.join('\n');
 }
 
-/** Visible text of Telegram HTML: what Telegram counts against its 4,096 characters. */
+/** Text as Telegram HTML: `&`, `<` and `>` as entities (the user sees them as written). */
 export function escapeHtml(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
@@ -51,9 +55,15 @@ function blockLine(line: string): string {
   if (quote) return `<blockquote>${inline(quote[1] ?? '')}</blockquote>`;
   const bullet = /^(\s*)[-*+]\s+(.*)$/.exec(line);
   if (bullet) return `${bullet[1] ?? ''}• ${inline(bullet[2] ?? '')}`;
-  if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) return '──────────';
+  if (/^\s{0,3}([-*_])(\s*\1){2,}\s*$/.test(line)) return thematicBreak(line);
   return inline(line);
 }
+
+/**
+ * A line across, as long as the `---` written, up to 10. A fixed 10 made a part of `---`
+ * between paragraphs show more characters than its Markdown, past the 4,096 Telegram takes.
+ */
+const thematicBreak = (line: string) => '─'.repeat(Math.min(line.trim().length, 10));
 
 const TAGS: Record<string, string> = { '**': 'b', __: 'b', '*': 'i', _: 'i', '~~': 's' };
 

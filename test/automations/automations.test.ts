@@ -732,4 +732,31 @@ describe.each(ENGINES)('automations on the %s engine', (engine) => {
     expect(sent?.text.startsWith('🔁 <b>')).toBe(true); // the name is the heading, in bold
     expect((await api('DELETE', `/users/marks/automations/${made.id}`)).status).toBe(200);
   });
+
+  // A `---` showed as a line of 10 characters: a part of 4,000 with one between every item
+  // showed over 4,096, Telegram refused it ("message is too long") and the result never came.
+  it('delivers a result with a thematic break between every item whole, each part within 4,096', async () => {
+    await profile('breaks', { telegram_chat_id: '5701' });
+    const made = await create('breaks', {
+      prompt: 'List forty things.',
+      schedule: { type: 'daily', time: '09:00' },
+    });
+    const items = Array.from(
+      { length: 40 },
+      (_, i) => `Item ${i}: ${'lorem ipsum '.repeat(9)}end.`,
+    );
+    stack.llm.enqueue(reply.text(items.join('\n\n---\n\n')));
+    expect((await api('POST', `/users/breaks/automations/${made.id}/run`)).status).toBe(202);
+    await waitFor(async () => (await runsOf('breaks', made.id))[0]?.status === 'done');
+    const parts = stack.telegram.sentTo('5701');
+    expect(parts.length).toBeGreaterThanOrEqual(2);
+    for (const part of parts) {
+      expect(part.parseMode).toBe('HTML');
+      expect(part.visible.length).toBeLessThanOrEqual(4096);
+    }
+    const shown = parts.map((m) => m.visible).join(' ');
+    const norm = (text: string) => text.replace(/\s+/g, ' ');
+    expect(norm(shown)).toBe(norm(`🔁 List forty things. ${items.join(' ─── ')}`));
+    expect((await api('DELETE', `/users/breaks/automations/${made.id}`)).status).toBe(200);
+  });
 });

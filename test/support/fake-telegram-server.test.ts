@@ -64,3 +64,27 @@ describe('the fake Bot API answers callback queries as Telegram does', () => {
     expect(() => server.assertNoUnexpected()).toThrow(/answered twice/);
   });
 });
+
+describe('the fake Bot API limits a message as Telegram does', () => {
+  it('counts the text shown, entities read and tags left out, and at most 32 KiB as sent', async () => {
+    const server = await startFakeTelegramServer();
+    fake = server;
+    const send = (text: string, parse_mode?: string) =>
+      call(server, 'sendMessage', { chat_id: 1, text, ...(parse_mode ? { parse_mode } : {}) });
+    const tooLong = { ok: false, error_code: 400, description: 'Bad Request: message is too long' };
+
+    // 4,096 shown, however long the HTML that shows it.
+    expect((await send(`<b>${'&amp;'.repeat(4_096)}</b>`, 'HTML')).status).toBe(200);
+    expect((await send(`<b>${'&amp;'.repeat(4_097)}</b>`, 'HTML')).body).toEqual(tooLong);
+    // UTF-16 units: 2,048 emoji are 4,096 of them.
+    expect((await send('😀'.repeat(2_048))).status).toBe(200);
+    expect((await send(`a${'😀'.repeat(2_048)}`)).body).toEqual(tooLong);
+    // The text as sent: at most 32 KiB, even when it shows little.
+    expect((await send(`<b>a</b>${'<i></i>'.repeat(4_681)}`, 'HTML')).body).toEqual({
+      ok: false,
+      error_code: 400,
+      description: 'Bad Request: text is too long',
+    });
+    expect(server.sent.map((m) => m.visible.length)).toEqual([4_096, 4_096]);
+  });
+});

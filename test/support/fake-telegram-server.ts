@@ -160,8 +160,8 @@ const SENDING = new Set([
  * `description`, `parameters.retry_after`): getUpdates, setWebhook, deleteWebhook,
  * sendMessage, sendMessageDraft, editMessageText, editMessageReplyMarkup, sendChatAction, getFile and the file
  * download path, answerCallbackQuery, setMyCommands. HTML (`parse_mode: HTML`) is checked as
- * Telegram does and the 4,096-character limit enforced. Anything else, or a wrong token, is
- * answered as Telegram would and recorded as unexpected.
+ * Telegram does, and a text's limits enforced: 4,096 characters shown, 32 KiB as sent.
+ * Anything else, or a wrong token, is answered as Telegram would and recorded as unexpected.
  */
 export async function startFakeTelegramServer(
   token = '123456:TEST-token',
@@ -429,6 +429,8 @@ export async function startFakeTelegramServer(
     if (typeof body.text !== 'string' || body.text.length === 0) {
       return { error: 'Bad Request: message text is empty' };
     }
+    // telegram-bot-api reads at most 32 KiB of `text`, tags and entities included.
+    if (Buffer.byteLength(body.text) > 32_768) return { error: 'Bad Request: text is too long' };
     let text = body.text;
     if (body.parse_mode === 'HTML') {
       const parsed = parseTelegramHtml(body.text);
@@ -438,6 +440,7 @@ export async function startFakeTelegramServer(
       return { error: 'Bad Request: unsupported parse_mode in this fake' };
     }
     if (text.trim().length === 0) return { error: 'Bad Request: message text is empty' };
+    // Telegram counts the text it shows; UTF-16 units here, as many as its code points or more.
     if (text.length > 4096) return { error: 'Bad Request: message is too long' };
     return { text };
   }

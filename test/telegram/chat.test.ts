@@ -273,6 +273,36 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(answer.at(-1)?.replyMarkup).toBeDefined();
   });
 
+  // A `---` showed as a line of 10 characters: a part cut at 4,000 characters of Markdown with
+  // one between every paragraph showed over 4,096, Telegram refused it ("message is too long")
+  // and the answer was lost from that part on.
+  it('delivers an answer with a thematic break between every item whole, each part within 4,096', async () => {
+    await stack.link('rita', 530);
+    const items = Array.from(
+      { length: 40 },
+      (_, i) => `Item ${i}: ${'lorem ipsum '.repeat(9)}end.`,
+    );
+    stack.llm.enqueue(reply.text(items.join('\n\n---\n\n'), { chunks: 20 }));
+    const answer = await stack.ask(530, 'List forty things.');
+    expect(answer.length).toBeGreaterThanOrEqual(2);
+    for (const part of answer) {
+      expect(part.parseMode).toBe('HTML');
+      expect(part.visible.length).toBeLessThanOrEqual(4096);
+    }
+    const shown = answer.map((m) => m.visible).join('\n\n');
+    expect(norm(shown)).toBe(norm(items.join('\n\n───\n\n')));
+  });
+
+  // Lines of `>&` are 3 characters of Markdown and 30 bytes of HTML: past the 32 KiB the Bot API
+  // reads a text to ("text is too long"), and the answer was lost.
+  it('sends a part whose HTML would pass the 32 KiB the Bot API reads as plain text', async () => {
+    await stack.link('quinta', 531);
+    const quoted = Array.from({ length: 1_300 }, () => '>&').join('\n');
+    stack.llm.enqueue(reply.text(quoted, { chunks: 10 }));
+    const answer = await stack.ask(531, 'Quote ampersands.');
+    expect(answer.map((m) => [m.visible, m.parseMode])).toEqual([[quoted, undefined]]);
+  });
+
   it('cuts an answer with nowhere to break between characters, never inside an emoji', async () => {
     await stack.link('emoji', 512);
     // 'a' first: every hard cut at 3,996 units would otherwise fall inside an emoji.

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { partMessage, shownText } from '../../src/telegram/part-message.ts';
 import { PART_CHARS, splitMessage } from '../../src/telegram/split-message.ts';
 import { toTelegramHtml } from '../../src/telegram/telegram-html.ts';
 import { parseTelegramHtml } from '../support/fake-telegram/parse-html.ts';
+import { seededRandom } from '../support/seeded-random.ts';
 
 /** What Telegram would show, or its refusal. */
 const shown = (markdown: string) => parseTelegramHtml(toTelegramHtml(markdown));
@@ -40,6 +42,58 @@ describe('Markdown to Telegram HTML', () => {
     }
     expect(shown('snake_case_name and 2*3*4')).toEqual({ text: 'snake_case_name and 2*3*4' });
     expect(shown('<b>x</b> & <script>')).toEqual({ text: '<b>x</b> & <script>' });
+  });
+
+  // A `---` became a line of 10: a part of 4,000 characters with `---` between its paragraphs
+  // showed over 4,096, and Telegram refused it.
+  it('never shows more characters than the Markdown has, whatever the answer holds', () => {
+    expect(toTelegramHtml('a\n---\nb\n____________')).toBe('a\n───\nb\n──────────');
+    const next = seededRandom(41);
+    // Every construct the conversion knows, whole and broken, and what it escapes.
+    const pieces = [
+      '---',
+      '***',
+      '___',
+      '- - -',
+      '#',
+      '# ',
+      '###### ',
+      '>',
+      '> ',
+      '- ',
+      '* ',
+      '+ ',
+    ];
+    pieces.push('```', '```ts', '`', '``', '**', '*', '_', '__', '~~', '[a](http://b)', '[', ']');
+    pieces.push(
+      '(',
+      ')',
+      '\\',
+      '\\*',
+      '&',
+      '<',
+      '>',
+      '"',
+      'a',
+      'word',
+      ' ',
+      '   ',
+      '\t',
+      '😀',
+      '한',
+    );
+    pieces.push('\n', '\n', '\n', '\n\n', '\n---\n', '\n```\n', '\n> ', '\n# ', '\n- ');
+    for (let i = 0; i < 20_000; i++) {
+      const size = 1 + Math.floor(next() * 24);
+      const text = Array.from({ length: size }, () => pieces[Math.floor(next() * pieces.length)]);
+      const markdown = text.join('');
+      const html = toTelegramHtml(markdown);
+      const shown = parseTelegramHtml(html);
+      if (!('text' in shown)) throw new Error(`refused: ${JSON.stringify(markdown)}`);
+      expect(shown.text.length, markdown).toBeLessThanOrEqual(markdown.length);
+      // What Parley measures is what Telegram shows.
+      expect(shownText(html), markdown).toBe(shown.text);
+    }
   });
 
   // Code spans and links were found with expressions tried at every position of a line, each
@@ -82,6 +136,20 @@ describe('splitting long answers', () => {
       const partial = splitMessage(text.slice(0, end));
       for (const [i, part] of partial.slice(0, -1).entries()) expect(part).toBe(final[i]);
     }
+  });
+
+  it('cuts an answer into parts each Telegram shows whole, as HTML', () => {
+    // The audit's answer: items between thematic breaks.
+    const items = Array.from({ length: 40 }, (_, i) => `Item ${i}: ${'x'.repeat(110)}.`);
+    for (const part of splitMessage(items.join('\n\n---\n\n'))) {
+      const message = partMessage(part);
+      expect(message.html).toBe(true);
+      expect(shownText(message.text).length).toBeLessThanOrEqual(4_096);
+    }
+    // HTML past the Bot API's 32 KiB (30 bytes for every 3 characters of Markdown) goes plain.
+    const quoted = '>&\n'.repeat(1_300);
+    expect(Buffer.byteLength(toTelegramHtml(quoted))).toBeGreaterThan(32_768);
+    expect(partMessage(quoted)).toEqual({ text: quoted, html: false });
   });
 
   it('closes and reopens a code block cut in two', () => {

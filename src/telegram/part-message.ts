@@ -1,0 +1,35 @@
+import { toTelegramHtml } from './telegram-html.ts';
+
+/**
+ * The most characters Telegram shows in one message (or draft): 4,096 of its text once the HTML
+ * is parsed. Counted here in UTF-16 units, never fewer than the code points Telegram counts.
+ */
+export const MESSAGE_MAX_CHARS = 4_096;
+/** The most the Bot API takes as a message's `text`, tags and entities included (32 KiB). */
+const SOURCE_MAX_BYTES = 32_768;
+
+/** A message's text as sent, and whether it is HTML (`parse_mode: HTML`) or plain. */
+export interface PartMessage {
+  text: string;
+  html: boolean;
+}
+
+/**
+ * A part of an answer (split-message.ts) as Telegram takes it: its HTML when that fits
+ * Telegram's limits, else its Markdown as plain text, which always fits (a part is at most
+ * PART_CHARS). The HTML never shows more than the Markdown, but its tags and entities can pass
+ * the 32 KiB the Bot API reads (`>&` on every line is 3 characters for 30 bytes).
+ */
+export function partMessage(part: string): PartMessage {
+  const html = toTelegramHtml(part);
+  const fits =
+    shownText(html).length <= MESSAGE_MAX_CHARS && Buffer.byteLength(html) <= SOURCE_MAX_BYTES;
+  return fits ? { text: html, html: true } : { text: part, html: false };
+}
+
+const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"' };
+
+/** What the user sees of HTML as toTelegramHtml writes it: its text, tags left out. */
+export function shownText(html: string): string {
+  return html.replace(/<[^>]*>/g, '').replace(/&(?:amp|lt|gt|quot);/g, (e) => ENTITIES[e] ?? e);
+}
