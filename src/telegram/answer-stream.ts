@@ -5,6 +5,7 @@ import { type FinalWords, finalText } from './final-text.ts';
 import { partMessage } from './part-message.ts';
 import { splitMessage } from './split-message.ts';
 import {
+  type CallFailure,
   callFailure,
   grammySignal,
   isNotModified,
@@ -12,10 +13,23 @@ import {
   type TelegramApi,
 } from './telegram-api.ts';
 
-/** Whether this bot's drafts work; switched off for the process at the first refusal. */
+/**
+ * Whether this bot's drafts work; switched off for the process when Telegram says they do not
+ * (draftsUnavailable), not when it refuses one draft's text.
+ */
 export interface DraftSupport {
   enabled: boolean;
 }
+
+/**
+ * Telegram's refusals of a draft that mean drafts do not work here: a Bot API server without
+ * sendMessageDraft (404 "method not found") or Telegram's TEXTDRAFT_PEER_INVALID (drafts not
+ * available for the bot or chat). Any other 400 is about that draft (its text), and the next
+ * draft is tried: a 400 for a draft showing nothing switched drafts off for every chat.
+ */
+const draftsUnavailable = (failure: CallFailure) =>
+  failure.status === 404 ||
+  (failure.status === 400 && failure.description.includes('TEXTDRAFT_PEER_INVALID'));
 
 export interface AnswerStreamOptions extends FinalWords {
   telegram: TelegramApi;
@@ -149,12 +163,14 @@ export class AnswerStream {
     await this.#edit(current);
   }
 
-  /** True when the draft was shown or skipped for a 429; false when drafts are refused. */
+  /** True when the draft was shown or skipped; false when drafts do not work here. */
   async #draft(text: string): Promise<boolean> {
     if (text === this.#shownDraft) return true;
     const api = this.#o.telegram.bestEffort;
     const draftId = this.#draftBase + this.#sealed;
     const message = partMessage(text);
+    // Nothing to show yet (the answer opens with a code fence): the next update will have some.
+    if (message.blank) return true;
     try {
       try {
         await api.sendMessageDraft(this.#o.chatId, draftId, message.text, {
@@ -170,13 +186,17 @@ export class AnswerStream {
     } catch (error) {
       const failure = callFailure(error);
       if (failure?.status === 429 || failure?.status === undefined) return true; // next time
-      if (failure.status === 400 || failure.status === 404) {
+      if (draftsUnavailable(failure)) {
         this.#o.drafts.enabled = false;
         this.#o.logger.info(
-          { status: failure.status },
+          { status: failure.status, reason: failure.description },
           'Telegram refused a draft: answers stream by editing a message instead',
         );
         return false;
+      }
+      if (failure.status === 400) {
+        this.#o.logger.warn({ status: 400, reason: failure.description }, 'draft refused: skipped');
+        return true;
       }
       throw error;
     }

@@ -12,19 +12,27 @@ const SOURCE_MAX_BYTES = 32_768;
 export interface PartMessage {
   text: string;
   html: boolean;
+  /**
+   * The HTML shows nothing (a fence just opened: `<pre></pre>`; a bare `>` or `# `), which
+   * Telegram refuses: sent plain, the part shows its marks.
+   */
+  blank: boolean;
 }
 
 /**
- * A part of an answer (split-message.ts) as Telegram takes it: its HTML when that fits
- * Telegram's limits, else its Markdown as plain text, which always fits (a part is at most
- * PART_CHARS). The HTML never shows more than the Markdown, but its tags and entities can pass
- * the 32 KiB the Bot API reads (`>&` on every line is 3 characters for 30 bytes).
+ * A part of an answer (split-message.ts) as Telegram takes it: its HTML when that shows
+ * something within Telegram's limits, else its Markdown as plain text, which always fits (a
+ * part is at most PART_CHARS, and holds more than whitespace). The HTML never shows more than
+ * the Markdown, but its tags and entities can pass the 32 KiB the Bot API reads (`>&` on every
+ * line is 3 characters for 30 bytes).
  */
 export function partMessage(part: string): PartMessage {
   const html = toTelegramHtml(part);
+  const shown = shownText(html);
+  const blank = shown.trim() === '';
   const fits =
-    shownText(html).length <= MESSAGE_MAX_CHARS && Buffer.byteLength(html) <= SOURCE_MAX_BYTES;
-  return fits ? { text: html, html: true } : { text: part, html: false };
+    !blank && shown.length <= MESSAGE_MAX_CHARS && Buffer.byteLength(html) <= SOURCE_MAX_BYTES;
+  return fits ? { text: html, html: true, blank } : { text: part, html: false, blank };
 }
 
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"' };

@@ -233,10 +233,18 @@ export const isNotModified = (error: unknown) =>
   callFailure(error)?.description.includes('message is not modified') ?? false;
 
 /**
- * Telegram's 400s for a message's text as given: HTML it cannot parse, or a text too long once
- * parsed or as sent. The part is sent plain instead (it fits: part-message.ts).
+ * Telegram's 400s for a message's text as given: HTML it cannot parse, a text too long once
+ * parsed or as sent, or one that shows nothing once parsed ("text must be non-empty"; "message
+ * text is empty" for an empty `text`). The part is sent plain instead (it fits:
+ * part-message.ts).
  */
-const TEXT_REFUSED = ["can't parse entities", 'message is too long', 'text is too long'];
+const TEXT_REFUSED = [
+  "can't parse entities",
+  'message is too long',
+  'text is too long',
+  'text must be non-empty',
+  'message text is empty',
+];
 
 /** Whether Telegram refused a message's text as given (TEXT_REFUSED). */
 export const isTextRefused = (error: unknown) => {

@@ -85,6 +85,18 @@ describe('the fake Bot API limits a message as Telegram does', () => {
       error_code: 400,
       description: 'Bad Request: text is too long',
     });
+    // Nothing to show once parsed, or nothing at all.
+    for (const [text, description] of [
+      ['<pre></pre>', 'Bad Request: text must be non-empty'],
+      ['<blockquote> </blockquote>\n', 'Bad Request: text must be non-empty'],
+      ['', 'Bad Request: message text is empty'],
+    ]) {
+      expect((await send(text ?? '', 'HTML')).body).toEqual({
+        ok: false,
+        error_code: 400,
+        description,
+      });
+    }
     expect(server.sent.map((m) => m.visible.length)).toEqual([4_096, 4_096]);
   });
 });

@@ -90,7 +90,10 @@ export interface FakeTelegramServer {
   failMethod(method: string, ...faults: SendFault[]): void;
   /** The next `count` calls of any sending method get 429 with `retry_after`. */
   rateLimit(count: number, retryAfterSeconds: number): void;
-  /** sendMessageDraft answers 400, as for a bot or chat where drafts are not available. */
+  /**
+   * sendMessageDraft answers 400 TEXTDRAFT_PEER_INVALID, as Telegram does for a bot or chat
+   * where drafts are not available.
+   */
   draftsRefused: boolean;
   /** While down, every sendMessage gets a 502 from the proxy in front (HTML, not JSON). */
   down: boolean;
@@ -439,7 +442,8 @@ export async function startFakeTelegramServer(
     } else if (body.parse_mode !== undefined) {
       return { error: 'Bad Request: unsupported parse_mode in this fake' };
     }
-    if (text.trim().length === 0) return { error: 'Bad Request: message text is empty' };
+    // As telegram-bot-api words what TDLib says of a text with nothing to show once parsed.
+    if (text.trim().length === 0) return { error: 'Bad Request: text must be non-empty' };
     // Telegram counts the text it shows; UTF-16 units here, as many as its code points or more.
     if (text.length > 4096) return { error: 'Bad Request: message is too long' };
     return { text };
@@ -473,7 +477,7 @@ export async function startFakeTelegramServer(
     },
     sendMessageDraft(body, res) {
       if (fake.draftsRefused) {
-        return fail(res, 400, 'Bad Request: method is available only for bots with topics enabled');
+        return fail(res, 400, 'Bad Request: TEXTDRAFT_PEER_INVALID');
       }
       if (typeof body.draft_id !== 'number' || body.draft_id === 0) {
         return fail(res, 400, 'Bad Request: invalid draft_id');

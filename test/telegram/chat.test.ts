@@ -346,6 +346,36 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     }
   });
 
+  // A draft of just "```" is `<pre></pre>`, which shows nothing: Telegram refused it with a 400,
+  // and any 400 to a draft switched drafts off for every chat until Parley restarted.
+  it('sends no draft until an answer opening with a code fence has code, and drafts stay on for everyone', async () => {
+    await stack.link('cody', 532);
+    await stack.link('dora', 533);
+    const hold = holdAt((_chunk, written) => written === '```');
+    const code = '```\nprint("hello")\nprint("world")\nprint("again")\n```';
+    stack.llm.enqueue(reply.text(code, { pace: hold.pace, delayMs: 500 }));
+    const from = stack.telegram.sentTo('532').length;
+    stack.telegram.pushMessage(532, 'Print hello.');
+    await hold.reached;
+    // The answer so far is the fence alone, and stays so while Parley would show it.
+    await stack.parley.settled(1_000);
+    hold.release();
+    const answer = await stack.answerAfter(532, from);
+    expect(answer.map((m) => [m.visible, m.edits])).toEqual([
+      ['print("hello")\nprint("world")\nprint("again")', []],
+    ]);
+    const drafts = stack.telegram.callsOf('sendMessageDraft');
+    const codyDrafts = drafts.filter((c) => String(c.body.chat_id) === '532');
+    expect(codyDrafts.map((c) => c.status)).not.toContain(400);
+    expect(codyDrafts.length).toBeGreaterThan(0);
+
+    // Another user's answer still grows as drafts, not as an edited message.
+    stack.llm.enqueue(reply.text('One. Two. Three. Four. Five.', { chunks: 5, delayMs: 400 }));
+    const other = await stack.ask(533, 'Count to five.');
+    expect(other.map((m) => [m.visible, m.edits])).toEqual([['One. Two. Three. Four. Five.', []]]);
+    expect(stack.telegram.drafts.filter((d) => d.chatId === '533').length).toBeGreaterThan(0);
+  });
+
   it('streams by editing a message where drafts are refused', async () => {
     await stack.link('frank', 506);
     stack.telegram.draftsRefused = true;

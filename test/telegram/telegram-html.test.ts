@@ -149,7 +149,11 @@ describe('splitting long answers', () => {
     // HTML past the Bot API's 32 KiB (30 bytes for every 3 characters of Markdown) goes plain.
     const quoted = '>&\n'.repeat(1_300);
     expect(Buffer.byteLength(toTelegramHtml(quoted))).toBeGreaterThan(32_768);
-    expect(partMessage(quoted)).toEqual({ text: quoted, html: false });
+    expect(partMessage(quoted)).toEqual({ text: quoted, html: false, blank: false });
+    // HTML that shows nothing (Telegram refuses it) goes plain too, marked blank.
+    for (const part of ['```', '>', '# ', '```ts\n```']) {
+      expect(partMessage(part), part).toEqual({ text: part, html: false, blank: true });
+    }
   });
 
   it('closes and reopens a code block cut in two', () => {
