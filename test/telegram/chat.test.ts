@@ -923,6 +923,41 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     await stack.telegram.waitFor(() => stack.telegram.sentTo('513').length === 1);
     expect(stack.telegram.sentTo('513')[0]?.visible).toMatch(/^이 채팅은 Parley 사용자와/);
   });
+
+  // Twenty lines with titles of up to 200 characters pass the 4,096 characters of a message:
+  // Telegram refused the list ("message is too long") and the user got nothing.
+  it('lists twenty reminders with long titles in messages Telegram takes, each with its buttons', async () => {
+    await stack.link('rhea', 534);
+    const titles = Array.from({ length: 20 }, (_, i) =>
+      `Reminder ${String(i + 1).padStart(2, '0')} `.padEnd(200, 'abcdefghij '.repeat(20)),
+    );
+    const date = (i: number) => `2099-01-${String(i + 1).padStart(2, '0')}`;
+    stack.llm.enqueue(
+      reply.toolCalls(
+        titles.map((title, i) => ({ name: 'set_reminder', args: { title, date: date(i) } })),
+      ),
+      reply.text('All twenty set.'),
+    );
+    await stack.ask(534, 'Set my twenty reminders.');
+    const from = stack.telegram.sentTo('534').length;
+    stack.telegram.pushMessage(534, '/reminders');
+    await stack.telegram.waitFor(() => stack.telegram.sentTo('534').length > from);
+    await stack.parley.settled(500);
+    const lists = stack.sentSince(534, from);
+    expect(lists.length).toBeGreaterThanOrEqual(2);
+    for (const list of lists) expect(list.visible.length).toBeLessThanOrEqual(4096);
+    const lines = lists.flatMap((list) => list.visible.split('\n'));
+    expect(lines).toEqual([
+      'Upcoming reminders:',
+      ...titles.map((title, i) => `${i + 1}. ${date(i)} — ${title}`),
+    ]);
+    // Each message's buttons cancel the reminders it lists.
+    for (const list of lists) {
+      const numbers = list.visible.split('\n').flatMap((line) => /^(\d+)\. /.exec(line)?.[1] ?? []);
+      const rows = (list.replyMarkup as { inline_keyboard: { text: string }[][] }).inline_keyboard;
+      expect(rows.map((row) => row[0]?.text)).toEqual(numbers.map((n) => `❌ Cancel ${n}`));
+    }
+  });
 });
 
 const keyboardOf = (message: SentMessage | undefined) =>
