@@ -166,4 +166,15 @@ describe('splitting long answers', () => {
       expect(parseTelegramHtml(toTelegramHtml(part))).not.toHaveProperty('error');
     }
   });
+
+  it('finds a code block cut in two whatever ends its lines (\\r, U+2028) and however indented', () => {
+    for (const end of ['\r', '\u2028', '\r\n']) {
+      const code = `Intro${end}  \t${end}   \`\`\`js${end}${`x = 1;${end}`.repeat(1_000)}\`\`\``;
+      const parts = splitMessage(code);
+      expect(parts.length).toBeGreaterThan(1);
+      // The first part closes the block it opened; each later one reopens it.
+      expect(parts[0]?.endsWith('\n```')).toBe(true);
+      for (const part of parts.slice(1)) expect(part.startsWith('```\n')).toBe(true);
+    }
+  });
 });
