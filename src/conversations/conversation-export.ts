@@ -74,7 +74,7 @@ function closedFences(text: string): string {
   for (const line of text.split('\n')) {
     // The rest of the line is anything: with `.*$`, a carriage return or U+2028 after a run of
     // backticks failed the match at every length of the run (200,000 of them: ~10 s).
-    const fence = /^ {0,3}(`{3,}|~{3,})([^]*)/.exec(line);
+    const fence = /^ {0,3}(`{3,}|~{3,})([\s\S]*)/.exec(line);
     if (!fence) continue;
     const [, marks = '', rest = ''] = fence;
     const char = marks[0] as string;

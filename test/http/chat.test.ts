@@ -518,7 +518,10 @@ describe.each(ENGINES)('POST /chat on the %s engine', (engine) => {
     };
     // The ten run at once: stored in any order.
     expect(body.reminders.map((r) => r.title).sort()).toEqual(
-      calls.slice(0, 10).map((c) => c.args.title).sort(),
+      calls
+        .slice(0, 10)
+        .map((c) => c.args.title)
+        .sort(),
     );
     const results = sentMessages(llm.chats.length - 1).filter((m) => m.role === 'tool');
     expect(results).toHaveLength(13);
