@@ -15,6 +15,7 @@ import { detectImageType } from '../vision/image-type.ts';
 import { AnswerStream, type DraftSupport } from './answer-stream.ts';
 import { finalWordsOf } from './final-text.ts';
 import type { Incoming } from './incoming.ts';
+import { photoToRead } from './photo-to-read.ts';
 import { overLimitText, sendReply } from './send-reply.ts';
 import { callFailure, type TelegramApi } from './telegram-api.ts';
 import { chatErrorText, type Language, textsFor } from './telegram-texts.ts';
@@ -51,10 +52,10 @@ export interface ChatDoorDependencies {
   ) => Promise<'approve' | 'deny' | 'always' | 'expired' | undefined>;
 }
 
-/** What the user sent the assistant: text, and a photo whose caption is the text. */
+/** What the user sent the assistant: text, and a photo (its sizes) whose caption is the text. */
 export interface Question {
   message: string;
-  photo?: PhotoSize | undefined;
+  photo?: readonly PhotoSize[] | undefined;
 }
 
 /** Feedback buttons: `f:<run id>:<score>`, well within Telegram's 64 bytes. */
@@ -98,8 +99,9 @@ export class ChatDoor {
       return sendReply(telegram, chatId, refusal, log);
     }
     let image: StoredImage | undefined;
-    if (question.photo) {
-      image = await this.#savePhoto(question.photo, chatId, language, log);
+    const photo = question.photo && photoToRead(question.photo, this.#deps.imageMaxBytes);
+    if (photo) {
+      image = await this.#savePhoto(photo, chatId, language, log);
       if (!image) return;
     }
     // Final messages still go out for a few seconds after the answer was stopped.

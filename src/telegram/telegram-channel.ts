@@ -1,4 +1,4 @@
-import type { CallbackQuery, Message, PhotoSize, Update } from 'grammy/types';
+import type { CallbackQuery, Message, Update } from 'grammy/types';
 import type { Logger } from 'pino';
 import { describeChatError } from '../assistant/describe-chat-error.ts';
 import { KeyedMutex } from '../assistant/keyed-mutex.ts';
@@ -157,7 +157,7 @@ export class TelegramChannel {
     if (message.photo?.length) {
       return this.#deps.chat.answer(
         incoming,
-        { message: message.caption || t.photoQuestion, photo: largestPhoto(message.photo) },
+        { message: message.caption || t.photoQuestion, photo: message.photo },
         log,
       );
     }
@@ -276,27 +276,4 @@ export class TelegramChannel {
   reply(chatId: number, text: string): Promise<void> {
     return sendReply(this.#deps.telegram, chatId, text, this.#deps.logger);
   }
-}
-
-/**
- * The size of a photo with the most pixels. Telegram always gives a size's width and height but
- * may leave out its file_size, so bytes break only a tie in pixels, and only where both sizes
- * give them: a pixel count is never weighed against a byte count.
- */
-function largestPhoto(sizes: readonly PhotoSize[]): PhotoSize | undefined {
-  let largest: PhotoSize | undefined;
-  for (const size of sizes) {
-    if (!largest) {
-      largest = size;
-      continue;
-    }
-    const pixels = size.width * size.height;
-    const most = largest.width * largest.height;
-    const moreBytes =
-      size.file_size !== undefined &&
-      largest.file_size !== undefined &&
-      size.file_size > largest.file_size;
-    if (pixels > most || (pixels === most && moreBytes)) largest = size;
-  }
-  return largest;
 }

@@ -611,6 +611,56 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
     expect(seen(visionRequest)).toContain(`data:image/png;base64,${original.toString('base64')}`);
   });
 
+  it('reads the largest size of a photo within IMAGE_MAX_BYTES when the original is over it', async () => {
+    await stack.link('olga', 515);
+    const fakePng = (body: string) =>
+      Buffer.concat([
+        Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+        Buffer.from(body),
+      ]);
+    // Telegram sends every photo in several sizes: the original (here 30 MB, over the 10 MiB
+    // default) was refused as "too large" though its 1280 × 1280 size fits.
+    const middle = fakePng('the 1280 by 1280 size');
+    const fitting = stack.telegram.addFile(middle, 'jpg');
+    const original = stack.telegram.addFile(fakePng('the original'), 'jpg');
+    stack.llm.enqueue(
+      reply.toolCalls([{ name: 'analyze_image', args: { question: 'What is this?' } }]),
+      reply.text('A lighthouse.'),
+    );
+    stack.vision.enqueue(reply.text('A lighthouse at dusk.'));
+    const getFiles = stack.telegram.callsOf('getFile').length;
+    const from = stack.telegram.sentTo('515').length;
+    stack.telegram.pushUpdateMessage(515, {
+      caption: 'What is this?',
+      photo: [
+        {
+          file_id: fitting.fileId,
+          file_unique_id: 'f',
+          width: 1280,
+          height: 1280,
+          file_size: 2_000_000,
+        },
+        {
+          file_id: original.fileId,
+          file_unique_id: 'o',
+          width: 4000,
+          height: 4000,
+          file_size: 30 * 1_048_576,
+        },
+      ],
+    });
+    const answer = await stack.answerAfter(515, from);
+    expect(answer.at(-1)?.visible).toBe('A lighthouse.');
+    expect(
+      stack.telegram
+        .callsOf('getFile')
+        .slice(getFiles)
+        .map((c) => c.body.file_id),
+    ).toEqual([fitting.fileId]);
+    const visionRequest = stack.vision.chats.at(-1)?.body as ChatCompletionRequest;
+    expect(seen(visionRequest)).toContain(`data:image/png;base64,${middle.toString('base64')}`);
+  });
+
   it('makes a PDF the user sends searchable by that user only', async () => {
     const judy = await stack.link('judy', 510);
     const kim = await stack.link('kim', 511);
