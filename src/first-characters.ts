@@ -29,6 +29,25 @@ export function characterCount(text: string): number {
   return count;
 }
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/**
+ * The longest start of a text of at most `max` characters (code points, as `firstCharacters`)
+ * that ends between two graphemes, what a reader sees as one character: a flag (two code
+ * points), a family emoji (joined ones) or a letter with its accent stays whole or goes whole.
+ */
+export function firstGraphemes(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = 0;
+  let count = 0;
+  for (const { segment } of graphemes.segment(text)) {
+    count += characterCount(segment);
+    if (count > max) break;
+    end += segment.length;
+  }
+  return text.slice(0, end);
+}
+
 const isPairAt = (text: string, index: number) =>
   (text.charCodeAt(index) & 0xfc00) === 0xd800 && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00;
 

@@ -1,3 +1,4 @@
+import { characterCount, firstGraphemes } from '../first-characters.ts';
 import { hasVisibleCharacter } from '../visible-text.ts';
 
 /** The longest title a conversation has, written by anyone. */
@@ -12,9 +13,8 @@ export function questionTitle(question: string): string {
   // Nothing visible (an image sent alone, zero-width spaces): no title, so the list shows its
   // placeholder rather than a blank line.
   if (!hasVisibleCharacter(words)) return '';
-  const chars = [...words];
-  if (chars.length <= TITLE_MAX_CHARS) return words;
-  const cut = chars.slice(0, TITLE_MAX_CHARS - 1).join('');
+  if (characterCount(words) <= TITLE_MAX_CHARS) return words;
+  const cut = firstGraphemes(words, TITLE_MAX_CHARS - 1);
   const space = cut.lastIndexOf(' ');
   return `${space >= 20 ? cut.slice(0, space) : cut}…`;
 }

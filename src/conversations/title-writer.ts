@@ -1,5 +1,5 @@
 import { generateText } from 'ai';
-import { firstCharacters } from '../first-characters.ts';
+import { characterCount, firstCharacters, firstGraphemes } from '../first-characters.ts';
 import type { ChatModel } from '../models/chat-model.ts';
 import { withoutThinking } from '../models/think-tags.ts';
 import type { TitleRequest } from '../storage/title-request-repository.ts';
@@ -49,11 +49,10 @@ export function cleanTitle(text: string): string | undefined {
       .replace(/^["'“‘«「*]+/u, '')
       .replace(/\p{Cc}/gu, ''),
   ).trim();
-  const chars = [...title];
   if (!hasVisibleCharacter(title)) return undefined;
-  return chars.length <= TITLE_MAX_CHARS
+  return characterCount(title) <= TITLE_MAX_CHARS
     ? title
-    : `${chars.slice(0, TITLE_MAX_CHARS - 1).join('')}…`;
+    : `${firstGraphemes(title, TITLE_MAX_CHARS - 1)}…`;
 }
 
 /** Closing quotes, emphasis and final punctuation a model puts after a title. */

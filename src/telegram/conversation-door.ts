@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { ConversationService } from '../conversations/conversation-service.ts';
 import { AppError } from '../errors.ts';
+import { firstGraphemes } from '../first-characters.ts';
 import { isUuid } from '../is-uuid.ts';
 import type { TelegramRepository } from '../storage/telegram-repository.ts';
 import type { Incoming } from './incoming.ts';
@@ -74,7 +75,7 @@ export class ConversationDoor {
       {
         inline_keyboard: conversations.map((c, i) => [
           {
-            text: `${i + 1}. ${[...(c.title || t.untitled)].slice(0, BUTTON_TITLE_CHARS).join('')}`,
+            text: `${i + 1}. ${firstGraphemes(c.title || t.untitled, BUTTON_TITLE_CHARS)}`,
             callback_data: `c:${c.id}`,
           },
         ]),

@@ -148,6 +148,26 @@ describe.each(ENGINES)('conversation titles by the model on the %s engine', (eng
     ).toBe('The lease');
   });
 
+  it('cuts a long title between what a reader sees as characters: flags and families stay whole', async () => {
+    // A flag is two code points, a family four joined by three more: cut at 59 code points,
+    // a title of flags ended in half of one (a lone regional letter).
+    titles.set('flags please', reply.text('🇰🇷'.repeat(40)));
+    const asked = await chat('flag', 'flags please');
+    const titled = await eventually(
+      () => conversation('flag', asked.conversationId),
+      (c) => c.title_source === 'model',
+    );
+    expect(titled.title).toBe(`${'🇰🇷'.repeat(29)}…`);
+
+    // The question's first words, until the model writes a title, are cut the same way.
+    titles.set('family', reply.error(500, 'no title today'));
+    const family = '👨‍👩‍👧‍👦';
+    const question = `family ${family.repeat(10)}`;
+    const named = await chat('fam', question);
+    const first = await conversation('fam', named.conversationId);
+    expect(first.title).toBe(`family ${family.repeat(7)}…`);
+  });
+
   it('counts a title in characters (code points) alike for the model, a rename and the schema', async () => {
     const patch = (id: string, title: string) =>
       parley.fetch(`/users/eli/conversations/${id}`, {
