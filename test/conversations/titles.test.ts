@@ -160,7 +160,7 @@ describe.each(ENGINES)('conversation titles by the model on the %s engine', (eng
     expect(titled.title).toBe(`${'🇰🇷'.repeat(29)}…`);
 
     // The question's first words, until the model writes a title, are cut the same way.
-    titles.set('family', reply.error(500, 'no title today'));
+    titles.set('family', reply.error(500));
     const family = '👨‍👩‍👧‍👦';
     const question = `family ${family.repeat(10)}`;
     const named = await chat('fam', question);
