@@ -37,7 +37,10 @@ export function partMessage(part: string): PartMessage {
 
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"' };
 
-/** What the user sees of HTML as toTelegramHtml writes it: its text, tags left out. */
+/**
+ * What the user sees of HTML as toTelegramHtml writes it: its text, tags left out (a tag has no
+ * `<` inside, which keeps this linear whatever the text: see web-search.ts).
+ */
 export function shownText(html: string): string {
-  return html.replace(/<[^>]*>/g, '').replace(/&(?:amp|lt|gt|quot);/g, (e) => ENTITIES[e] ?? e);
+  return html.replace(/<[^<>]*>/g, '').replace(/&(?:amp|lt|gt|quot);/g, (e) => ENTITIES[e] ?? e);
 }
