@@ -982,12 +982,14 @@ describe.each(ENGINES)('Telegram chat on the %s engine', (engine) => {
       `Reminder ${String(i + 1).padStart(2, '0')} `.padEnd(200, 'abcdefghij '.repeat(20)),
     );
     const date = (i: number) => `2099-01-${String(i + 1).padStart(2, '0')}`;
-    stack.llm.enqueue(
+    // Ten a step: the most one answer of the model may run (TOOL_CALLS_PER_STEP).
+    const set = (from: number) =>
       reply.toolCalls(
-        titles.map((title, i) => ({ name: 'set_reminder', args: { title, date: date(i) } })),
-      ),
-      reply.text('All twenty set.'),
-    );
+        titles
+          .slice(from, from + 10)
+          .map((title, i) => ({ name: 'set_reminder', args: { title, date: date(from + i) } })),
+      );
+    stack.llm.enqueue(set(0), set(10), reply.text('All twenty set.'));
     await stack.ask(534, 'Set my twenty reminders.');
     const from = stack.telegram.sentTo('534').length;
     stack.telegram.pushMessage(534, '/reminders');
