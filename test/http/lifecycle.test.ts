@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseChatStream, streamReader } from '../support/chat-stream.ts';
 import { engineSetup } from '../support/engine-setup.ts';
-import { ENGINES } from '../support/engines.ts';
+import { ENGINES, engineEnv } from '../support/engines.ts';
 import { reply } from '../support/fake-llm-server.ts';
 import { createTestDatabase, type TestDatabase } from '../support/postgres-server.ts';
 import { spawnParley } from '../support/spawn-parley.ts';
@@ -118,12 +118,17 @@ describe('start-up', () => {
   });
 });
 
-describe('shutdown', () => {
+describe.each(ENGINES)('shutdown on the %s engine', (engine) => {
   it('exits cleanly on SIGTERM and SIGINT', { timeout: 90_000 }, async () => {
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-      const parley = await startParley();
-      expect(await parley.stop(signal)).toBe(0);
-      expect(parley.logs.map((line) => line.msg)).toContain('stopped');
+      const storage = await engineEnv(engine);
+      try {
+        const parley = await startParley({ env: storage.env });
+        expect(await parley.stop(signal)).toBe(0);
+        expect(parley.logs.map((line) => line.msg)).toContain('stopped');
+      } finally {
+        await storage.cleanup();
+      }
     }
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readChat } from '../support/chat-stream.ts';
+import { ENGINES, type EngineEnv, engineEnv } from '../support/engines.ts';
 import {
   type FakeLangSmithServer,
   startFakeLangSmithServer,
@@ -32,8 +33,8 @@ async function eventually<T>(probe: () => Promise<T>, ok: (value: T) => boolean)
   }
 }
 
-describe('GET /metrics', () => {
-  let database: TestDatabase;
+describe.each(ENGINES)('GET /metrics on the %s engine', (engine) => {
+  let storage: EngineEnv;
   let llm: FakeLlmServer;
   let langsmith: FakeLangSmithServer;
   let telegram: FakeTelegramServer;
@@ -45,7 +46,7 @@ describe('GET /metrics', () => {
         API_TOKEN: TOKEN,
         LLM_BASE_URL: llm.url,
         LLM_MAX_RETRIES: '0',
-        DATABASE_URL: database.url,
+        ...storage.env,
         EMBEDDINGS_PROVIDER: 'none',
         ...env,
       },
@@ -55,7 +56,7 @@ describe('GET /metrics', () => {
   };
 
   beforeAll(async () => {
-    database = await createTestDatabase();
+    storage = await engineEnv(engine);
     llm = await startFakeLlmServer();
     // The memory decision (a structured-output call) when no chat turn is queued.
     llm.respond((body) =>
@@ -81,7 +82,7 @@ describe('GET /metrics', () => {
     await llm?.close();
     await langsmith?.close();
     await telegram?.close();
-    await database?.drop();
+    await storage?.cleanup();
   });
 
   it('counts a chat, its fragments, tokens and errors, and the background work after it', async () => {
@@ -216,23 +217,50 @@ describe('GET /metrics', () => {
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ detail: 'Not Found: GET /metrics' });
   });
+});
+
+// PARLEY_WORKERS needs DATABASE_URL: the workers share a PostgreSQL server.
+describe('GET /metrics with PARLEY_WORKERS on the server engine', () => {
+  let database: TestDatabase;
+  let llm: FakeLlmServer;
+  let cluster: RunningParley | undefined;
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    llm = await startFakeLlmServer();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+    await llm?.close();
+    await database?.drop();
+  });
 
   it('sums every worker with PARLEY_WORKERS=2, whichever worker answers the scrape', async () => {
-    const cluster = await start({ METRICS_ENABLED: 'true', PARLEY_WORKERS: '2' });
-    const first = cluster.logs.find((line) => line.msg === 'Parley is listening')?.pid;
-    await cluster.waitForLog((l) => l.msg === 'Parley is listening' && l.pid !== first, 60_000);
+    cluster = await startParley({
+      env: {
+        API_TOKEN: TOKEN,
+        LLM_BASE_URL: llm.url,
+        LLM_MAX_RETRIES: '0',
+        DATABASE_URL: database.url,
+        EMBEDDINGS_PROVIDER: 'none',
+        METRICS_ENABLED: 'true',
+        PARLEY_WORKERS: '2',
+      },
+    });
+    const running = cluster;
+    const first = running.logs.find((line) => line.msg === 'Parley is listening')?.pid;
+    await running.waitForLog((l) => l.msg === 'Parley is listening' && l.pid !== first, 60_000);
     for (let i = 0; i < 10; i++) {
-      await cluster.fetch('/health', { headers: { 'x-request-id': `sum-${i}` } });
+      await running.fetch('/health', { headers: { 'x-request-id': `sum-${i}` } });
     }
-    await cluster.settled();
+    await running.settled();
     const answeredBy = new Set(
-      cluster.logs
+      running.logs
         .filter((l) => String(l.reqId).startsWith('sum-') && l.msg === 'request completed')
         .map((l) => l.pid),
     );
     expect(answeredBy.size).toBe(2);
     for (let i = 0; i < 4; i++) {
-      const samples = await scrape(cluster);
+      const samples = await scrape(running);
       expect(sampled(samples, 'parley_http_requests_total', { route: '/health' })).toBe(10);
     }
   }, 90_000);
